@@ -1,0 +1,5 @@
+//! The `kubegen` command.
+fn main() {
+    eprintln!("kubegen: not built yet");
+    std::process::exit(2);
+}

@@ -1,0 +1,1 @@
+//! The typed client over kube::Client (being built).

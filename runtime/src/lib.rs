@@ -1,0 +1,44 @@
+//! kubegen's runtime: what kubegen-generated code links against.
+//!
+//! It holds client-go's cache and queue machinery, ported to Rust on tokio, with
+//! client-go's semantics (see `SEMANTICS.md` in the project's shared docs):
+//!
+//! - [`object`]: keys (`namespace/name`), [`object::ObjectRef`], traits over
+//!   [`kube::Resource`] so k8s-openapi types, kube-derive types, generated types and
+//!   [`kube::core::DynamicObject`] all fit;
+//! - [`errors`]: the API `Status` as an error, classified by reason first;
+//! - [`labels`] and [`fields`]: selector parsing and matching (apimachinery's grammar);
+//! - [`cache`]: the thread-safe store and indexer, listers, the DeltaFIFO;
+//! - [`workqueue`]: the rate-limited workqueue and its rate limiters;
+//! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
+//! - `testing` (feature `testing`): an in-memory Kubernetes API server.
+//!
+//! # Cargo features
+//!
+//! | feature | enables |
+//! |---|---|
+//! | `testing` | `kubegen_runtime::testing`: the in-memory API server (tower Service and TCP) |
+//! | `prometheus` | a Prometheus implementation of the workqueue metrics |
+//!
+//! The crate never picks a k8s-openapi version: like kube-rs, the binary that uses it
+//! enables one (`k8s-openapi = { version = "0.29", features = ["latest"] }`).
+//!
+//! Generated code names only `::kubegen_runtime::...` paths, so this crate re-exports
+//! [`kube`], [`k8s_openapi`], [`serde`] and [`serde_json`]: a user adds one dependency.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub use k8s_openapi;
+pub use kube;
+pub use serde;
+pub use serde_json;
+
+pub mod cache;
+pub mod client;
+pub mod errors;
+pub mod fields;
+pub mod labels;
+pub mod object;
+#[cfg(feature = "testing")]
+pub mod testing;
+pub mod workqueue;

@@ -1,0 +1,1 @@
+//! The rate-limited workqueue (being built).

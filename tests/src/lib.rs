@@ -1,0 +1,1 @@
+//! kubegen's cross-crate tests live in `tests/tests/`; this library is empty.
