@@ -1,0 +1,2 @@
+//! Benchmark: selectors (being built).
+fn main() {}

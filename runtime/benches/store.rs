@@ -1,0 +1,2 @@
+//! Benchmark: store (being built).
+fn main() {}

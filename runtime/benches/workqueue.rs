@@ -1,0 +1,2 @@
+//! Benchmark: workqueue (being built).
+fn main() {}
