@@ -41,4 +41,5 @@ pub mod labels;
 pub mod object;
 #[cfg(feature = "testing")]
 pub mod testing;
+pub mod types;
 pub mod workqueue;

@@ -1,0 +1,1 @@
+//! Wire types for generated code (being built).
