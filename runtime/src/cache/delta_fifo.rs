@@ -69,7 +69,7 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 
 use crate::cache::DeletedFinalStateUnknown;
@@ -120,6 +120,17 @@ impl<T> DeltaObject<T> {
     /// Whether this is a tombstone.
     pub fn is_tombstone(&self) -> bool {
         matches!(self, DeltaObject::Tombstone(_))
+    }
+
+    /// The key: a tombstone's own key, else `key_function` applied to the object.
+    pub(crate) fn key(
+        &self,
+        key_function: &dyn Fn(&T) -> Result<String, KeyError>,
+    ) -> Result<String, KeyError> {
+        match self {
+            DeltaObject::Object(obj) => key_function(obj),
+            DeltaObject::Tombstone(tombstone) => Ok(tombstone.key.clone()),
+        }
     }
 }
 
@@ -424,6 +435,27 @@ impl<T> State<T> {
     }
 }
 
+/// Locks `state` once `ready` holds for it, waiting for `changed` in between. Whoever
+/// may make `ready` true must call `changed.notify_waiters()` after doing so.
+pub(crate) async fn lock_when<'a, S>(
+    state: &'a Mutex<S>,
+    changed: &Notify,
+    ready: impl Fn(&S) -> bool,
+) -> MutexGuard<'a, S> {
+    loop {
+        let mut notified = std::pin::pin!(changed.notified());
+        // Register before looking, so a change between the look and the wait wakes us.
+        notified.as_mut().enable();
+        {
+            let guard = state.lock();
+            if ready(&guard) {
+                return guard;
+            }
+        }
+        notified.await;
+    }
+}
+
 /// client-go's DeltaFIFO; see the [module documentation](self) for its contract.
 ///
 /// ```
@@ -503,10 +535,7 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
 
     /// The key of a delta's object: a tombstone's own key, else the object's key.
     pub fn key_of_object(&self, obj: &DeltaObject<T>) -> Result<String, KeyError> {
-        match obj {
-            DeltaObject::Object(obj) => self.key_of(obj),
-            DeltaObject::Tombstone(tombstone) => Ok(tombstone.key.clone()),
-        }
+        obj.key(&*self.key_function)
     }
 
     /// The key of a list of deltas: the key of its newest delta's object. An empty list
@@ -684,27 +713,19 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
         loop {
-            let changed = self.changed.notified();
-            let mut changed = std::pin::pin!(changed);
-            // Register before looking, so a change between the look and the wait wakes us.
-            changed.as_mut().enable();
-            {
-                let mut state = self.state.lock();
-                if let Some(key) = state.queue.pop_front() {
-                    let is_in_initial_list = !state.has_synced();
-                    state.initial_population_count =
-                        state.initial_population_count.saturating_sub(1);
-                    // A queued key always has deltas (the state's invariant).
-                    let Some(deltas) = state.items.remove(&key) else {
-                        continue;
-                    };
-                    return process(deltas, is_in_initial_list).map_err(PopError::Process);
-                }
-                if state.closed {
-                    return Err(PopError::Closed);
-                }
+            let mut state = lock_when(&self.state, &self.changed, |s| {
+                !s.queue.is_empty() || s.closed
+            })
+            .await;
+            let Some(key) = state.queue.pop_front() else {
+                return Err(PopError::Closed);
+            };
+            let is_in_initial_list = !state.has_synced();
+            state.initial_population_count = state.initial_population_count.saturating_sub(1);
+            // A queued key always has deltas (the state's invariant); never hand out none.
+            if let Some(deltas) = state.items.remove(&key) {
+                return process(deltas, is_in_initial_list).map_err(PopError::Process);
             }
-            changed.await;
         }
     }
 
@@ -753,24 +774,25 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
     }
 }
 
+/// Test objects and helpers shared by the FIFO tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod test_support {
     use std::collections::BTreeMap;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
-    use futures::FutureExt;
+    use parking_lot::Mutex;
 
-    use super::*;
+    use super::{DeltaObject, Deltas, KnownObjects};
 
     #[derive(Debug, PartialEq)]
-    struct TestObj {
-        name: String,
-        value: i32,
+    pub(crate) struct TestObj {
+        pub(crate) name: String,
+        pub(crate) value: i32,
         /// How many times the transformer saw this object's lineage.
-        transformed: u32,
+        pub(crate) transformed: u32,
     }
 
-    fn obj(name: &str, value: i32) -> Arc<TestObj> {
+    pub(crate) fn obj(name: &str, value: i32) -> Arc<TestObj> {
         Arc::new(TestObj {
             name: name.to_owned(),
             value,
@@ -778,16 +800,12 @@ mod tests {
         })
     }
 
-    fn options() -> DeltaFifoOptions<TestObj> {
-        DeltaFifoOptions::new(|o: &TestObj| Ok(o.name.clone()))
-    }
-
     /// Known objects as an informer's indexer would hold them, sorted by key.
     #[derive(Default)]
-    struct Known(Mutex<BTreeMap<String, Arc<TestObj>>>);
+    pub(crate) struct Known(pub(crate) Mutex<BTreeMap<String, Arc<TestObj>>>);
 
     impl Known {
-        fn with(objs: &[(&str, i32)]) -> Arc<Known> {
+        pub(crate) fn with(objs: &[(&str, i32)]) -> Arc<Known> {
             let known = Known::default();
             for (name, value) in objs {
                 known.0.lock().insert((*name).to_owned(), obj(name, *value));
@@ -806,16 +824,8 @@ mod tests {
         }
     }
 
-    fn fifo() -> DeltaFifo<TestObj> {
-        DeltaFifo::new(options())
-    }
-
-    fn fifo_with_known(objs: &[(&str, i32)]) -> DeltaFifo<TestObj> {
-        DeltaFifo::new(options().known_objects(Known::with(objs)))
-    }
-
     /// Deltas as readable strings: "Added foo=10", "Deleted DFSU bar=6", "Deleted DFSU bar=nil".
-    fn summary(deltas: &Deltas<TestObj>) -> Vec<String> {
+    pub(crate) fn summary(deltas: &Deltas<TestObj>) -> Vec<String> {
         deltas
             .iter()
             .map(|d| match &d.object {
@@ -826,6 +836,33 @@ mod tests {
                 },
             })
             .collect()
+    }
+
+    pub(crate) fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::FutureExt;
+
+    use super::test_support::*;
+    use super::*;
+
+    fn options() -> DeltaFifoOptions<TestObj> {
+        DeltaFifoOptions::new(|o: &TestObj| Ok(o.name.clone()))
+    }
+
+    fn fifo() -> DeltaFifo<TestObj> {
+        DeltaFifo::new(options())
+    }
+
+    fn fifo_with_known(objs: &[(&str, i32)]) -> DeltaFifo<TestObj> {
+        DeltaFifo::new(options().known_objects(Known::with(objs)))
     }
 
     fn queued(fifo: &DeltaFifo<TestObj>, key: &str) -> Vec<String> {
@@ -868,10 +905,6 @@ mod tests {
             out.push(value.unwrap());
         }
         out
-    }
-
-    fn strings(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| (*s).to_owned()).collect()
     }
 
     #[tokio::test]

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 pub mod delta_fifo;
 pub mod lister;
+pub mod real_fifo;
 pub mod store;
 
 /// The last known state of an object whose deletion was missed (client-go's
