@@ -1438,6 +1438,80 @@ mod tests {
         assert!(f.is_empty());
     }
 
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_producers_and_poppers_lose_and_duplicate_nothing() {
+        const PRODUCERS: i32 = 4;
+        const PER_PRODUCER: i32 = 200;
+        let f = Arc::new(fifo());
+        // Filled inside `process`, which runs under the FIFO's lock: the log is in the
+        // order the deltas were handed out.
+        let log = Arc::new(Mutex::new(Vec::<(String, i32)>::new()));
+        let poppers: Vec<_> = (0..4)
+            .map(|_| {
+                let f = Arc::clone(&f);
+                let log = Arc::clone(&log);
+                tokio::spawn(async move {
+                    loop {
+                        let r = f
+                            .pop(|deltas, _| {
+                                let mut log = log.lock();
+                                for d in &deltas {
+                                    let o = d.object.object().unwrap();
+                                    log.push((o.name.clone(), o.value));
+                                }
+                                Ok::<_, std::convert::Infallible>(())
+                            })
+                            .await;
+                        if matches!(r, Err(PopError::Closed)) {
+                            return;
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let f = Arc::clone(&f);
+                tokio::spawn(async move {
+                    for i in 0..PER_PRODUCER {
+                        // Two producers share each key, so keys get deltas from both.
+                        let name = format!("k{}", (p % 2) * 10 + i % 5);
+                        f.update(obj(&name, p * PER_PRODUCER + i)).unwrap();
+                        if i % 7 == 0 {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for p in producers {
+            p.await.unwrap();
+        }
+        f.close();
+        for p in poppers {
+            tokio::time::timeout(std::time::Duration::from_secs(60), p)
+                .await
+                .expect("poppers stop once closed and drained")
+                .unwrap();
+        }
+        let log = log.lock();
+        let mut values: Vec<i32> = log.iter().map(|(_, v)| *v).collect();
+        values.sort_unstable();
+        let expected: Vec<i32> = (0..PRODUCERS * PER_PRODUCER).collect();
+        assert_eq!(values, expected, "every delta handed out exactly once");
+        // Each producer's updates to one key come out in the order it made them.
+        for p in 0..PRODUCERS {
+            let range = p * PER_PRODUCER..(p + 1) * PER_PRODUCER;
+            let mut last: HashMap<&str, i32> = HashMap::new();
+            for (name, value) in log.iter().filter(|(_, v)| range.contains(v)) {
+                if let Some(prev) = last.insert(name, *value) {
+                    assert!(prev < *value, "{name}: {prev} before {value}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn pop_is_send() {
         fn assert_send<F: Send>(_: F) {}
