@@ -1512,6 +1512,17 @@ mod tests {
         }
     }
 
+    #[tokio::test]
+    async fn default_options_key_resources_by_namespace_and_name() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let f = DeltaFifo::new(DeltaFifoOptions::<ConfigMap>::default());
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some("ns".to_owned());
+        cm.metadata.name = Some("cfg".to_owned());
+        f.add(Arc::new(cm)).unwrap();
+        assert_eq!(f.list_keys(), strings(&["ns/cfg"]));
+    }
+
     #[test]
     fn pop_is_send() {
         fn assert_send<F: Send>(_: F) {}

@@ -547,4 +547,188 @@ mod tests {
             .unwrap();
         assert!(matches!(r, Err(PopError::Closed)));
     }
+
+    mod model {
+        //! RealFIFO against a reference model: a plain list of (type, key, value) entries.
+
+        use std::collections::BTreeMap;
+
+        use futures::FutureExt;
+        use proptest::prelude::*;
+
+        use super::*;
+        use crate::cache::delta_fifo::DeltaObject;
+
+        /// (type, key, value; `None` for a tombstone without an object, `tombstone`).
+        type MDelta = (DeltaType, String, Option<i32>, bool);
+
+        #[derive(Debug, Clone)]
+        enum Op {
+            Add(String, i32),
+            Update(String, i32),
+            Delete(String, i32),
+            Replace(Vec<(String, i32)>),
+            Resync,
+            Pop,
+        }
+
+        fn name() -> impl Strategy<Value = String> {
+            prop::sample::select(vec!["a", "b", "c", "d"]).prop_map(str::to_owned)
+        }
+
+        fn op() -> impl Strategy<Value = Op> {
+            prop_oneof![
+                3 => (name(), 0..100i32).prop_map(|(n, v)| Op::Add(n, v)),
+                3 => (name(), 0..100i32).prop_map(|(n, v)| Op::Update(n, v)),
+                2 => (name(), 0..100i32).prop_map(|(n, v)| Op::Delete(n, v)),
+                1 => prop::collection::vec((name(), 0..100i32), 0..5).prop_map(Op::Replace),
+                1 => Just(Op::Resync),
+                5 => Just(Op::Pop),
+            ]
+        }
+
+        #[derive(Default)]
+        struct Model {
+            items: Vec<MDelta>,
+            known: BTreeMap<String, i32>,
+            populated: bool,
+            initial: usize,
+        }
+
+        impl Model {
+            fn apply(&mut self, op: &Op) -> Option<(MDelta, bool)> {
+                match op {
+                    Op::Add(n, v) | Op::Update(n, v) | Op::Delete(n, v) => {
+                        let t = match op {
+                            Op::Add(..) => DeltaType::Added,
+                            Op::Update(..) => DeltaType::Updated,
+                            _ => DeltaType::Deleted,
+                        };
+                        self.populated = true;
+                        self.items.push((t, n.clone(), Some(*v), false));
+                    }
+                    Op::Replace(list) => {
+                        let listed: Vec<&String> = list.iter().map(|(n, _)| n).collect();
+                        let mut queued: Vec<String> = Vec::new();
+                        for (_, k, _, _) in &self.items {
+                            if !queued.contains(k) {
+                                queued.push(k.clone());
+                            }
+                        }
+                        let mut new = Vec::new();
+                        for k in &queued {
+                            let last = self.items.iter().rev().find(|d| &d.1 == k).unwrap();
+                            if !listed.contains(&k) && last.0 != DeltaType::Deleted {
+                                new.push((DeltaType::Deleted, k.clone(), last.2, true));
+                            }
+                        }
+                        for (k, v) in &self.known {
+                            if !listed.contains(&k) && !queued.contains(k) {
+                                new.push((DeltaType::Deleted, k.clone(), Some(*v), true));
+                            }
+                        }
+                        for (n, v) in list {
+                            new.push((DeltaType::Replaced, n.clone(), Some(*v), false));
+                        }
+                        self.items.extend(new);
+                        if !self.populated {
+                            self.populated = true;
+                            self.initial = self.items.len();
+                        }
+                    }
+                    Op::Resync => {
+                        let known: Vec<(String, i32)> =
+                            self.known.iter().map(|(k, v)| (k.clone(), *v)).collect();
+                        for (k, v) in known {
+                            if !self.items.iter().any(|d| d.1 == k) {
+                                self.items.push((DeltaType::Sync, k, Some(v), false));
+                            }
+                        }
+                    }
+                    Op::Pop => {
+                        if self.items.is_empty() {
+                            return None;
+                        }
+                        let d = self.items.remove(0);
+                        let initial = !(self.populated && self.initial == 0);
+                        self.initial = self.initial.saturating_sub(1);
+                        match (d.0, d.2) {
+                            (DeltaType::Deleted, _) | (_, None) => self.known.remove(&d.1),
+                            (_, Some(v)) => self.known.insert(d.1.clone(), v),
+                        };
+                        return Some((d, initial));
+                    }
+                }
+                None
+            }
+        }
+
+        fn to_model(deltas: &Deltas<TestObj>) -> MDelta {
+            let d = &deltas[0];
+            match &d.object {
+                DeltaObject::Object(o) => (d.delta_type, o.name.clone(), Some(o.value), false),
+                DeltaObject::Tombstone(t) => (
+                    d.delta_type,
+                    t.key.clone(),
+                    t.obj.as_ref().map(|o| o.value),
+                    true,
+                ),
+            }
+        }
+
+        fn run(ops: Vec<Op>) -> Result<(), TestCaseError> {
+            let known = Known::with(&[]);
+            let fifo = RealFifo::new(RealFifoOptions::new(
+                |o: &TestObj| Ok(o.name.clone()),
+                Arc::clone(&known) as Arc<dyn KnownObjects<TestObj>>,
+            ));
+            let mut model = Model::default();
+            for op in &ops {
+                let expected = model.apply(op);
+                match op {
+                    Op::Add(n, v) => fifo.add(obj(n, *v)).unwrap(),
+                    Op::Update(n, v) => fifo.update(obj(n, *v)).unwrap(),
+                    Op::Delete(n, v) => fifo.delete(obj(n, *v)).unwrap(),
+                    Op::Replace(list) => fifo
+                        .replace(list.iter().map(|(n, v)| obj(n, *v)).collect(), "1")
+                        .unwrap(),
+                    Op::Resync => fifo.resync().unwrap(),
+                    Op::Pop => {
+                        let got = fifo
+                            .pop(|deltas, initial| {
+                                // Apply to the known objects as an informer would.
+                                let mut store = known.0.lock();
+                                let d = &deltas[0];
+                                match (&d.delta_type, &d.object) {
+                                    (DeltaType::Deleted, DeltaObject::Object(o)) => {
+                                        store.remove(&o.name);
+                                    }
+                                    (DeltaType::Deleted, DeltaObject::Tombstone(t)) => {
+                                        store.remove(&t.key);
+                                    }
+                                    (_, DeltaObject::Object(o)) => {
+                                        store.insert(o.name.clone(), Arc::clone(o));
+                                    }
+                                    (_, DeltaObject::Tombstone(_)) => {}
+                                }
+                                Ok::<_, std::convert::Infallible>((to_model(&deltas), initial))
+                            })
+                            .now_or_never()
+                            .map(Result::unwrap);
+                        prop_assert_eq!(got, expected, "pop after {:?}", op);
+                    }
+                }
+                prop_assert_eq!(fifo.len(), model.items.len());
+                prop_assert_eq!(fifo.has_synced(), model.populated && model.initial == 0);
+            }
+            Ok(())
+        }
+
+        proptest! {
+            #[test]
+            fn real_fifo_agrees_with_model(ops in prop::collection::vec(op(), 0..60)) {
+                run(ops)?;
+            }
+        }
+    }
 }
