@@ -23,12 +23,17 @@
 //!
 //! It does not order `list` results and does not copy objects.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 
 use parking_lot::RwLock;
 
 use super::{IndexError, IndexFunc, Indexers, StoreError};
+
+/// Maps keyed by object keys and index values. aHash is randomly keyed per process, so
+/// names chosen by API clients cannot be crafted to collide, and it hashes short strings
+/// about twice as fast as std's SipHash.
+type HashMap<K, V> = std::collections::HashMap<K, V, ahash::RandomState>;
 
 /// The objects stored under one index value, by key.
 type Bucket<T> = HashMap<Arc<str>, Arc<T>>;
@@ -47,7 +52,7 @@ struct Index<T: ?Sized> {
 impl<T: ?Sized> Default for Index<T> {
     fn default() -> Self {
         Index {
-            buckets: HashMap::new(),
+            buckets: HashMap::default(),
         }
     }
 }
@@ -243,7 +248,7 @@ impl<T: ?Sized> ThreadSafeStore<T> {
         let indices = defs.iter().map(|_| Index::default()).collect();
         ThreadSafeStore {
             inner: RwLock::new(Inner {
-                items: HashMap::new(),
+                items: HashMap::default(),
                 defs: Arc::new(defs),
                 indices,
                 resource_version: String::new(),
@@ -266,13 +271,13 @@ impl<T: ?Sized> ThreadSafeStore<T> {
     pub fn update(&self, key: &str, obj: Arc<T>) -> Result<(), StoreError> {
         let mut defs = Arc::clone(&self.inner.read().defs);
         let mut new_values = values_of(&defs, key, &obj)?;
-        let mut inner = self.inner.write();
-        if !Arc::ptr_eq(&defs, &inner.defs) {
+        let mut guard = self.inner.write();
+        if !Arc::ptr_eq(&defs, &guard.defs) {
             // Indexers were added meanwhile: compute again for the current set.
-            defs = Arc::clone(&inner.defs);
+            defs = Arc::clone(&guard.defs);
             new_values = values_of(&defs, key, &obj)?;
         }
-        let inner = &mut *inner;
+        let inner = &mut *guard;
         let key: Arc<str> = match inner.items.get_key_value(key) {
             Some((k, _)) => Arc::clone(k),
             None => Arc::from(key),
@@ -282,14 +287,17 @@ impl<T: ?Sized> ThreadSafeStore<T> {
             let old_values = old.as_deref().map(|o| (def.func)(o));
             index.update(&key, &obj, old_values, values);
         }
+        drop(guard);
+        // The old object may be freed here: outside the lock.
+        drop(old);
         Ok(())
     }
 
     /// Removes the object under `key` from the store and every index; an index value left
     /// with no objects disappears. Removing an absent key does nothing.
     pub fn delete(&self, key: &str) {
-        let mut inner = self.inner.write();
-        let inner = &mut *inner;
+        let mut guard = self.inner.write();
+        let inner = &mut *guard;
         let Some(old) = inner.items.remove(key) else {
             return;
         };
@@ -303,6 +311,8 @@ impl<T: ?Sized> ThreadSafeStore<T> {
                 Err(_) => index.remove_everywhere(key),
             }
         }
+        drop(guard);
+        drop(old);
     }
 
     /// The object stored under `key`.
@@ -400,7 +410,7 @@ impl<T: ?Sized> ThreadSafeStore<T> {
                 .map(|b| b.values().cloned().collect())
                 .unwrap_or_default());
         }
-        let mut seen: HashSet<&str> = HashSet::new();
+        let mut seen: HashSet<&str, ahash::RandomState> = HashSet::default();
         let mut out = Vec::new();
         for bucket in values.iter().filter_map(|v| buckets.get(v.as_str())) {
             for (key, obj) in bucket {
