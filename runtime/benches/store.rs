@@ -8,6 +8,8 @@
 //!   one (both sides clone each Pod once into an `Arc`);
 //! - `list_namespace`: the ~2000 Pods of one namespace (kubegen: the namespace index;
 //!   kube-runtime has no index: a filtered scan);
+//! - `list_namespace_selector`: the Pods of one namespace matching `tier=web` (kubegen:
+//!   a namespace lister; kube-runtime: a filtered scan with kube-core's selector);
 //! - `get_by_key`: one Pod by namespace and name.
 //!
 //! Run: `cargo bench -p kubegen-runtime --bench store -- --warm-up-time 1 --measurement-time 3`
@@ -22,9 +24,12 @@ use kube::ResourceExt;
 use kube_runtime::reflector::{store::Writer, ObjectRef};
 use kube_runtime::watcher::Event;
 
+use kube::core::{Expression, SelectorExt};
+use kubegen_runtime::cache::lister::Lister;
 use kubegen_runtime::cache::store::{
     meta_namespace_key_func, namespace_indexers, Indexer, NAMESPACE_INDEX,
 };
+use kubegen_runtime::labels::Selector;
 
 const PODS: usize = 100_000;
 const NAMESPACES: usize = 50;
@@ -163,6 +168,34 @@ fn bench(c: &mut Criterion) {
         b.iter(|| {
             let ns = black_box(ns);
             black_box(reader.state_filter(|p| p.metadata.namespace.as_deref() == Some(ns)))
+        })
+    });
+    g.finish();
+
+    let lister = Lister::new(indexer.clone());
+    let selector = Selector::parse("tier=web").unwrap();
+    let kube_selector: kube::core::Selector = Expression::Equal("tier".into(), "web".into()).into();
+    let ns_lister = lister.namespaced(ns);
+    let expected = ns_lister.list(&selector).len();
+    assert!(expected > 0);
+    assert_eq!(
+        reader
+            .state_filter(|p| p.metadata.namespace.as_deref() == Some(ns)
+                && kube_selector.matches(p.labels()))
+            .len(),
+        expected
+    );
+    let mut g = c.benchmark_group("store/list_namespace_selector");
+    g.throughput(Throughput::Elements((PODS / NAMESPACES) as u64));
+    g.bench_function("kubegen_namespace_lister", |b| {
+        b.iter(|| black_box(ns_lister.list(black_box(&selector))))
+    });
+    g.bench_function("kube_runtime_state_filter", |b| {
+        b.iter(|| {
+            let ns = black_box(ns);
+            black_box(reader.state_filter(|p| {
+                p.metadata.namespace.as_deref() == Some(ns) && kube_selector.matches(p.labels())
+            }))
         })
     });
     g.finish();
