@@ -59,6 +59,46 @@ impl<F: Fields> Fields for Option<F> {
     }
 }
 
+/// The fields every object supports, read from its metadata without copying
+/// (apimachinery's `ObjectMetaFieldsSet`): `metadata.name`, and `metadata.namespace` for
+/// namespaced kinds. Kinds with more fields (pods' `spec.nodeName`, `status.phase`, ...)
+/// are the API server's to add.
+///
+/// ```
+/// use kubegen_runtime::fields::{ObjectMetaFields, Selector};
+/// use kubegen_runtime::object::ObjectMeta;
+///
+/// let meta = ObjectMeta { name: Some("web-0".into()), namespace: Some("prod".into()), ..Default::default() };
+/// let sel = Selector::parse("metadata.namespace=prod,metadata.name=web-0")?;
+/// assert!(sel.matches(&ObjectMetaFields::new(&meta, true)));
+/// assert!(!sel.matches(&ObjectMetaFields::new(&meta, false)));
+/// # Ok::<(), kubegen_runtime::fields::ParseError>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct ObjectMetaFields<'a> {
+    meta: &'a crate::object::ObjectMeta,
+    namespaced: bool,
+}
+
+impl<'a> ObjectMetaFields<'a> {
+    /// The fields of `meta`; `namespaced` says whether the kind has `metadata.namespace`.
+    pub fn new(meta: &'a crate::object::ObjectMeta, namespaced: bool) -> Self {
+        ObjectMetaFields { meta, namespaced }
+    }
+}
+
+impl Fields for ObjectMetaFields<'_> {
+    fn get(&self, field: &str) -> Option<&str> {
+        match field {
+            "metadata.name" => Some(self.meta.name.as_deref().unwrap_or("")),
+            "metadata.namespace" if self.namespaced => {
+                Some(self.meta.namespace.as_deref().unwrap_or(""))
+            }
+            _ => None,
+        }
+    }
+}
+
 /// A field requirement's operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Operator {

@@ -1404,6 +1404,18 @@ mod tests {
     }
 
     #[test]
+    fn matches_resource_labels() {
+        use k8s_openapi::api::core::v1::Pod;
+        use kube::ResourceExt;
+        let mut pod = Pod::default();
+        let sel = Selector::parse("app=web,!canary").unwrap();
+        assert!(!sel.matches(pod.labels()));
+        pod.labels_mut().insert("app".into(), "web".into());
+        assert!(sel.matches(pod.labels()));
+        assert!(sel.matches(&pod.metadata.labels));
+    }
+
+    #[test]
     fn from_label_selector() {
         use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelectorRequirement;
         // SEMANTICS 8.37
