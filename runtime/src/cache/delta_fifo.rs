@@ -39,7 +39,9 @@
 //!   transformer; a tombstone's key is its own `key`. A transformer must not change an
 //!   object's key. The transformer runs once on every object passed to add, update,
 //!   delete and replace; never on `Sync` deltas (their objects come from the known
-//!   objects, already transformed) nor on tombstones.
+//!   objects, already transformed) nor on tombstones. A transformer may reject an
+//!   object ([`TransformError`]): the operation then fails with
+//!   [`StoreError::Transform`] and changes nothing.
 //! - **Errors from processing.** When the `process` closure given to `pop` fails, the
 //!   popped deltas are dropped (not requeued) and the error is returned in
 //!   [`PopError::Process`]. This is client-go's behaviour since 1.33, which removed
@@ -72,6 +74,7 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 
+use crate::cache::store::{StoreError, TransformError};
 use crate::cache::DeletedFinalStateUnknown;
 
 /// What happened to an object (client-go's `DeltaType`).
@@ -325,12 +328,7 @@ pub trait KnownObjects<T>: Send + Sync {
     fn get_by_key(&self, key: &str) -> Option<Arc<T>>;
 }
 
-/// A key function: the key an object is queued under.
-pub type KeyFunc<T> = Arc<dyn Fn(&T) -> Result<String, KeyError> + Send + Sync>;
-
-/// A transformer applied once to each incoming object (client-go's `TransformFunc`), for
-/// instance to drop fields the informer's users never read.
-pub type TransformFunc<T> = Arc<dyn Fn(Arc<T>) -> Arc<T> + Send + Sync>;
+pub use crate::cache::store::{KeyFunc, TransformFunc};
 
 /// How a [`DeltaFifo`] is built (client-go's `DeltaFIFOOptions`).
 ///
@@ -378,7 +376,7 @@ impl<T> DeltaFifoOptions<T> {
     /// Sets the transformer.
     pub fn transformer(
         mut self,
-        transformer: impl Fn(Arc<T>) -> Arc<T> + Send + Sync + 'static,
+        transformer: impl Fn(Arc<T>) -> Result<Arc<T>, TransformError> + Send + Sync + 'static,
     ) -> Self {
         self.transformer = Some(Arc::new(transformer));
         self
@@ -547,26 +545,28 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
         }
     }
 
-    fn transform(&self, obj: Arc<T>) -> Arc<T> {
+    fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, TransformError> {
         match &self.transformer {
             Some(transform) => transform(obj),
-            None => obj,
+            None => Ok(obj),
         }
     }
 
-    /// Queues an `Added` delta for `obj`. Fails only when its key cannot be computed.
-    pub fn add(&self, obj: Arc<T>) -> Result<(), KeyError> {
+    /// Queues an `Added` delta for `obj`. Fails, changing nothing, when its key cannot be
+    /// computed or the transformer rejects it.
+    pub fn add(&self, obj: Arc<T>) -> Result<(), StoreError> {
         self.add_or_update(DeltaType::Added, obj)
     }
 
-    /// Queues an `Updated` delta for `obj`. Fails only when its key cannot be computed.
-    pub fn update(&self, obj: Arc<T>) -> Result<(), KeyError> {
+    /// Queues an `Updated` delta for `obj`. Fails, changing nothing, when its key cannot
+    /// be computed or the transformer rejects it.
+    pub fn update(&self, obj: Arc<T>) -> Result<(), StoreError> {
         self.add_or_update(DeltaType::Updated, obj)
     }
 
-    fn add_or_update(&self, delta_type: DeltaType, obj: Arc<T>) -> Result<(), KeyError> {
+    fn add_or_update(&self, delta_type: DeltaType, obj: Arc<T>) -> Result<(), StoreError> {
         let key = self.key_of(&obj)?;
-        let obj = self.transform(obj);
+        let obj = self.transform(obj)?;
         let mut state = self.state.lock();
         state.populated = true;
         if state.queue_delta(key, Delta::new(delta_type, obj)) {
@@ -577,9 +577,9 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
 
     /// Queues a `Deleted` delta for `obj` (its last known state), unless its key is
     /// neither queued nor among the known objects. A deletion right after a deletion
-    /// collapses into one (see the module documentation). Fails only when its key cannot
-    /// be computed.
-    pub fn delete(&self, obj: Arc<T>) -> Result<(), KeyError> {
+    /// collapses into one (see the module documentation). Fails, queueing nothing, when
+    /// its key cannot be computed or the transformer rejects it.
+    pub fn delete(&self, obj: Arc<T>) -> Result<(), StoreError> {
         let key = self.key_of(&obj)?;
         let mut state = self.state.lock();
         state.populated = true;
@@ -592,7 +592,7 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
                 return Ok(());
             }
         }
-        let obj = self.transform(obj);
+        let obj = self.transform(obj)?;
         if state.queue_delta(key, Delta::new(DeltaType::Deleted, obj)) {
             self.changed.notify_waiters();
         }
@@ -604,18 +604,18 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
     /// module documentation). The first replace on an unpopulated FIFO sets the number of
     /// pops [`has_synced`](Self::has_synced) waits for.
     ///
-    /// Atomic: when a key cannot be computed for some listed object, nothing changes and
-    /// the error is returned.
-    pub fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<(), KeyError> {
+    /// Atomic: when a key cannot be computed for some listed object or the transformer
+    /// rejects one, nothing changes and the error is returned.
+    pub fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<(), StoreError> {
         let _ = resource_version;
         let keyed = list
             .into_iter()
             .map(|obj| Ok((self.key_of(&obj)?, obj)))
             .collect::<Result<Vec<_>, KeyError>>()?;
-        let keyed: Vec<(String, Arc<T>)> = keyed
+        let keyed = keyed
             .into_iter()
-            .map(|(key, obj)| (key, self.transform(obj)))
-            .collect();
+            .map(|(key, obj)| Ok((key, self.transform(obj)?)))
+            .collect::<Result<Vec<(String, Arc<T>)>, TransformError>>()?;
         let listed_type = if self.emit_delta_type_replaced {
             DeltaType::Replaced
         } else {
@@ -672,23 +672,26 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
     }
 
     /// Queues a `Sync` delta with the known object for every known key that has no queued
-    /// deltas. Does nothing without known objects. Fails only when a key cannot be
-    /// computed for a known object.
-    pub fn resync(&self) -> Result<(), KeyError> {
+    /// deltas. Does nothing without known objects. Fails, changing nothing, when a key
+    /// cannot be computed for a known object.
+    pub fn resync(&self) -> Result<(), StoreError> {
         let Some(known) = &self.known_objects else {
             return Ok(());
         };
+        // Read the known objects under the FIFO's lock: a concurrent pop updates them
+        // under it, so what we read is never older than what was popped.
         let mut state = self.state.lock();
+        let keyed = known
+            .list_keys()
+            .into_iter()
+            .filter_map(|known_key| known.get_by_key(&known_key))
+            .map(|obj| Ok((self.key_of(&obj)?, obj)))
+            .collect::<Result<Vec<_>, KeyError>>()?;
         let mut newly_queued = false;
-        for known_key in known.list_keys() {
-            let Some(obj) = known.get_by_key(&known_key) else {
-                continue;
-            };
-            let key = self.key_of(&obj)?;
-            if state.items.contains_key(&key) {
-                continue;
+        for (key, obj) in keyed {
+            if !state.items.contains_key(&key) {
+                newly_queued |= state.queue_delta(key, Delta::new(DeltaType::Sync, obj));
             }
-            newly_queued |= state.queue_delta(key, Delta::new(DeltaType::Sync, obj));
         }
         if newly_queued {
             self.changed.notify_waiters();
@@ -1373,6 +1376,39 @@ mod tests {
         assert_eq!(queued(&f, "a"), strings(&["Added a=1"]));
     }
 
+    #[test]
+    fn rejected_objects_change_nothing() {
+        let f = DeltaFifo::new(
+            options()
+                .known_objects(Known::with(&[("bad", 0)]))
+                .transformer(|o: Arc<TestObj>| {
+                    if o.name == "bad" {
+                        Err(TransformError::new("rejected"))
+                    } else {
+                        Ok(o)
+                    }
+                }),
+        );
+        f.add(obj("a", 1)).unwrap();
+        for result in [
+            f.add(obj("bad", 1)),
+            f.update(obj("bad", 2)),
+            f.delete(obj("bad", 3)),
+            f.replace(vec![obj("b", 1), obj("bad", 4)], "0"),
+        ] {
+            assert!(
+                matches!(result, Err(StoreError::Transform(_))),
+                "{result:?}"
+            );
+        }
+        assert_eq!(f.list_keys(), strings(&["a"]));
+        assert_eq!(queued(&f, "a"), strings(&["Added a=1"]));
+        assert!(
+            f.has_synced(),
+            "the add populated the FIFO; the failed replace did not count"
+        );
+    }
+
     #[tokio::test]
     async fn transformer_runs_once_per_incoming_object() {
         // SEMANTICS 2.25
@@ -1380,11 +1416,11 @@ mod tests {
         let counted = Arc::clone(&calls);
         let f = DeltaFifo::new(options().transformer(move |o: Arc<TestObj>| {
             counted.fetch_add(1, Ordering::SeqCst);
-            Arc::new(TestObj {
+            Ok(Arc::new(TestObj {
                 name: o.name.clone(),
                 value: o.value,
                 transformed: o.transformed + 1,
-            })
+            }))
         }));
         f.add(obj("foo", 1)).unwrap();
         f.add(obj("bar", 2)).unwrap();
@@ -1521,6 +1557,64 @@ mod tests {
         cm.metadata.name = Some("cfg".to_owned());
         f.add(Arc::new(cm)).unwrap();
         assert_eq!(f.list_keys(), strings(&["ns/cfg"]));
+    }
+
+    #[tokio::test]
+    async fn the_indexer_serves_as_known_objects() {
+        use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer};
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let cm = |name: &str| {
+            let mut cm = ConfigMap::default();
+            cm.metadata.namespace = Some("ns".to_owned());
+            cm.metadata.name = Some(name.to_owned());
+            Arc::new(cm)
+        };
+        let indexer = Arc::new(Indexer::<ConfigMap>::new(
+            meta_namespace_key_func(),
+            namespace_indexers(),
+        ));
+        let f = DeltaFifo::new(
+            DeltaFifoOptions::<ConfigMap>::default()
+                .known_objects(Arc::clone(&indexer) as Arc<dyn KnownObjects<ConfigMap>>)
+                .emit_delta_type_replaced(true),
+        );
+        // What an informer does with each pop: apply the deltas to its indexer.
+        let handle = |deltas: Deltas<ConfigMap>, _| {
+            for d in deltas {
+                match (d.delta_type, d.object) {
+                    (DeltaType::Deleted, DeltaObject::Object(o)) => indexer.delete(&o)?,
+                    (DeltaType::Deleted, DeltaObject::Tombstone(t)) => {
+                        indexer.delete_by_key(&t.key)
+                    }
+                    (_, DeltaObject::Object(o)) => indexer.update(o)?,
+                    (_, DeltaObject::Tombstone(_)) => {}
+                }
+            }
+            Ok::<_, StoreError>(())
+        };
+        f.replace(vec![cm("a"), cm("b")], "1").unwrap();
+        f.pop(handle).await.unwrap();
+        f.pop(handle).await.unwrap();
+        assert!(f.has_synced());
+        assert_eq!(indexer.len(), 2);
+
+        f.replace(vec![cm("a")], "2").unwrap();
+        let gone = f
+            .pop(|d, _| Ok::<_, std::convert::Infallible>(d))
+            .await
+            .unwrap();
+        assert_eq!(gone.len(), 1);
+        assert_eq!(gone[0].delta_type, DeltaType::Replaced);
+        let tombstone = f
+            .pop(|d, _| Ok::<_, std::convert::Infallible>(d))
+            .await
+            .unwrap();
+        let t = tombstone[0].object.tombstone().unwrap();
+        assert_eq!(t.key, "ns/b");
+        assert_eq!(t.obj.as_ref().unwrap().metadata.name.as_deref(), Some("b"));
+
+        f.resync().unwrap();
+        assert_eq!(f.list_keys(), strings(&["ns/a", "ns/b"]));
     }
 
     #[test]

@@ -38,6 +38,8 @@ use std::sync::Arc;
 use parking_lot::Mutex;
 use tokio::sync::Notify;
 
+use crate::cache::store::{StoreError, TransformError};
+
 use crate::cache::delta_fifo::{
     lock_when, Delta, DeltaType, Deltas, KeyError, KeyFunc, KnownObjects, PopError, TransformFunc,
 };
@@ -69,7 +71,7 @@ impl<T> RealFifoOptions<T> {
     /// Sets the transformer.
     pub fn transformer(
         mut self,
-        transformer: impl Fn(Arc<T>) -> Arc<T> + Send + Sync + 'static,
+        transformer: impl Fn(Arc<T>) -> Result<Arc<T>, TransformError> + Send + Sync + 'static,
     ) -> Self {
         self.transformer = Some(Arc::new(transformer));
         self
@@ -182,33 +184,35 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
         (self.key_function)(obj)
     }
 
-    fn transform(&self, obj: Arc<T>) -> Arc<T> {
+    fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, TransformError> {
         match &self.transformer {
             Some(transform) => transform(obj),
-            None => obj,
+            None => Ok(obj),
         }
     }
 
-    /// Queues an `Added` delta. Fails only when the object's key cannot be computed.
-    pub fn add(&self, obj: Arc<T>) -> Result<(), KeyError> {
+    /// Queues an `Added` delta. Fails, changing nothing, when the object's key cannot be
+    /// computed or the transformer rejects it.
+    pub fn add(&self, obj: Arc<T>) -> Result<(), StoreError> {
         self.push_change(DeltaType::Added, obj)
     }
 
-    /// Queues an `Updated` delta. Fails only when the object's key cannot be computed.
-    pub fn update(&self, obj: Arc<T>) -> Result<(), KeyError> {
+    /// Queues an `Updated` delta. Fails, changing nothing, when the object's key cannot
+    /// be computed or the transformer rejects it.
+    pub fn update(&self, obj: Arc<T>) -> Result<(), StoreError> {
         self.push_change(DeltaType::Updated, obj)
     }
 
-    /// Queues a `Deleted` delta, whether or not the key is known. Fails only when the
-    /// object's key cannot be computed.
-    pub fn delete(&self, obj: Arc<T>) -> Result<(), KeyError> {
+    /// Queues a `Deleted` delta, whether or not the key is known. Fails, changing nothing,
+    /// when the object's key cannot be computed or the transformer rejects it.
+    pub fn delete(&self, obj: Arc<T>) -> Result<(), StoreError> {
         self.push_change(DeltaType::Deleted, obj)
     }
 
-    fn push_change(&self, delta_type: DeltaType, obj: Arc<T>) -> Result<(), KeyError> {
+    fn push_change(&self, delta_type: DeltaType, obj: Arc<T>) -> Result<(), StoreError> {
         // Every queued object must have a key: replace and resync look them up.
         self.key_of(&obj)?;
-        let obj = self.transform(obj);
+        let obj = self.transform(obj)?;
         let mut state = self.state.lock();
         state.populated = true;
         state.items.push_back(Delta::new(delta_type, obj));
@@ -219,15 +223,18 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
     /// Queues the deletions a list at `resource_version` (unused) reveals, then a
     /// `Replaced` delta per listed object (see the module documentation).
     ///
-    /// Atomic: when a key cannot be computed for a listed or queued object, nothing
-    /// changes and the error is returned.
-    pub fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<(), KeyError> {
+    /// Atomic: when a key cannot be computed for a listed or queued object, or the
+    /// transformer rejects a listed one, nothing changes and the error is returned.
+    pub fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<(), StoreError> {
         let _ = resource_version;
         let listed = list
             .iter()
             .map(|obj| self.key_of(obj))
             .collect::<Result<HashSet<String>, KeyError>>()?;
-        let list: Vec<Arc<T>> = list.into_iter().map(|obj| self.transform(obj)).collect();
+        let list = list
+            .into_iter()
+            .map(|obj| self.transform(obj))
+            .collect::<Result<Vec<Arc<T>>, TransformError>>()?;
 
         let mut state = self.state.lock();
         // Queued keys in order of first appearance, with the index of their last delta.
@@ -278,7 +285,7 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
     /// Queues a `Sync` delta with the known object for every known key that has nothing
     /// queued. Fails, changing nothing, only when a queued object's key cannot be
     /// computed.
-    pub fn resync(&self) -> Result<(), KeyError> {
+    pub fn resync(&self) -> Result<(), StoreError> {
         let mut state = self.state.lock();
         let queued = state
             .items
@@ -497,11 +504,11 @@ mod tests {
             RealFifoOptions::new(|o: &TestObj| Ok(o.name.clone()), Arc::clone(&known) as _)
                 .transformer(move |o: Arc<TestObj>| {
                     counted.fetch_add(1, Ordering::SeqCst);
-                    Arc::new(TestObj {
+                    Ok(Arc::new(TestObj {
                         name: o.name.clone(),
                         value: o.value,
                         transformed: o.transformed + 1,
-                    })
+                    }))
                 }),
         );
         f.add(obj("a", 1)).unwrap();
