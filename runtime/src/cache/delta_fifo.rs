@@ -124,17 +124,6 @@ impl<T> DeltaObject<T> {
     pub fn is_tombstone(&self) -> bool {
         matches!(self, DeltaObject::Tombstone(_))
     }
-
-    /// The key: a tombstone's own key, else `key_function` applied to the object.
-    pub(crate) fn key(
-        &self,
-        key_function: &dyn Fn(&T) -> Result<String, KeyError>,
-    ) -> Result<String, KeyError> {
-        match self {
-            DeltaObject::Object(obj) => key_function(obj),
-            DeltaObject::Tombstone(tombstone) => Ok(tombstone.key.clone()),
-        }
-    }
 }
 
 impl<T> Clone for DeltaObject<T> {
@@ -399,11 +388,19 @@ impl<T> fmt::Debug for DeltaFifoOptions<T> {
     }
 }
 
-/// The state behind the FIFO's mutex. Invariant: a key is in `queue` iff it is in
-/// `items`, at most once, and its `Deltas` are non-empty.
-struct State<T> {
-    items: HashMap<String, Deltas<T>>,
-    queue: VecDeque<String>,
+/// What both FIFOs share: the lock around a queue and the first-list bookkeeping, the
+/// wake-up for waiting poppers, and the intake (key function, transformer).
+pub(crate) struct FifoCore<T, Q> {
+    state: Mutex<CoreState<Q>>,
+    /// Woken when something is queued or the FIFO closes.
+    changed: Notify,
+    key_function: KeyFunc<T>,
+    transformer: Option<TransformFunc<T>>,
+}
+
+/// The state behind a FIFO's mutex: its queue and where it stands with its first list.
+pub(crate) struct CoreState<Q> {
+    pub(crate) queue: Q,
     /// The first add/update/delete or replace has happened.
     populated: bool,
     /// Pops left before the first replace's items are all out.
@@ -411,46 +408,161 @@ struct State<T> {
     closed: bool,
 }
 
-impl<T> State<T> {
+impl<Q> CoreState<Q> {
     fn has_synced(&self) -> bool {
         self.populated && self.initial_population_count == 0
     }
 
+    /// An add, update or delete happened.
+    pub(crate) fn mark_populated(&mut self) {
+        self.populated = true;
+    }
+
+    /// A replace happened that queued `pops` pops; only one that populates the FIFO
+    /// decides how many pops `has_synced` waits for.
+    pub(crate) fn replaced(&mut self, pops: usize) {
+        if !self.populated {
+            self.populated = true;
+            self.initial_population_count = pops;
+        }
+    }
+
+    /// Counts one pop towards the first list; returns whether the popped item belongs to
+    /// it (the FIFO had not synced before this pop).
+    pub(crate) fn count_pop(&mut self) -> bool {
+        let is_in_initial_list = !self.has_synced();
+        self.initial_population_count = self.initial_population_count.saturating_sub(1);
+        is_in_initial_list
+    }
+}
+
+/// A FIFO's queue, as far as [`FifoCore`] needs to know it.
+pub(crate) trait Queue {
+    /// How many pops it holds.
+    fn len(&self) -> usize;
+}
+
+impl<T, Q: Queue> FifoCore<T, Q> {
+    pub(crate) fn new(
+        queue: Q,
+        key_function: KeyFunc<T>,
+        transformer: Option<TransformFunc<T>>,
+    ) -> Self {
+        FifoCore {
+            state: Mutex::new(CoreState {
+                queue,
+                populated: false,
+                initial_population_count: 0,
+                closed: false,
+            }),
+            changed: Notify::new(),
+            key_function,
+            transformer,
+        }
+    }
+
+    pub(crate) fn key_of(&self, obj: &T) -> Result<String, KeyError> {
+        (self.key_function)(obj)
+    }
+
+    /// A tombstone's own key, else the object's key.
+    pub(crate) fn key_of_object(&self, obj: &DeltaObject<T>) -> Result<String, KeyError> {
+        match obj {
+            DeltaObject::Object(obj) => self.key_of(obj),
+            DeltaObject::Tombstone(tombstone) => Ok(tombstone.key.clone()),
+        }
+    }
+
+    pub(crate) fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, TransformError> {
+        match &self.transformer {
+            Some(transform) => transform(obj),
+            None => Ok(obj),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, CoreState<Q>> {
+        self.state.lock()
+    }
+
+    /// To call after queueing something.
+    pub(crate) fn wake_poppers(&self) {
+        self.changed.notify_waiters();
+    }
+
+    /// Locks the state once something is queued or the FIFO is closed.
+    pub(crate) async fn lock_for_pop(&self) -> MutexGuard<'_, CoreState<Q>> {
+        loop {
+            let mut notified = std::pin::pin!(self.changed.notified());
+            // Register before looking, so a change between the look and the wait wakes us.
+            notified.as_mut().enable();
+            {
+                let state = self.state.lock();
+                if state.queue.len() > 0 || state.closed {
+                    return state;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    pub(crate) fn has_synced(&self) -> bool {
+        self.state.lock().has_synced()
+    }
+
+    pub(crate) fn close(&self) {
+        self.state.lock().closed = true;
+        self.wake_poppers();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+}
+
+impl<T, Q: Queue> fmt::Debug for FifoCore<T, Q> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("FifoCore")
+            .field("len", &state.queue.len())
+            .field("populated", &state.populated)
+            .field("initial_population_count", &state.initial_population_count)
+            .field("closed", &state.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The DeltaFIFO's queue. Invariant: a key is in `keys` iff it is in `items`, at most
+/// once, and its `Deltas` are non-empty.
+struct DeltaQueue<T> {
+    items: HashMap<String, Deltas<T>>,
+    keys: VecDeque<String>,
+}
+
+impl<T> Queue for DeltaQueue<T> {
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+}
+
+impl<T> DeltaQueue<T> {
     /// Appends `delta` to `key`'s deltas, queueing the key if it is new. Returns whether
     /// the key was newly queued.
-    fn queue_delta(&mut self, key: String, delta: Delta<T>) -> bool {
+    fn push(&mut self, key: String, delta: Delta<T>) -> bool {
         match self.items.get_mut(&key) {
             Some(deltas) => {
                 deltas.push_deduped(delta);
                 false
             }
             None => {
-                self.queue.push_back(key.clone());
+                self.keys.push_back(key.clone());
                 self.items.insert(key, Deltas(vec![delta]));
                 true
             }
         }
-    }
-}
-
-/// Locks `state` once `ready` holds for it, waiting for `changed` in between. Whoever
-/// may make `ready` true must call `changed.notify_waiters()` after doing so.
-pub(crate) async fn lock_when<'a, S>(
-    state: &'a Mutex<S>,
-    changed: &Notify,
-    ready: impl Fn(&S) -> bool,
-) -> MutexGuard<'a, S> {
-    loop {
-        let mut notified = std::pin::pin!(changed.notified());
-        // Register before looking, so a change between the look and the wait wakes us.
-        notified.as_mut().enable();
-        {
-            let guard = state.lock();
-            if ready(&guard) {
-                return guard;
-            }
-        }
-        notified.await;
     }
 }
 
@@ -486,23 +598,17 @@ pub(crate) async fn lock_when<'a, S>(
 /// # }
 /// ```
 pub struct DeltaFifo<T> {
-    state: Mutex<State<T>>,
-    /// Woken when a key is queued or the FIFO closes.
-    changed: Notify,
-    key_function: KeyFunc<T>,
+    core: FifoCore<T, DeltaQueue<T>>,
     known_objects: Option<Arc<dyn KnownObjects<T>>>,
     emit_delta_type_replaced: bool,
-    transformer: Option<TransformFunc<T>>,
 }
 
 impl<T> fmt::Debug for DeltaFifo<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.state.lock();
+        let keys: Vec<String> = self.core.lock().queue.keys.iter().cloned().collect();
         f.debug_struct("DeltaFifo")
-            .field("queue", &state.queue)
-            .field("populated", &state.populated)
-            .field("initial_population_count", &state.initial_population_count)
-            .field("closed", &state.closed)
+            .field("keys", &keys)
+            .field("state", &self.core)
             .finish_non_exhaustive()
     }
 }
@@ -510,30 +616,25 @@ impl<T> fmt::Debug for DeltaFifo<T> {
 impl<T: Send + Sync + 'static> DeltaFifo<T> {
     /// An empty, open FIFO.
     pub fn new(options: DeltaFifoOptions<T>) -> Self {
+        let queue = DeltaQueue {
+            items: HashMap::new(),
+            keys: VecDeque::new(),
+        };
         DeltaFifo {
-            state: Mutex::new(State {
-                items: HashMap::new(),
-                queue: VecDeque::new(),
-                populated: false,
-                initial_population_count: 0,
-                closed: false,
-            }),
-            changed: Notify::new(),
-            key_function: options.key_function,
+            core: FifoCore::new(queue, options.key_function, options.transformer),
             known_objects: options.known_objects,
             emit_delta_type_replaced: options.emit_delta_type_replaced,
-            transformer: options.transformer,
         }
     }
 
     /// The key of an object, by the key function.
     pub fn key_of(&self, obj: &T) -> Result<String, KeyError> {
-        (self.key_function)(obj)
+        self.core.key_of(obj)
     }
 
     /// The key of a delta's object: a tombstone's own key, else the object's key.
     pub fn key_of_object(&self, obj: &DeltaObject<T>) -> Result<String, KeyError> {
-        obj.key(&*self.key_function)
+        self.core.key_of_object(obj)
     }
 
     /// The key of a list of deltas: the key of its newest delta's object. An empty list
@@ -542,13 +643,6 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
         match deltas.newest() {
             Some(newest) => self.key_of_object(&newest.object),
             None => Err(KeyError::new("0 length Deltas object; can't get key")),
-        }
-    }
-
-    fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, TransformError> {
-        match &self.transformer {
-            Some(transform) => transform(obj),
-            None => Ok(obj),
         }
     }
 
@@ -566,11 +660,11 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
 
     fn add_or_update(&self, delta_type: DeltaType, obj: Arc<T>) -> Result<(), StoreError> {
         let key = self.key_of(&obj)?;
-        let obj = self.transform(obj)?;
-        let mut state = self.state.lock();
-        state.populated = true;
-        if state.queue_delta(key, Delta::new(delta_type, obj)) {
-            self.changed.notify_waiters();
+        let obj = self.core.transform(obj)?;
+        let mut state = self.core.lock();
+        state.mark_populated();
+        if state.queue.push(key, Delta::new(delta_type, obj)) {
+            self.core.wake_poppers();
         }
         Ok(())
     }
@@ -581,9 +675,9 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
     /// its key cannot be computed or the transformer rejects it.
     pub fn delete(&self, obj: Arc<T>) -> Result<(), StoreError> {
         let key = self.key_of(&obj)?;
-        let mut state = self.state.lock();
-        state.populated = true;
-        if !state.items.contains_key(&key) {
+        let mut state = self.core.lock();
+        state.mark_populated();
+        if !state.queue.items.contains_key(&key) {
             let known = match &self.known_objects {
                 Some(known) => known.get_by_key(&key).is_some(),
                 None => false,
@@ -592,9 +686,9 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
                 return Ok(());
             }
         }
-        let obj = self.transform(obj)?;
-        if state.queue_delta(key, Delta::new(DeltaType::Deleted, obj)) {
-            self.changed.notify_waiters();
+        let obj = self.core.transform(obj)?;
+        if state.queue.push(key, Delta::new(DeltaType::Deleted, obj)) {
+            self.core.wake_poppers();
         }
         Ok(())
     }
@@ -614,7 +708,7 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
             .collect::<Result<Vec<_>, KeyError>>()?;
         let keyed = keyed
             .into_iter()
-            .map(|(key, obj)| Ok((key, self.transform(obj)?)))
+            .map(|(key, obj)| Ok((key, self.core.transform(obj)?)))
             .collect::<Result<Vec<(String, Arc<T>)>, TransformError>>()?;
         let listed_type = if self.emit_delta_type_replaced {
             DeltaType::Replaced
@@ -622,21 +716,23 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
             DeltaType::Sync
         };
 
-        let mut state = self.state.lock();
+        let mut state = self.core.lock();
         let mut newly_queued = false;
         let mut listed: HashSet<String> = HashSet::with_capacity(keyed.len());
         for (key, obj) in keyed {
             listed.insert(key.clone());
-            newly_queued |= state.queue_delta(key, Delta::new(listed_type, obj));
+            newly_queued |= state.queue.push(key, Delta::new(listed_type, obj));
         }
 
         // Queued keys the list no longer has: their deletion was missed.
         let missed: Vec<(String, Option<Arc<T>>)> = state
             .queue
+            .keys
             .iter()
             .filter(|key| !listed.contains(key.as_str()))
             .map(|key| {
                 let last_state = state
+                    .queue
                     .items
                     .get(key)
                     .and_then(|deltas| deltas.newest())
@@ -646,27 +742,28 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
             .collect();
         let mut queued_deletions = missed.len();
         for (key, last_state) in missed {
-            state.queue_delta(key.clone(), Delta::tombstone(key, last_state));
+            state
+                .queue
+                .push(key.clone(), Delta::tombstone(key, last_state));
         }
 
         // Known keys neither listed nor queued: gone while we were not watching.
         if let Some(known) = &self.known_objects {
             for key in known.list_keys() {
-                if listed.contains(&key) || state.items.contains_key(&key) {
+                if listed.contains(&key) || state.queue.items.contains_key(&key) {
                     continue;
                 }
                 let last_state = known.get_by_key(&key);
                 queued_deletions += 1;
-                newly_queued |= state.queue_delta(key.clone(), Delta::tombstone(key, last_state));
+                newly_queued |= state
+                    .queue
+                    .push(key.clone(), Delta::tombstone(key, last_state));
             }
         }
 
-        if !state.populated {
-            state.populated = true;
-            state.initial_population_count = listed.len() + queued_deletions;
-        }
+        state.replaced(listed.len() + queued_deletions);
         if newly_queued {
-            self.changed.notify_waiters();
+            self.core.wake_poppers();
         }
         Ok(())
     }
@@ -680,7 +777,7 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
         };
         // Read the known objects under the FIFO's lock: a concurrent pop updates them
         // under it, so what we read is never older than what was popped.
-        let mut state = self.state.lock();
+        let mut state = self.core.lock();
         let keyed = known
             .list_keys()
             .into_iter()
@@ -689,12 +786,12 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
             .collect::<Result<Vec<_>, KeyError>>()?;
         let mut newly_queued = false;
         for (key, obj) in keyed {
-            if !state.items.contains_key(&key) {
-                newly_queued |= state.queue_delta(key, Delta::new(DeltaType::Sync, obj));
+            if !state.queue.items.contains_key(&key) {
+                newly_queued |= state.queue.push(key, Delta::new(DeltaType::Sync, obj));
             }
         }
         if newly_queued {
-            self.changed.notify_waiters();
+            self.core.wake_poppers();
         }
         Ok(())
     }
@@ -716,17 +813,13 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
         loop {
-            let mut state = lock_when(&self.state, &self.changed, |s| {
-                !s.queue.is_empty() || s.closed
-            })
-            .await;
-            let Some(key) = state.queue.pop_front() else {
+            let mut state = self.core.lock_for_pop().await;
+            let Some(key) = state.queue.keys.pop_front() else {
                 return Err(PopError::Closed);
             };
-            let is_in_initial_list = !state.has_synced();
-            state.initial_population_count = state.initial_population_count.saturating_sub(1);
-            // A queued key always has deltas (the state's invariant); never hand out none.
-            if let Some(deltas) = state.items.remove(&key) {
+            let is_in_initial_list = state.count_pop();
+            // A queued key always has deltas (the queue's invariant); never hand out none.
+            if let Some(deltas) = state.queue.items.remove(&key) {
                 return process(deltas, is_in_initial_list).map_err(PopError::Process);
             }
         }
@@ -734,7 +827,7 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
 
     /// The keys queued, in the order they will pop.
     pub fn list_keys(&self) -> Vec<String> {
-        self.state.lock().queue.iter().cloned().collect()
+        self.core.lock().queue.keys.iter().cloned().collect()
     }
 
     /// The deltas queued for `obj`'s key, if any.
@@ -745,35 +838,34 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
 
     /// The deltas queued for `key`, if any.
     pub fn get_by_key(&self, key: &str) -> Option<Deltas<T>> {
-        self.state.lock().items.get(key).cloned()
+        self.core.lock().queue.items.get(key).cloned()
     }
 
     /// How many keys are queued.
     pub fn len(&self) -> usize {
-        self.state.lock().queue.len()
+        self.core.len()
     }
 
     /// Whether no key is queued.
     pub fn is_empty(&self) -> bool {
-        self.state.lock().queue.is_empty()
+        self.core.len() == 0
     }
 
     /// Whether the first replace's items have all been popped, or an add, update or
     /// delete came before any replace.
     pub fn has_synced(&self) -> bool {
-        self.state.lock().has_synced()
+        self.core.has_synced()
     }
 
     /// Closes the FIFO: waiting and future pops return [`PopError::Closed`] once it is
     /// empty. Changes are still accepted and queued keys still pop.
     pub fn close(&self) {
-        self.state.lock().closed = true;
-        self.changed.notify_waiters();
+        self.core.close();
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.state.lock().closed
+        self.core.is_closed()
     }
 }
 
@@ -871,6 +963,12 @@ mod tests {
     fn queued(fifo: &DeltaFifo<TestObj>, key: &str) -> Vec<String> {
         fifo.get_by_key(key)
             .map(|d| summary(&d))
+            .unwrap_or_default()
+    }
+
+    fn queued_types<T: Send + Sync + 'static>(fifo: &DeltaFifo<T>, key: &str) -> Vec<DeltaType> {
+        fifo.get_by_key(key)
+            .map(|d| d.iter().map(|d| d.delta_type).collect())
             .unwrap_or_default()
     }
 
@@ -1599,22 +1697,30 @@ mod tests {
         assert_eq!(indexer.len(), 2);
 
         f.replace(vec![cm("a")], "2").unwrap();
+        let replaced = f
+            .pop(|d, initial| {
+                handle(d.clone(), initial)?;
+                Ok::<_, StoreError>(d)
+            })
+            .await
+            .unwrap();
+        assert_eq!(replaced.len(), 1);
+        assert_eq!(replaced[0].delta_type, DeltaType::Replaced);
         let gone = f
-            .pop(|d, _| Ok::<_, std::convert::Infallible>(d))
+            .pop(|d, initial| {
+                handle(d.clone(), initial)?;
+                Ok::<_, StoreError>(d)
+            })
             .await
             .unwrap();
-        assert_eq!(gone.len(), 1);
-        assert_eq!(gone[0].delta_type, DeltaType::Replaced);
-        let tombstone = f
-            .pop(|d, _| Ok::<_, std::convert::Infallible>(d))
-            .await
-            .unwrap();
-        let t = tombstone[0].object.tombstone().unwrap();
+        let t = gone[0].object.tombstone().unwrap();
         assert_eq!(t.key, "ns/b");
         assert_eq!(t.obj.as_ref().unwrap().metadata.name.as_deref(), Some("b"));
+        assert_eq!(indexer.list_keys(), strings(&["ns/a"]));
 
         f.resync().unwrap();
-        assert_eq!(f.list_keys(), strings(&["ns/a", "ns/b"]));
+        assert_eq!(queued_types(&f, "ns/a"), vec![DeltaType::Sync]);
+        assert_eq!(f.len(), 1);
     }
 
     #[test]

@@ -35,13 +35,11 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
-use tokio::sync::Notify;
-
 use crate::cache::store::{StoreError, TransformError};
 
 use crate::cache::delta_fifo::{
-    lock_when, Delta, DeltaType, Deltas, KeyError, KeyFunc, KnownObjects, PopError, TransformFunc,
+    Delta, DeltaType, Deltas, FifoCore, KeyError, KeyFunc, KnownObjects, PopError, Queue,
+    TransformFunc,
 };
 
 /// How a [`RealFifo`] is built (client-go's `RealFIFOOptions`, non-atomic mode).
@@ -93,16 +91,10 @@ impl<T> fmt::Debug for RealFifoOptions<T> {
     }
 }
 
-struct State<T> {
-    items: VecDeque<Delta<T>>,
-    populated: bool,
-    initial_population_count: usize,
-    closed: bool,
-}
-
-impl<T> State<T> {
-    fn has_synced(&self) -> bool {
-        self.populated && self.initial_population_count == 0
+/// The RealFIFO's queue: deltas in arrival order.
+impl<T> Queue for VecDeque<Delta<T>> {
+    fn len(&self) -> usize {
+        VecDeque::len(self)
     }
 }
 
@@ -142,22 +134,14 @@ impl<T> State<T> {
 /// # }
 /// ```
 pub struct RealFifo<T> {
-    state: Mutex<State<T>>,
-    /// Woken when a delta is queued or the FIFO closes.
-    changed: Notify,
-    key_function: KeyFunc<T>,
+    core: FifoCore<T, VecDeque<Delta<T>>>,
     known_objects: Arc<dyn KnownObjects<T>>,
-    transformer: Option<TransformFunc<T>>,
 }
 
 impl<T> fmt::Debug for RealFifo<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.state.lock();
         f.debug_struct("RealFifo")
-            .field("len", &state.items.len())
-            .field("populated", &state.populated)
-            .field("initial_population_count", &state.initial_population_count)
-            .field("closed", &state.closed)
+            .field("state", &self.core)
             .finish_non_exhaustive()
     }
 }
@@ -166,29 +150,14 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
     /// An empty, open FIFO.
     pub fn new(options: RealFifoOptions<T>) -> Self {
         RealFifo {
-            state: Mutex::new(State {
-                items: VecDeque::new(),
-                populated: false,
-                initial_population_count: 0,
-                closed: false,
-            }),
-            changed: Notify::new(),
-            key_function: options.key_function,
+            core: FifoCore::new(VecDeque::new(), options.key_function, options.transformer),
             known_objects: options.known_objects,
-            transformer: options.transformer,
         }
     }
 
     /// The key of an object, by the key function.
     pub fn key_of(&self, obj: &T) -> Result<String, KeyError> {
-        (self.key_function)(obj)
-    }
-
-    fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, TransformError> {
-        match &self.transformer {
-            Some(transform) => transform(obj),
-            None => Ok(obj),
-        }
+        self.core.key_of(obj)
     }
 
     /// Queues an `Added` delta. Fails, changing nothing, when the object's key cannot be
@@ -212,11 +181,11 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
     fn push_change(&self, delta_type: DeltaType, obj: Arc<T>) -> Result<(), StoreError> {
         // Every queued object must have a key: replace and resync look them up.
         self.key_of(&obj)?;
-        let obj = self.transform(obj)?;
-        let mut state = self.state.lock();
-        state.populated = true;
-        state.items.push_back(Delta::new(delta_type, obj));
-        self.changed.notify_waiters();
+        let obj = self.core.transform(obj)?;
+        let mut state = self.core.lock();
+        state.mark_populated();
+        state.queue.push_back(Delta::new(delta_type, obj));
+        self.core.wake_poppers();
         Ok(())
     }
 
@@ -233,15 +202,15 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
             .collect::<Result<HashSet<String>, KeyError>>()?;
         let list = list
             .into_iter()
-            .map(|obj| self.transform(obj))
+            .map(|obj| self.core.transform(obj))
             .collect::<Result<Vec<Arc<T>>, TransformError>>()?;
 
-        let mut state = self.state.lock();
+        let mut state = self.core.lock();
         // Queued keys in order of first appearance, with the index of their last delta.
         let mut queued: Vec<String> = Vec::new();
         let mut last_index: HashMap<String, usize> = HashMap::new();
-        for (index, delta) in state.items.iter().enumerate() {
-            let key = delta.object.key(&*self.key_function)?;
+        for (index, delta) in state.queue.iter().enumerate() {
+            let key = self.core.key_of_object(&delta.object)?;
             if last_index.insert(key.clone(), index).is_none() {
                 queued.push(key);
             }
@@ -252,7 +221,7 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
             if listed.contains(&key) {
                 continue;
             }
-            let Some(last) = last_index.get(&key).and_then(|&i| state.items.get(i)) else {
+            let Some(last) = last_index.get(&key).and_then(|&i| state.queue.get(i)) else {
                 continue;
             };
             if last.delta_type == DeltaType::Deleted {
@@ -269,16 +238,14 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
             deletions.push(Delta::tombstone(key, last_state));
         }
 
-        state.items.extend(deletions);
-        state.items.extend(
+        state.queue.extend(deletions);
+        state.queue.extend(
             list.into_iter()
                 .map(|obj| Delta::new(DeltaType::Replaced, obj)),
         );
-        if !state.populated {
-            state.populated = true;
-            state.initial_population_count = state.items.len();
-        }
-        self.changed.notify_waiters();
+        let pops = state.queue.len();
+        state.replaced(pops);
+        self.core.wake_poppers();
         Ok(())
     }
 
@@ -286,23 +253,23 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
     /// queued. Fails, changing nothing, only when a queued object's key cannot be
     /// computed.
     pub fn resync(&self) -> Result<(), StoreError> {
-        let mut state = self.state.lock();
+        let mut state = self.core.lock();
         let queued = state
-            .items
+            .queue
             .iter()
-            .map(|delta| delta.object.key(&*self.key_function))
+            .map(|delta| self.core.key_of_object(&delta.object))
             .collect::<Result<HashSet<String>, KeyError>>()?;
-        let before = state.items.len();
+        let before = state.queue.len();
         for key in self.known_objects.list_keys() {
             if queued.contains(&key) {
                 continue;
             }
             if let Some(obj) = self.known_objects.get_by_key(&key) {
-                state.items.push_back(Delta::new(DeltaType::Sync, obj));
+                state.queue.push_back(Delta::new(DeltaType::Sync, obj));
             }
         }
-        if state.items.len() > before {
-            self.changed.notify_waiters();
+        if state.queue.len() > before {
+            self.core.wake_poppers();
         }
         Ok(())
     }
@@ -319,46 +286,41 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
         &self,
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
-        let mut state = lock_when(&self.state, &self.changed, |s| {
-            !s.items.is_empty() || s.closed
-        })
-        .await;
-        let Some(delta) = state.items.pop_front() else {
+        let mut state = self.core.lock_for_pop().await;
+        let Some(delta) = state.queue.pop_front() else {
             return Err(PopError::Closed);
         };
-        let is_in_initial_list = !state.has_synced();
         // client-go counts the delta only once it is processed; under our lock nobody can
         // look in between, and counting first keeps the count right if `process` panics.
-        state.initial_population_count = state.initial_population_count.saturating_sub(1);
+        let is_in_initial_list = state.count_pop();
         process(Deltas::from(vec![delta]), is_in_initial_list).map_err(PopError::Process)
     }
 
     /// How many deltas are queued.
     pub fn len(&self) -> usize {
-        self.state.lock().items.len()
+        self.core.len()
     }
 
     /// Whether nothing is queued.
     pub fn is_empty(&self) -> bool {
-        self.state.lock().items.is_empty()
+        self.core.len() == 0
     }
 
     /// Whether everything the first replace queued has been popped, or an add, update or
     /// delete came before any replace.
     pub fn has_synced(&self) -> bool {
-        self.state.lock().has_synced()
+        self.core.has_synced()
     }
 
     /// Closes the FIFO: waiting and future pops return [`PopError::Closed`] once it is
     /// empty. Changes are still accepted and queued deltas still pop.
     pub fn close(&self) {
-        self.state.lock().closed = true;
-        self.changed.notify_waiters();
+        self.core.close();
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.state.lock().closed
+        self.core.is_closed()
     }
 }
 
