@@ -7,7 +7,10 @@
 use std::sync::Arc;
 
 pub mod delta_fifo;
+pub mod factory;
+pub mod informer;
 pub mod lister;
+pub mod reflector;
 pub mod store;
 
 /// The last known state of an object whose deletion was missed (client-go's
