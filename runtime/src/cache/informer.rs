@@ -174,7 +174,7 @@ struct Inner<K: Object> {
 /// let pods = ResourceClient::<Pod>::all(client);
 /// let informer = SharedIndexInformer::new(Arc::new(pods), InformerConfig::default());
 /// informer
-///     .add_event_handler(ResourceEventHandlerFuncs::new().on_add(|pod: &Arc<Pod>, _| {
+///     .add_event_handler(ResourceEventHandlerFuncs::new().add_func(|pod: &Arc<Pod>, _| {
 ///         println!("pod {:?}", pod.metadata.name);
 ///     }))
 ///     .unwrap();

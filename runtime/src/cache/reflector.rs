@@ -875,3 +875,6 @@ fn is_retriable_watch_start(err: &client::Error) -> bool {
     }
     false
 }
+
+#[cfg(test)]
+mod tests;

@@ -54,8 +54,8 @@ type DeleteFn<K> = Box<dyn Fn(&DeltaObject<K>) + Send + Sync>;
 /// use k8s_openapi::api::core::v1::Pod;
 ///
 /// let handler = ResourceEventHandlerFuncs::<Pod>::new()
-///     .on_add(|pod: &Arc<Pod>, _initial| println!("added {:?}", pod.metadata.name))
-///     .on_delete(|obj| println!("deleted {:?}", obj.object().map(|p| &p.metadata.name)));
+///     .add_func(|pod: &Arc<Pod>, _initial| println!("added {:?}", pod.metadata.name))
+///     .delete_func(|obj| println!("deleted {:?}", obj.object().map(|p| &p.metadata.name)));
 /// # let _ = handler;
 /// ```
 pub struct ResourceEventHandlerFuncs<K> {
@@ -91,19 +91,19 @@ impl<K> ResourceEventHandlerFuncs<K> {
     }
 
     /// Sets the closure called on add.
-    pub fn on_add(mut self, f: impl Fn(&Arc<K>, bool) + Send + Sync + 'static) -> Self {
+    pub fn add_func(mut self, f: impl Fn(&Arc<K>, bool) + Send + Sync + 'static) -> Self {
         self.add = Some(Box::new(f));
         self
     }
 
     /// Sets the closure called on update.
-    pub fn on_update(mut self, f: impl Fn(&Arc<K>, &Arc<K>) + Send + Sync + 'static) -> Self {
+    pub fn update_func(mut self, f: impl Fn(&Arc<K>, &Arc<K>) + Send + Sync + 'static) -> Self {
         self.update = Some(Box::new(f));
         self
     }
 
     /// Sets the closure called on delete.
-    pub fn on_delete(mut self, f: impl Fn(&DeltaObject<K>) + Send + Sync + 'static) -> Self {
+    pub fn delete_func(mut self, f: impl Fn(&DeltaObject<K>) + Send + Sync + 'static) -> Self {
         self.delete = Some(Box::new(f));
         self
     }
@@ -246,7 +246,7 @@ mod tests {
         let seen = Arc::new(Mutex::new(Vec::new()));
         let s = Arc::clone(&seen);
         let h = ResourceEventHandlerFuncs::<Obj>::new()
-            .on_add(move |o: &Arc<Obj>, i| s.lock().unwrap().push((o.app, i)));
+            .add_func(move |o: &Arc<Obj>, i| s.lock().unwrap().push((o.app, i)));
         let o = Arc::new(Obj { app: "a" });
         h.on_add(&o, true);
         h.on_update(&o, &o);
