@@ -5,7 +5,9 @@
 //! namespace index every informer installs) and kube-runtime's `Writer`/`Store` doing the
 //! same job:
 //! - `add_100k` / `update_100k`: store every Pod into an empty store / over an existing
-//!   one (both sides clone each Pod once into an `Arc`);
+//!   one (both sides clone each Pod once into an `Arc`). `kubegen_indexer` maintains the
+//!   namespace index as well; `kubegen_no_index` is the same store without indices, the
+//!   like-for-like comparison with kube-runtime's unindexed map;
 //! - `list_namespace`: the ~2000 Pods of one namespace (kubegen: the namespace index;
 //!   kube-runtime has no index: a filtered scan);
 //! - `list_namespace_selector`: the Pods of one namespace matching `tier=web` (kubegen:
@@ -27,7 +29,7 @@ use kube_runtime::watcher::Event;
 use kube::core::{Expression, SelectorExt};
 use kubegen_runtime::cache::lister::Lister;
 use kubegen_runtime::cache::store::{
-    meta_namespace_key_func, namespace_indexers, Indexer, NAMESPACE_INDEX,
+    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, NAMESPACE_INDEX,
 };
 use kubegen_runtime::labels::Selector;
 
@@ -65,8 +67,11 @@ fn kubegen_indexer() -> Indexer<Pod> {
     Indexer::new(meta_namespace_key_func(), namespace_indexers())
 }
 
-fn kubegen_filled(pods: &[Pod]) -> Indexer<Pod> {
-    let indexer = kubegen_indexer();
+fn kubegen_no_index() -> Indexer<Pod> {
+    Indexer::new(meta_namespace_key_func(), Indexers::new())
+}
+
+fn kubegen_filled(pods: &[Pod], indexer: Indexer<Pod>) -> Indexer<Pod> {
     for p in pods {
         indexer.add(p.clone()).unwrap();
     }
@@ -98,18 +103,23 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("store/add_100k");
     g.sample_size(10);
     g.throughput(Throughput::Elements(PODS as u64));
-    g.bench_function("kubegen_indexer", |b| {
-        b.iter_batched(
-            kubegen_indexer,
-            |indexer| {
-                for p in &first {
-                    indexer.add(p.clone()).unwrap();
-                }
-                indexer
-            },
-            BatchSize::PerIteration,
-        )
-    });
+    for (name, make) in [
+        ("kubegen_indexer", kubegen_indexer as fn() -> Indexer<Pod>),
+        ("kubegen_no_index", kubegen_no_index),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_batched(
+                make,
+                |indexer| {
+                    for p in &first {
+                        indexer.add(p.clone()).unwrap();
+                    }
+                    indexer
+                },
+                BatchSize::PerIteration,
+            )
+        });
+    }
     g.bench_function("kube_runtime_writer", |b| {
         b.iter_batched(
             Writer::<Pod>::default,
@@ -127,14 +137,19 @@ fn bench(c: &mut Criterion) {
     let mut g = c.benchmark_group("store/update_100k");
     g.sample_size(10);
     g.throughput(Throughput::Elements(PODS as u64));
-    let indexer = kubegen_filled(&first);
-    g.bench_function("kubegen_indexer", |b| {
-        b.iter(|| {
-            for p in &second {
-                indexer.update(p.clone()).unwrap();
-            }
-        })
-    });
+    for (name, make) in [
+        ("kubegen_indexer", kubegen_indexer as fn() -> Indexer<Pod>),
+        ("kubegen_no_index", kubegen_no_index),
+    ] {
+        let indexer = kubegen_filled(&first, make());
+        g.bench_function(name, |b| {
+            b.iter(|| {
+                for p in &second {
+                    indexer.update(p.clone()).unwrap();
+                }
+            })
+        });
+    }
     let mut writer = kube_filled(&first);
     g.bench_function("kube_runtime_writer", |b| {
         b.iter(|| {
@@ -145,7 +160,7 @@ fn bench(c: &mut Criterion) {
     });
     g.finish();
 
-    let indexer = kubegen_filled(&first);
+    let indexer = kubegen_filled(&first, kubegen_indexer());
     let reader = kube_filled(&first).as_reader();
     let ns = "namespace-17";
     assert_eq!(

@@ -747,3 +747,53 @@ fn readers_see_consistent_indices_while_a_writer_runs() {
     }
     assert_consistent(&store);
 }
+
+#[test]
+fn concurrent_writers_leave_indices_consistent() {
+    use rand::{Rng, SeedableRng};
+
+    let store = Arc::new(ThreadSafeStore::new(indexers(vec![(
+        "split",
+        split_on_comma(),
+    )])));
+    let writers: Vec<_> = (0..4u64)
+        .map(|seed| {
+            let store = Arc::clone(&store);
+            std::thread::spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+                for _ in 0..3_000 {
+                    // Overlapping keys: writers race on the same objects.
+                    let key = format!("k{}", rng.random_range(0..30));
+                    if rng.random_range(0..4) == 0 {
+                        store.delete(&key);
+                    } else {
+                        let parts: Vec<u8> = (0..rng.random_range(0..4))
+                            .map(|_| rng.random_range(0..6))
+                            .collect();
+                        store
+                            .update(&key, Arc::new(kv(&key, &val_of(&parts))))
+                            .unwrap();
+                    }
+                }
+            })
+        })
+        .collect();
+    // Add an index while the writers run: it must end up as consistent as the others.
+    let by_whole: IndexFunc<Kv> = Arc::new(|o: &Kv| Ok(vec![o.val.clone()]));
+    store
+        .add_indexers(indexers(vec![("whole", by_whole)]))
+        .unwrap();
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_consistent(&store);
+    for o in store.list() {
+        assert!(store.index_keys("whole", &o.val).unwrap().contains(&o.key));
+    }
+    let whole_total: usize = store
+        .list_index_func_values("whole")
+        .iter()
+        .map(|v| store.index_keys("whole", v).unwrap().len())
+        .sum();
+    assert_eq!(whole_total, store.len());
+}

@@ -13,13 +13,21 @@
 //!   writer makes new readers wait (parking_lot's fairness), so a writer cannot starve.
 //! - Writes are linearizable: concurrent `add`/`update`/`delete`/`replace` calls behave as
 //!   if they happened one after another.
-//! - Index functions are expected to be pure. When one fails on the new object, the write
-//!   returns [`StoreError::IndexFunc`] and changes nothing (client-go panics instead; we
-//!   surface it as an error the caller must handle). When one fails on an object already
-//!   stored (it succeeded before, so it is not deterministic), the key is removed from
-//!   every value of that index by a scan, so the indices still never point at a stale
-//!   object.
+//! - Index functions are expected to be pure and must not call into the store they
+//!   index (the lock is not reentrant: that would deadlock). When one fails on the new
+//!   object, the write returns [`StoreError::IndexFunc`] and changes nothing (client-go
+//!   panics instead; we surface it as an error the caller must handle). When one fails on
+//!   an object already stored (it succeeded before, so it is not deterministic), the key
+//!   is removed from every value of that index by a scan, so the indices still never
+//!   point at a stale object.
+//! - A panicking index function leaves the store unchanged if it panics on the new
+//!   object; parking_lot locks do not poison.
 //! - Objects are shared `Arc`s: the store never copies or mutates them.
+//!
+//! - Layout, chosen for reads: each index value's bucket maps key -> object, so
+//!   `by_index` copies `Arc`s out of one bucket without looking each key up in the items.
+//!   The price is that every write also touches the buckets (to swap the shared object),
+//!   even when the object's index values did not change.
 //!
 //! It does not order `list` results and does not copy objects.
 
@@ -342,8 +350,8 @@ impl<T: ?Sized> ThreadSafeStore<T> {
 
     /// Stored objects for which `keep` returns true, in no particular order.
     ///
-    /// `keep` runs under the read lock: it must be quick and must not write to this
-    /// store.
+    /// `keep` runs under the read lock: it must be quick and must not call into this
+    /// store (the lock is not reentrant).
     pub fn list_filtered(&self, mut keep: impl FnMut(&T) -> bool) -> Vec<Arc<T>> {
         self.inner
             .read()
@@ -432,8 +440,8 @@ impl<T: ?Sized> ThreadSafeStore<T> {
 
     /// The objects of [`ThreadSafeStore::by_index`] for which `keep` returns true.
     ///
-    /// `keep` runs under the read lock: it must be quick and must not write to this
-    /// store. Fails only when there is no such index.
+    /// `keep` runs under the read lock: it must be quick and must not call into this
+    /// store (the lock is not reentrant). Fails only when there is no such index.
     pub fn by_index_filtered(
         &self,
         index_name: &str,
