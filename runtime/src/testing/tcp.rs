@@ -175,9 +175,14 @@ impl TcpServer {
         Ok(cfg)
     }
 
-    /// A [`kube::Client`] for this server, built from the kubeconfig.
+    /// A [`kube::Client`] for this server, built from the kubeconfig, with kube's
+    /// default retry of 429/503/504 responses turned off so that every error reaches the
+    /// caller as the server sent it (a 504 `ResourceVersionTooLarge` would otherwise be
+    /// retried 15 times with exponential backoff).
     pub async fn client(&self) -> Result<kube::Client, ConfigError> {
-        Ok(kube::Client::try_from(self.config().await?)?)
+        let mut config = self.config().await?;
+        config.default_retry = false;
+        Ok(kube::Client::try_from(config)?)
     }
 
     /// Stops accepting, ends the watches of this listener and waits for every
