@@ -714,3 +714,6 @@ pub async fn wait_for_cache_sync(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
