@@ -25,10 +25,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
+use futures::future::Shared;
 use futures::stream::BoxStream;
 use futures::FutureExt;
 use parking_lot::Mutex;
-use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::informer::{InformerConfig, SharedIndexInformer};
@@ -184,7 +184,8 @@ struct Entry {
 struct State {
     informers: HashMap<TypeId, Entry>,
     by_resource: BTreeMap<(String, String, String), TypeId>,
-    tasks: Vec<JoinHandle<()>>,
+    /// Every informer task, shareable so that concurrent `shutdown`s all wait.
+    tasks: Vec<Shared<BoxFuture<'static, ()>>>,
     shutting_down: bool,
 }
 
@@ -410,12 +411,19 @@ impl InformerFactory {
             let token = self.stop.child_token();
             let outer = stop.clone();
             let task = tokio::spawn(async move {
+                let run = run(token.clone());
+                tokio::pin!(run);
                 tokio::select! {
-                    _ = run(token.clone()) => {}
-                    _ = outer.cancelled() => { token.cancel(); }
+                    _ = &mut run => {}
+                    _ = outer.cancelled() => {
+                        // Let the informer end as on its own stop (handlers stopped,
+                        // marked stopped) rather than dropping it mid-flight.
+                        token.cancel();
+                        run.await;
+                    }
                 }
             });
-            st.tasks.push(task);
+            st.tasks.push(task.map(|_| ()).boxed().shared());
         }
     }
 
@@ -462,7 +470,7 @@ impl InformerFactory {
         let tasks = {
             let mut st = self.state.lock();
             st.shutting_down = true;
-            std::mem::take(&mut st.tasks)
+            st.tasks.clone()
         };
         self.stop.cancel();
         for t in tasks {
@@ -482,3 +490,6 @@ pub enum FactoryError {
     #[error("no informer found for {0}")]
     NoInformer(String),
 }
+
+#[cfg(test)]
+mod tests;
