@@ -571,6 +571,14 @@ where
         self.shared.state.lock().waiting.ready_at(item)
     }
 
+    /// Whether nothing is queued, processing or waiting for its delay, read without
+    /// moving due items into the queue (test support: only workers may have done that).
+    #[cfg(test)]
+    pub(crate) fn is_settled_without_looking(&self) -> bool {
+        let state = self.shared.state.lock();
+        state.waiting.is_empty() && state.queue.is_empty() && state.processing.is_empty()
+    }
+
     /// Whether no item is dirty or being processed (test support).
     #[cfg(test)]
     pub(crate) fn is_idle(&self) -> bool {
