@@ -5,6 +5,8 @@
 //!   informer's indexer as its known objects, emitting `Replaced` on relists), pops
 //!   deltas, updates the indexer, then notifies handlers: the cache is always updated
 //!   *before* a handler hears of the change. A second `run` logs a warning and returns.
+//!   When `run` ends (its stop token fired, or its future was dropped), the informer is
+//!   stopped for good: handler threads are told to end and new handlers are refused.
 //! - Handlers added before `run` receive the initial list as `on_add(obj, true)`. Handlers
 //!   added later receive, atomically with respect to incoming deltas, one
 //!   `on_add(obj, true)` per object already cached. Handlers added after the informer
@@ -610,6 +612,12 @@ impl<K: Object> SharedIndexInformer<K> {
         }
         let reflector = Arc::new(reflector);
         let _ = self.inner.reflector.set(Arc::clone(&reflector));
+        // Stops everything when `run` ends, also when its future is dropped early (an
+        // aborted task): otherwise handler threads would wait forever.
+        let _stopped = StopOnDrop {
+            inner: &self.inner,
+            fifo: Arc::clone(&fifo),
+        };
         self.inner.processor.run();
 
         let pop_loop = async {
@@ -632,9 +640,6 @@ impl<K: Object> SharedIndexInformer<K> {
             _ = pop_loop => {}
             _ = stop.cancelled() => {}
         }
-        fifo.close();
-        self.inner.state.lock().stopped = true;
-        self.inner.processor.stop();
     }
 
     /// Applies one key's deltas to the cache and notifies handlers (client-go's
@@ -695,6 +700,20 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
         }
+    }
+}
+
+/// Ends an informer's run: closes its FIFO, marks it stopped, stops its handlers.
+struct StopOnDrop<'a, K: Object> {
+    inner: &'a Inner<K>,
+    fifo: Arc<DeltaFifo<K>>,
+}
+
+impl<K: Object> Drop for StopOnDrop<'_, K> {
+    fn drop(&mut self) {
+        self.fifo.close();
+        self.inner.state.lock().stopped = true;
+        self.inner.processor.stop();
     }
 }
 

@@ -403,6 +403,21 @@ async fn stopped_informer_refuses_handlers_and_indexers() {
 }
 
 #[tokio::test(start_paused = true)]
+async fn aborted_run_still_stops_the_informer() {
+    // SEMANTICS 4.12
+    let source = FakeSource::new(vec![pod("pod1", "1")]);
+    let inf = informer(&source, ZERO);
+    let rec = Recorder::new();
+    inf.add_event_handler(Rec(Arc::clone(&rec))).unwrap();
+    let running = run_synced(&inf, &source).await;
+    rec.wait_for(1).await;
+    running.task.abort();
+    assert!(running.task.await.unwrap_err().is_cancelled());
+    assert!(inf.is_stopped());
+    assert!(inf.add_event_handler(Rec(Recorder::new())).is_err());
+}
+
+#[tokio::test(start_paused = true)]
 async fn registrations_are_independent_and_removal_is_idempotent() {
     // SEMANTICS 4.13
     let source = FakeSource::new(vec![pod("pod1", "1")]);
