@@ -54,9 +54,7 @@ use crate::cache::lister::Lister;
 use crate::cache::reflector::{
     ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorStore,
 };
-use crate::cache::store::{
-    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, KeyListerGetter,
-};
+use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer, Indexers};
 use crate::object::{object_key, Object};
 
 /// A transform applied to every object before it enters the cache.
@@ -244,18 +242,6 @@ impl ResourceEventHandlerRegistration {
 }
 
 static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
-
-/// Bridges the informer's indexer to the DeltaFIFO's known objects.
-struct KnownFromIndexer<K: ?Sized>(Indexer<K>);
-
-impl<K: Send + Sync + 'static> crate::cache::delta_fifo::KnownObjects<K> for KnownFromIndexer<K> {
-    fn list_keys(&self) -> Vec<String> {
-        KeyListerGetter::list_keys(&self.0)
-    }
-    fn get_by_key(&self, key: &str) -> Option<Arc<K>> {
-        KeyListerGetter::get_by_key(&self.0, key)
-    }
-}
 
 struct FifoStore<K>(Arc<DeltaFifo<K>>);
 
@@ -574,7 +560,7 @@ impl<K: Object> SharedIndexInformer<K> {
         let api_resource = self.inner.config.api_resource.clone();
         let fifo = Arc::new(DeltaFifo::new(
             DeltaFifoOptions::new(|obj: &K| Ok(object_key(obj)))
-                .known_objects(Arc::new(KnownFromIndexer(self.inner.indexer.clone())))
+                .known_objects(Arc::new(self.inner.indexer.clone()))
                 .emit_delta_type_replaced(true)
                 .transformer(move |obj: Arc<K>| {
                     // Fresh from the decoder, `obj` is not shared: make_mut does not copy.
