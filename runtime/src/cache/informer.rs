@@ -57,8 +57,6 @@ use crate::cache::reflector::{
 use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer, Indexers};
 use crate::object::{object_key, Object};
 
-/// A transform applied to every object before it enters the cache.
-pub type TransformFunc<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
 type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
 /// Errors of informer operations.
@@ -139,7 +137,7 @@ struct State<K> {
     stopped: bool,
     resync_check_period: Duration,
     default_resync_period: Duration,
-    transform: Option<TransformFunc<K>>,
+    transform: Option<Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>>,
     watch_error_handler: Option<WatchErrorHandler>,
 }
 

@@ -40,9 +40,7 @@ mod thread_safe;
 
 pub use thread_safe::ThreadSafeStore;
 
-/// Computes the key an object is stored under. The same type as the DeltaFIFO's
-/// [`delta_fifo::KeyFunc`](crate::cache::delta_fifo::KeyFunc) (for sized `T`), so one
-/// key function serves both.
+/// Computes the key an object is stored under; the DeltaFIFOs use the same type.
 pub type KeyFunc<T> = Arc<dyn Fn(&T) -> Result<String, KeyError> + Send + Sync>;
 
 /// Computes the values an object is filed under in one index (zero, one or many).
