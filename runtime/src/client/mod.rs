@@ -19,11 +19,14 @@
 //!
 //! It does not retry, cache, or write.
 
+mod decode;
+mod pool;
 mod watch;
 
 use std::fmt;
 use std::marker::PhantomData;
 
+use futures::FutureExt;
 use http::Request;
 use http_body_util::BodyExt;
 use kube::Resource;
@@ -111,6 +114,10 @@ pub struct ListOptions {
     pub allow_watch_bookmarks: bool,
     /// `sendInitialEvents` (watch only).
     pub send_initial_events: Option<bool>,
+    /// Client-side only, never sent: decode listed and watched objects without their
+    /// `metadata.managedFields`, which are then skipped rather than decoded and dropped
+    /// (the informer asks for this unless told to keep them).
+    pub without_managed_fields: bool,
 }
 
 /// Appends `s` to `out`, percent-encoded for a query value.
@@ -183,6 +190,13 @@ impl ListOptions {
         self
     }
 
+    /// Decodes objects without `metadata.managedFields` (client-side; not a query
+    /// parameter).
+    pub fn without_managed_fields(mut self, on: bool) -> Self {
+        self.without_managed_fields = on;
+        self
+    }
+
     /// The query string (without `?`) of a list (`watch` false) or a watch.
     pub fn to_query(&self, watch: bool) -> String {
         let mut q = String::new();
@@ -243,7 +257,7 @@ pub struct ObjectList<K> {
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct WireListMeta {
+pub(crate) struct WireListMeta {
     #[serde(default)]
     resource_version: Option<String>,
     #[serde(default, rename = "continue")]
@@ -252,13 +266,27 @@ struct WireListMeta {
     remaining_item_count: Option<i64>,
 }
 
-#[derive(Deserialize)]
-#[serde(bound = "K: DeserializeOwned")]
-struct WireList<K> {
-    #[serde(default)]
-    metadata: Option<WireListMeta>,
-    #[serde(default)]
-    items: Option<Vec<K>>,
+/// One listed page whose items may still be decoding (from
+/// [`ResourceClient::list_deferred`]).
+pub struct DeferredPage<K> {
+    /// The items, in order, once decoded.
+    pub items: futures::future::BoxFuture<'static, Result<Vec<K>, Error>>,
+    /// The list's resourceVersion (of its snapshot).
+    pub resource_version: String,
+    /// The token for the next page, if any.
+    pub continue_token: Option<String>,
+    /// How many items remain after this page, when the server computed it.
+    pub remaining_item_count: Option<i64>,
+}
+
+impl<K> fmt::Debug for DeferredPage<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DeferredPage")
+            .field("resource_version", &self.resource_version)
+            .field("continue_token", &self.continue_token)
+            .field("remaining_item_count", &self.remaining_item_count)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A typed client for one resource in one namespace, all namespaces, or the cluster.
@@ -428,13 +456,46 @@ where
         serde_json::from_slice(&body).map_err(Error::Decode)
     }
 
-    /// Lists one page.
+    /// Lists one page. A large page's items are decoded in parallel on tokio's blocking
+    /// pool (in order); with [`ListOptions::without_managed_fields`] they come without
+    /// `metadata.managedFields`.
     pub async fn list(&self, opts: &ListOptions) -> Result<ObjectList<K>, Error> {
-        let body = read_all(&self.client, self.list_url(opts)).await?;
-        let wire: WireList<K> = serde_json::from_slice(&body).map_err(Error::Decode)?;
-        let meta = wire.metadata;
+        let page = self.list_deferred(opts).await?;
         Ok(ObjectList {
-            items: wire.items.unwrap_or_default(),
+            items: page.items.await?,
+            resource_version: page.resource_version,
+            continue_token: page.continue_token,
+            remaining_item_count: page.remaining_item_count,
+        })
+    }
+
+    /// Lists one page and returns once its body is read and its metadata known; the
+    /// items decode in the background (a spawned task; on the decoding threads for
+    /// large pages) and arrive through [`DeferredPage::items`], so that the caller can
+    /// fetch the next page meanwhile.
+    pub async fn list_deferred(&self, opts: &ListOptions) -> Result<DeferredPage<K>, Error> {
+        let body = read_all(&self.client, self.list_url(opts)).await?;
+        let mut raw = decode::RawList::parse(body).map_err(Error::Decode)?;
+        let meta = raw.metadata.take();
+        let without_managed_fields = opts.without_managed_fields;
+        let items = if raw.len() < decode::PARALLEL_MIN_ITEMS {
+            let items = raw
+                .decode_items(without_managed_fields)
+                .await
+                .map_err(Error::Decode);
+            futures::future::ready(items).boxed()
+        } else {
+            let task = tokio::spawn(raw.decode_items(without_managed_fields));
+            async move {
+                match task.await {
+                    Ok(r) => r.map_err(Error::Decode),
+                    Err(e) => Err(Error::Decode(serde::de::Error::custom(e))),
+                }
+            }
+            .boxed()
+        };
+        Ok(DeferredPage {
+            items,
             resource_version: meta
                 .as_ref()
                 .and_then(|m| m.resource_version.clone())
@@ -493,6 +554,9 @@ where
             .map_err(Error::Request)?;
         let res = self.client.send(req).await.map_err(Error::Transport)?;
         let res = checked(res).await?;
-        Ok(WatchStream::new(res.into_body()))
+        Ok(WatchStream::with_options(
+            res.into_body(),
+            opts.without_managed_fields,
+        ))
     }
 }

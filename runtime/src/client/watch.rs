@@ -15,11 +15,11 @@
 //!   `Status`; the stream then goes on until the server closes it.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use futures::Stream;
+use futures::{FutureExt, Stream};
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
@@ -105,6 +105,8 @@ pub(crate) fn decoding_error(why: &str) -> StatusError {
 pub(crate) struct FrameDecoder {
     buf: Vec<u8>,
     pos: usize,
+    /// Decode objects without `metadata.managedFields`.
+    without_managed_fields: bool,
 }
 
 fn object<'a>(raw: Option<&'a RawValue>, ty: &str) -> Result<&'a str, String> {
@@ -113,6 +115,11 @@ fn object<'a>(raw: Option<&'a RawValue>, ty: &str) -> Result<&'a str, String> {
 }
 
 impl FrameDecoder {
+    /// How many bytes are buffered and not yet decoded.
+    pub(crate) fn buffered(&self) -> usize {
+        self.buf.len() - self.pos
+    }
+
     /// Appends bytes read from the body.
     pub(crate) fn push(&mut self, data: &[u8]) {
         if self.pos > 0 && self.pos * 2 >= self.buf.len() {
@@ -140,17 +147,24 @@ impl FrameDecoder {
             None => return None,
             Some(Err(e)) if e.is_eof() => return None,
             Some(Err(e)) => return Some(Err(e.to_string())),
-            Some(Ok(f)) => (convert::<K>(&f), it.byte_offset()),
+            Some(Ok(f)) => (
+                convert::<K>(&f, self.without_managed_fields),
+                it.byte_offset(),
+            ),
         };
         self.pos += used;
         Some(event)
     }
 }
 
-fn convert<K: DeserializeOwned>(f: &RawFrame<'_>) -> Result<WatchEvent<K>, String> {
+fn convert<K: DeserializeOwned>(
+    f: &RawFrame<'_>,
+    without_managed_fields: bool,
+) -> Result<WatchEvent<K>, String> {
     let ty = f.ty.as_ref();
     let typed = |raw| -> Result<K, String> {
-        serde_json::from_str(object(raw, ty)?).map_err(|e| e.to_string())
+        super::decode::decode_object(object(raw, ty)?, without_managed_fields)
+            .map_err(|e| e.to_string())
     };
     match ty {
         "ADDED" => typed(f.object).map(WatchEvent::Added),
@@ -186,10 +200,31 @@ impl<K> std::fmt::Debug for WatchStream<K> {
     }
 }
 
-struct Reader<B> {
+struct Reader<B, K> {
     body: B,
     dec: FrameDecoder,
+    /// Decoded events not yet handed out.
+    ready: VecDeque<WatchEvent<K>>,
+    /// No more events after `ready`.
     done: bool,
+}
+
+/// Buffers at least this large are decoded on the decoding pool (see [`super::pool`]).
+const POOL_DECODE_BYTES: usize = 4 * 1024;
+
+/// Decodes every complete event in `dec`; stops after a decoding error, which becomes the
+/// last event (`true`: the stream must end).
+fn decode_batch<K: DeserializeOwned>(dec: &mut FrameDecoder, out: &mut Vec<WatchEvent<K>>) -> bool {
+    loop {
+        match dec.next::<K>() {
+            Some(Ok(ev)) => out.push(ev),
+            Some(Err(why)) => {
+                out.push(WatchEvent::Error(decoding_error(&why)));
+                return true;
+            }
+            None => return false,
+        }
+    }
 }
 
 impl<K> WatchStream<K>
@@ -202,36 +237,90 @@ where
         B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
     {
+        Self::with_options(body, false)
+    }
+
+    /// Decodes the events of a watch response body, objects without their
+    /// `metadata.managedFields` when `without_managed_fields` is set.
+    ///
+    /// Everything the body has already delivered is decoded as one batch, on the
+    /// decoding threads when it is large, so that decoding stays off the async worker
+    /// that consumes the events.
+    pub fn with_options<B>(body: B, without_managed_fields: bool) -> Self
+    where
+        B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
+        B::Error: std::fmt::Display,
+    {
         let reader = Reader {
             body,
-            dec: FrameDecoder::default(),
+            dec: FrameDecoder {
+                without_managed_fields,
+                ..FrameDecoder::default()
+            },
+            ready: VecDeque::new(),
             done: false,
         };
-        let s = futures::stream::unfold(reader, |mut r| async move {
-            if r.done {
-                return None;
-            }
+        let s = futures::stream::unfold(reader, |mut r: Reader<B, K>| async move {
             loop {
-                match r.dec.next::<K>() {
-                    Some(Ok(ev)) => return Some((ev, r)),
-                    Some(Err(why)) => {
-                        r.done = true;
-                        return Some((WatchEvent::Error(decoding_error(&why)), r));
-                    }
-                    None => {}
+                if let Some(ev) = r.ready.pop_front() {
+                    return Some((ev, r));
                 }
-                match r.body.frame().await {
-                    Some(Ok(frame)) => {
-                        if let Ok(data) = frame.into_data() {
-                            r.dec.push(&data);
+                if r.done {
+                    return None;
+                }
+                // One chunk (waiting for it), then whatever else is already there.
+                let (failure, ended) = {
+                    let mut failure = None;
+                    let mut ended = false;
+                    let mut next = Some(r.body.frame().await);
+                    while let Some(frame) = next.take() {
+                        match frame {
+                            Some(Ok(frame)) => {
+                                if let Ok(data) = frame.into_data() {
+                                    r.dec.push(&data);
+                                }
+                                next = r.body.frame().now_or_never();
+                            }
+                            Some(Err(e)) => {
+                                failure = Some(e.to_string());
+                                ended = true;
+                            }
+                            None => ended = true,
                         }
                     }
-                    Some(Err(e)) => {
-                        r.done = true;
-                        let ev = WatchEvent::Error(decoding_error(&e.to_string()));
-                        return Some((ev, r));
+                    (failure, ended)
+                };
+                let mut events = Vec::new();
+                let stop = if r.dec.buffered() >= POOL_DECODE_BYTES {
+                    let mut dec = std::mem::take(&mut r.dec);
+                    let joined = super::pool::run(move || {
+                        let mut events = Vec::new();
+                        let stop = decode_batch::<K>(&mut dec, &mut events);
+                        (dec, events, stop)
+                    })
+                    .await;
+                    match joined {
+                        Ok((dec, evs, stop)) => {
+                            r.dec = dec;
+                            events = evs;
+                            stop
+                        }
+                        Err(e) => {
+                            events.push(WatchEvent::Error(decoding_error(&e)));
+                            true
+                        }
                     }
-                    None => return None,
+                } else {
+                    decode_batch::<K>(&mut r.dec, &mut events)
+                };
+                r.ready.extend(events);
+                if stop {
+                    r.done = true;
+                } else if ended {
+                    if let Some(why) = failure {
+                        r.ready.push_back(WatchEvent::Error(decoding_error(&why)));
+                    }
+                    r.done = true;
                 }
             }
         });
