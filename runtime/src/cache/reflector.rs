@@ -31,7 +31,7 @@
 //! It does not decide what the store does with events, and it never holds an object
 //! except to hand it to the store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -45,7 +45,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{
-    self, Bookmark, ListOptions, ObjectList, ResourceClient, ResourceVersionMatch, WatchEvent,
+    self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, ResourceVersionMatch,
+    WatchEvent,
 };
 use crate::errors::StatusError;
 
@@ -60,6 +61,28 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
         &self,
         opts: ListOptions,
     ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>>;
+    /// Lists one page, resolving as soon as the page's metadata (its continue token) is
+    /// known while its items may still be decoding, so that the reflector can fetch the
+    /// next page meanwhile. The default waits for [`ListerWatcher::list`].
+    fn list_deferred(
+        &self,
+        opts: ListOptions,
+    ) -> BoxFuture<'static, Result<DeferredPage<K>, client::Error>>
+    where
+        K: Send + 'static,
+    {
+        let listed = self.list(opts);
+        async move {
+            let page = listed.await?;
+            Ok(DeferredPage {
+                resource_version: page.resource_version,
+                continue_token: page.continue_token,
+                remaining_item_count: page.remaining_item_count,
+                items: futures::future::ready(Ok(page.items)).boxed(),
+            })
+        }
+        .boxed()
+    }
 }
 
 impl<K> ListerWatcher<K> for ResourceClient<K>
@@ -77,6 +100,14 @@ where
     ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>> {
         let c = self.clone();
         async move { c.watch(&opts).await.map(|s| s.boxed()) }.boxed()
+    }
+
+    fn list_deferred(
+        &self,
+        opts: ListOptions,
+    ) -> BoxFuture<'static, Result<DeferredPage<K>, client::Error>> {
+        let c = self.clone();
+        async move { c.list_deferred(&opts).await }.boxed()
     }
 }
 
@@ -268,6 +299,9 @@ pub struct ReflectorConfig {
     pub label_selector: Option<String>,
     /// Field selector applied to lists and watches.
     pub field_selector: Option<String>,
+    /// Ask the lister-watcher for objects without `metadata.managedFields`
+    /// ([`ListOptions::without_managed_fields`]), skipped while decoding.
+    pub without_managed_fields: bool,
 }
 
 impl Default for ReflectorConfig {
@@ -282,6 +316,7 @@ impl Default for ReflectorConfig {
             backoff: Backoff::default(),
             label_selector: None,
             field_selector: None,
+            without_managed_fields: false,
         }
     }
 }
@@ -289,6 +324,8 @@ impl Default for ReflectorConfig {
 /// client-go's floor for watch timeouts.
 const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
 const DEFAULT_PAGE_SIZE: i64 = 500;
+/// How many listed pages may be decoding while the next one is fetched.
+const PAGES_IN_FLIGHT: usize = 2;
 
 impl ReflectorConfig {
     /// Sets the resync period.
@@ -334,6 +371,11 @@ impl ReflectorConfig {
     /// Restricts lists and watches to objects matching a field selector.
     pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
         self.field_selector = Some(selector.into());
+        self
+    }
+    /// Asks for objects without `metadata.managedFields`.
+    pub fn without_managed_fields(mut self, on: bool) -> Self {
+        self.without_managed_fields = on;
         self
     }
 }
@@ -499,6 +541,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         ListOptions {
             label_selector: config.label_selector.clone(),
             field_selector: config.field_selector.clone(),
+            without_managed_fields: config.without_managed_fields,
             ..Default::default()
         }
     }
@@ -561,15 +604,18 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         }
     }
 
-    /// Lists all pages: `(items, resourceVersion of the first page, paginated)`.
+    /// Lists all pages: `(items, resourceVersion of the first page, paginated)`. The next
+    /// page is requested while earlier pages are still decoding (at most
+    /// [`PAGES_IN_FLIGHT`] of them).
     async fn list_pages(
         &self,
         opts: ListOptions,
     ) -> Result<(Vec<Arc<K>>, String, bool), client::Error> {
-        let first = self.lw.list(opts.clone()).await?;
-        let list_rv = first.resource_version.clone();
+        let first = self.lw.list_deferred(opts.clone()).await?;
+        let list_rv = first.resource_version;
         let mut paginated = first.continue_token.is_some();
-        let mut items: Vec<Arc<K>> = first.items.into_iter().map(Arc::new).collect();
+        let mut decoding = VecDeque::from([first.items]);
+        let mut items: Vec<Arc<K>> = Vec::new();
         let mut token = first.continue_token;
         while let Some(t) = token.take().filter(|t| !t.is_empty()) {
             paginated = true;
@@ -577,14 +623,21 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
             page_opts.continue_token = Some(t);
             page_opts.resource_version = None;
             page_opts.resource_version_match = None;
-            match self.lw.list(page_opts).await {
+            match self.lw.list_deferred(page_opts).await {
                 Ok(page) => {
-                    items.extend(page.items.into_iter().map(Arc::new));
+                    decoding.push_back(page.items);
                     token = page.continue_token;
+                    while decoding.len() > PAGES_IN_FLIGHT {
+                        if let Some(next) = decoding.pop_front() {
+                            items.extend(next.await?.into_iter().map(Arc::new));
+                        }
+                    }
                 }
                 Err(err) if err.status().is_some_and(StatusError::is_expired) => {
                     // The snapshot is gone: one full, unpaginated list at the original
                     // resourceVersion (client-go's pager does exactly one such retry).
+                    drop(decoding);
+                    drop(items);
                     let mut full = opts.clone();
                     full.limit = None;
                     full.continue_token = None;
@@ -597,6 +650,9 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                 }
                 Err(err) => return Err(err),
             }
+        }
+        for next in decoding {
+            items.extend(next.await?.into_iter().map(Arc::new));
         }
         Ok((items, list_rv, paginated))
     }
