@@ -585,7 +585,8 @@ impl<K: Object> SharedIndexInformer<K> {
                 .config
                 .reflector
                 .clone()
-                .resync_period(check_period),
+                .resync_period(check_period)
+                .without_managed_fields(!keep_managed_fields),
         )
         .with_should_resync(move || {
             weak.upgrade()
@@ -617,10 +618,15 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
         };
-        let reflect = reflector.run(stop.clone());
-        tokio::pin!(reflect);
+        // The reflector (which decodes watch events) runs as a task of its own, so that
+        // decoding proceeds in parallel with popping, indexing and notifying on a
+        // multi-threaded runtime. It is aborted when `run` ends or is dropped.
+        let mut reflect = AbortOnDrop(tokio::spawn({
+            let stop = stop.clone();
+            async move { reflector.run(stop).await }
+        }));
         tokio::select! {
-            _ = &mut reflect => {}
+            _ = reflect.wait() => {}
             _ = pop_loop => {}
             _ = stop.cancelled() => {}
         }
@@ -684,6 +690,21 @@ impl<K: Object> SharedIndexInformer<K> {
                 }
             }
         }
+    }
+}
+
+/// A task aborted when this handle is dropped.
+struct AbortOnDrop(tokio::task::JoinHandle<()>);
+
+impl AbortOnDrop {
+    async fn wait(&mut self) {
+        let _ = (&mut self.0).await;
+    }
+}
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
