@@ -78,6 +78,26 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     });
     let stop = CancellationToken::new();
     let start = Instant::now();
+    if std::env::var_os("BENCH_TRACE").is_some() {
+        // Diagnostics: RSS and handled events twice a second.
+        let c = counter.clone();
+        std::thread::spawn(move || loop {
+            std::thread::sleep(Duration::from_millis(500));
+            let rss = std::fs::read_to_string("/proc/self/status")
+                .ok()
+                .and_then(|s| {
+                    s.lines()
+                        .find(|l| l.starts_with("VmRSS:"))
+                        .map(|l| l.to_owned())
+                })
+                .unwrap_or_default();
+            eprintln!(
+                "trace {:.1}s {rss} events={}",
+                start.elapsed().as_secs_f64(),
+                c.seen.load(Ordering::Relaxed)
+            );
+        });
+    }
     let synced_secs = match args.client {
         ClientKind::Ours => {
             let informer = SharedIndexInformer::new(
@@ -142,6 +162,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     };
     println!("SYNCED {synced_secs}");
+    eprintln!(
+        "{}: peak RSS at synced {} MiB",
+        args.client,
+        peak_rss_bytes().unwrap_or(0) >> 20
+    );
 
     let target: u64 = loop {
         let Some(line) = lines.recv().await else {
