@@ -958,3 +958,45 @@ async fn prometheus_provider_exports_client_go_names() {
     // A second provider on the same registry is refused, not silently duplicated.
     assert!(metrics::prometheus::PrometheusMetricsProvider::new(&registry).is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn metrics_refresher_ends_at_shutdown_or_drop() {
+    let alive = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    let recorder = Recorder::default();
+    let config = || {
+        QueueConfig::default()
+            .name("q")
+            .metrics_provider(Arc::new(recorder.clone()))
+    };
+
+    let q = Queue::with_config(config());
+    q.add("a");
+    assert_eq!(q.get().await, Some("a"));
+    settle().await;
+    assert_eq!(alive(), 1, "the refresher runs once the queue is in use");
+    q.shut_down();
+    advance(Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(alive(), 0, "the refresher ends at shutdown");
+
+    let q = Queue::with_config(config());
+    q.add("a");
+    assert_eq!(q.get().await, Some("a"));
+    settle().await;
+    assert_eq!(alive(), 1);
+    drop(q);
+    advance(Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(alive(), 0, "the refresher ends when the queue is dropped");
+
+    // Unnamed queues and delays start no task at all.
+    let q = DelayingQueue::new();
+    q.add_after("a", Duration::from_secs(1));
+    q.add("b");
+    assert_eq!(q.get().await, Some("b"));
+    assert_eq!(alive(), 0);
+}
