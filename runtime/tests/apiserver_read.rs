@@ -704,6 +704,16 @@ async fn selectors_on_lists_and_watches() {
             .await
             .unwrap();
         assert_eq!(names(&web.items), ["a", "c"]);
+        let set = pods
+            .list(&ListOptions::default().labels("app in (db, cache),!missing"))
+            .await
+            .unwrap();
+        assert_eq!(names(&set.items), ["b"]);
+        let e = pods
+            .list(&ListOptions::default().labels("app in ("))
+            .await
+            .unwrap_err();
+        assert!(e.status().unwrap().is_bad_request());
         let on_n1 = pods
             .list(&ListOptions::default().fields("spec.nodeName=n1,metadata.name!=a"))
             .await
