@@ -1,0 +1,159 @@
+//! Raw speed of the in-memory API server, measured alone over TCP with a raw HTTP/1.1
+//! reader (no client-side decoding):
+//!
+//! - list: bytes/s of `GET /api/v1/pods` (all pages at once) over N ~5 KiB pods;
+//! - watch: events/s delivered to one raw watch reader while the admin API emits
+//!   MODIFIED changes at full speed.
+//!
+//! Run: `cargo bench -p kubegen-runtime --features testing --bench apiserver`
+//! (env `APISERVER_BENCH_PODS`, default 100000; `APISERVER_BENCH_EVENTS`, default 500000).
+
+use std::time::{Duration, Instant};
+
+use kubegen_runtime::testing::ApiServer;
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+fn env_or(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn pod(i: usize) -> serde_json::Value {
+    json!({
+        "metadata": {
+            "name": format!("pod-{i:07}"),
+            "namespace": format!("ns-{}", i % 10),
+            "labels": {"app": format!("app-{}", i % 100), "tier": "backend", "team": "platform"},
+            "annotations": {"example.com/blob": "x".repeat(3600)},
+        },
+        "spec": {
+            "nodeName": format!("node-{}", i % 50),
+            "containers": [{
+                "name": "main",
+                "image": "registry.example.com/team/app:v1.2.3",
+                "args": ["--port=8080", "--verbose", "--config=/etc/app/config.yaml"],
+                "env": (0..12).map(|j| json!({"name": format!("VAR_{j}"), "value": format!("value-{j}-{i}")})).collect::<Vec<_>>(),
+                "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}, "limits": {"cpu": "1", "memory": "1Gi"}},
+                "ports": [{"containerPort": 8080, "protocol": "TCP"}],
+            }],
+        },
+        "status": {"phase": "Running", "podIP": format!("10.0.{}.{}", (i / 256) % 256, i % 256)},
+    })
+}
+
+async fn get_raw(addr: std::net::SocketAddr, path: &str) -> (usize, Duration) {
+    let mut s = TcpStream::connect(addr).await.unwrap();
+    s.set_nodelay(true).unwrap();
+    let start = Instant::now();
+    s.write_all(
+        format!("GET {path} HTTP/1.1\r\nHost: bench\r\nConnection: close\r\n\r\n").as_bytes(),
+    )
+    .await
+    .unwrap();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut total = 0;
+    loop {
+        let n = s.read(&mut buf).await.unwrap();
+        if n == 0 {
+            break;
+        }
+        total += n;
+    }
+    (total, start.elapsed())
+}
+
+fn main() {
+    let pods = env_or("APISERVER_BENCH_PODS", 100_000);
+    let events = env_or("APISERVER_BENCH_EVENTS", 500_000);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    rt.block_on(async move {
+        let server = ApiServer::builder().history_limit(200_000).build();
+        let t = Instant::now();
+        server.seed("pods", pods, pod).unwrap();
+        let sample = serde_json::to_vec(&server.get("pods", "ns-1", "pod-0000001").unwrap().unwrap()).unwrap();
+        println!(
+            "seeded {pods} pods of {} bytes in {:.2?} ({:.0} creates/s)",
+            sample.len(),
+            t.elapsed(),
+            pods as f64 / t.elapsed().as_secs_f64()
+        );
+        let tcp = server.serve_tcp().await.unwrap();
+        let addr = tcp.addr();
+
+        // List: the whole collection in one response.
+        let mut rates = Vec::new();
+        for _ in 0..5 {
+            let (bytes, took) = get_raw(addr, "/api/v1/pods").await;
+            rates.push(bytes as f64 / took.as_secs_f64());
+            println!("list: {bytes} bytes in {took:.2?} = {:.2} GB/s", bytes as f64 / took.as_secs_f64() / 1e9);
+        }
+        rates.sort_by(f64::total_cmp);
+        println!("list median: {:.2} GB/s", rates[rates.len() / 2] / 1e9);
+
+        // Watch: one raw reader counting frames while the admin API emits changes.
+        let rv = server.resource_version();
+        let mut s = TcpStream::connect(addr).await.unwrap();
+        s.write_all(
+            format!("GET /api/v1/pods?watch=true&resourceVersion={rv} HTTP/1.1\r\nHost: bench\r\n\r\n").as_bytes(),
+        )
+        .await
+        .unwrap();
+        let seen = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let seen_r = seen.clone();
+        let reader = tokio::spawn(async move {
+            let mut buf = vec![0u8; 1 << 20];
+            let mut last = 0u8;
+            let mut frames = 0usize;
+            let mut bytes = 0usize;
+            while frames < events {
+                let n = s.read(&mut buf).await.unwrap();
+                assert!(n > 0, "watch ended early after {frames} frames");
+                bytes += n;
+                for &b in &buf[..n] {
+                    if b == b'\n' && last == b'}' {
+                        frames += 1;
+                    }
+                    last = b;
+                }
+                seen_r.store(frames, std::sync::atomic::Ordering::Relaxed);
+            }
+            bytes
+        });
+        let start = Instant::now();
+        let writer = {
+            let server = server.clone();
+            let seen = seen.clone();
+            tokio::task::spawn_blocking(move || {
+                let batch = 50_000;
+                let mut emitted = 0;
+                while emitted < events {
+                    // Keep the writer within the history of the reader, as a real
+                    // server's watch cache would.
+                    while emitted - seen.load(std::sync::atomic::Ordering::Relaxed) > 150_000 - batch {
+                        std::thread::sleep(Duration::from_micros(200));
+                    }
+                    let n = batch.min(events - emitted);
+                    server.emit_modifications("pods", n).unwrap();
+                    emitted += n;
+                }
+            })
+        };
+        writer.await.unwrap();
+        let bytes = reader.await.unwrap();
+        let took = start.elapsed();
+        println!(
+            "watch: {events} events ({bytes} bytes) delivered in {took:.2?} = {:.0} events/s ({:.2} GB/s)",
+            events as f64 / took.as_secs_f64(),
+            bytes as f64 / took.as_secs_f64() / 1e9
+        );
+        tcp.shutdown().await;
+    });
+}
