@@ -117,12 +117,19 @@ fn main() {
                 let n = s.read(&mut buf).await.unwrap();
                 assert!(n > 0, "watch ended early after {frames} frames");
                 bytes += n;
-                for &b in &buf[..n] {
-                    if b == b'\n' && last == b'}' {
+                let chunk = &buf[..n];
+                let mut prev = last;
+                let mut from = 0;
+                while let Some(i) = chunk[from..].iter().position(|&b| b == b'\n') {
+                    let at = from + i;
+                    let before = if at == 0 { prev } else { chunk[at - 1] };
+                    if before == b'}' {
                         frames += 1;
                     }
-                    last = b;
+                    from = at + 1;
                 }
+                prev = chunk[n - 1];
+                last = prev;
                 seen_r.store(frames, std::sync::atomic::Ordering::Relaxed);
             }
             bytes

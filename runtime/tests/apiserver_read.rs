@@ -996,3 +996,51 @@ async fn kube_runtime_watcher_works_unchanged() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_watcher_behind_the_history_limit_gets_expired() {
+    let s = ApiServer::builder().history_limit(5).build();
+    s.create("pods", pod("default", "a", &[])).unwrap();
+    let client = kube::Client::new(s.service(), "default");
+    let pods = ResourceClient::<Pod>::namespaced(client, "default");
+    let from = s.resource_version();
+    let mut w = pods
+        .watch(&ListOptions::default().resource_version(&from.to_string()))
+        .await
+        .unwrap();
+    // Twenty changes before the watcher runs: the first fifteen leave the history.
+    for _ in 0..20 {
+        s.touch("pods", "default", "a").unwrap();
+    }
+    match next_event(&mut w).await {
+        WatchEvent::Error(e) => {
+            assert!(e.is_expired());
+            assert_eq!(
+                e.message(),
+                format!("too old resource version: {from} ({})", from + 15)
+            );
+        }
+        other => panic!("expected 410, got {other:?}"),
+    }
+    assert!(w.next().await.is_none());
+}
+
+#[tokio::test]
+async fn tcp_shutdown_ends_watches_and_waits_for_connections() {
+    let s = server();
+    let tcp = s.serve_tcp().await.unwrap();
+    let kubeconfig = tcp.kubeconfig_path().to_owned();
+    assert!(kubeconfig.exists());
+    let client = tcp.client().await.unwrap();
+    let pods = ResourceClient::<Pod>::namespaced(client.clone(), "default");
+    let mut w = pods.watch(&ListOptions::default()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), tcp.shutdown())
+        .await
+        .expect("shutdown completes with a watch open");
+    assert!(!kubeconfig.exists());
+    let end = tokio::time::timeout(Duration::from_secs(10), w.next())
+        .await
+        .unwrap();
+    assert!(end.is_none(), "the watch ended: {end:?}");
+    assert!(pods.list(&ListOptions::default()).await.is_err());
+}

@@ -127,6 +127,27 @@ fn error_frame(err: &StatusError) -> Bytes {
     format!("{{\"type\":\"ERROR\",\"object\":{obj}}}\n").into()
 }
 
+/// Copies many small frames into chunks of about [`CHUNK`] bytes, so that a fast stream
+/// costs a write per chunk rather than per event; a lone frame is sent as the shared
+/// bytes themselves.
+fn coalesce(frames: Vec<Bytes>) -> Vec<Bytes> {
+    if frames.len() <= 1 {
+        return frames;
+    }
+    let mut out = Vec::new();
+    let mut buf = Vec::with_capacity(CHUNK + 8 * 1024);
+    for f in frames {
+        buf.extend_from_slice(&f);
+        if buf.len() >= CHUNK {
+            out.push(std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 8 * 1024)).into());
+        }
+    }
+    if !buf.is_empty() {
+        out.push(buf.into());
+    }
+    out
+}
+
 struct Watcher {
     inner: Arc<Inner>,
     idx: usize,
@@ -240,7 +261,7 @@ impl Watcher {
                     None => {}
                 }
             }
-            if !self.send(batch).await {
+            if !self.send(coalesce(batch)).await {
                 return false;
             }
         }
