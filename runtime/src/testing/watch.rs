@@ -178,7 +178,7 @@ impl Watcher {
 
     fn translate(&self, e: &Event) -> Option<Out> {
         if let Some(ns) = &self.ns {
-            if e.obj.namespace != *ns {
+            if *e.obj.namespace != **ns {
                 return None;
             }
         }
