@@ -704,6 +704,14 @@ async fn selectors_on_lists_and_watches() {
             .await
             .unwrap();
         assert_eq!(names(&web.items), ["a", "c"]);
+        // SEMANTICS 9.5: remainingItemCount is not computed with selectors.
+        let page = pods
+            .list(&ListOptions::default().labels("app=web").limit(1))
+            .await
+            .unwrap();
+        assert_eq!(names(&page.items), ["a"]);
+        assert!(page.continue_token.is_some());
+        assert_eq!(page.remaining_item_count, None);
         let set = pods
             .list(&ListOptions::default().labels("app in (db, cache),!missing"))
             .await
@@ -1043,4 +1051,32 @@ async fn tcp_shutdown_ends_watches_and_waits_for_connections() {
         .unwrap();
     assert!(end.is_none(), "the watch ended: {end:?}");
     assert!(pods.list(&ListOptions::default()).await.is_err());
+}
+
+#[test]
+fn registrations_from_resource_types() {
+    let pods = Registration::for_resource::<Pod>();
+    assert_eq!(
+        (
+            pods.group.as_str(),
+            pods.plural.as_str(),
+            pods.kind.as_str()
+        ),
+        ("", "pods", "Pod")
+    );
+    assert!(pods.namespaced);
+    let nodes = Registration::for_resource::<Node>();
+    assert!(!nodes.namespaced);
+    let deps = Registration::for_resource::<Deployment>();
+    assert_eq!(deps.api_version(), "apps/v1");
+    assert_eq!(deps.list_kind, "DeploymentList");
+    let builtin = kubegen_runtime::testing::builtin();
+    assert!(builtin
+        .iter()
+        .any(|r| r.plural == "leases" && r.group == "coordination.k8s.io"));
+    assert!(builtin
+        .iter()
+        .find(|r| r.plural == "pods")
+        .unwrap()
+        .is_selectable("spec.nodeName"));
 }
