@@ -1080,3 +1080,40 @@ fn registrations_from_resource_types() {
         .unwrap()
         .is_selectable("spec.nodeName"));
 }
+
+#[tokio::test]
+async fn status_subresource_and_generation() {
+    both(async |env: Env| {
+        let deps: Api<Deployment> = Api::namespaced(env.client.clone(), "default");
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {}, "template": {}},
+        }))
+        .unwrap();
+        let created = deps.create(&PostParams::default(), &d).await.unwrap();
+        assert_eq!(created.metadata.generation, Some(1));
+        // The status subresource changes only the status.
+        let mut with_status = created.clone();
+        with_status.status = Some(serde_json::from_value(json!({"replicas": 1})).unwrap());
+        with_status.spec.replicas = Some(5);
+        let after = deps
+            .replace_status("web", &PostParams::default(), &with_status)
+            .await
+            .unwrap();
+        assert_eq!(after.status.unwrap().replicas, Some(1));
+        assert_eq!(after.spec.replicas, Some(1));
+        assert_eq!(after.metadata.generation, Some(1));
+        // The main resource ignores status and bumps the generation on a spec change.
+        let mut cur = deps.get("web").await.unwrap();
+        cur.spec.replicas = Some(3);
+        cur.status = None;
+        let after = deps
+            .replace("web", &PostParams::default(), &cur)
+            .await
+            .unwrap();
+        assert_eq!(after.spec.replicas, Some(3));
+        assert_eq!(after.status.unwrap().replicas, Some(1));
+        assert_eq!(after.metadata.generation, Some(2));
+    })
+    .await;
+}
