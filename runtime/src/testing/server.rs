@@ -636,10 +636,10 @@ impl ApiServer {
     /// in key order; returns the resourceVersion after the last one.
     pub fn emit_modifications(&self, resource: &str, m: usize) -> Result<u64, StatusError> {
         let idx = self.inner.resolve(resource)?;
-        let keys: Vec<String> = self.inner.state.read().collections[idx]
+        let keys: Vec<Arc<str>> = self.inner.state.read().collections[idx]
             .objects
-            .keys()
-            .cloned()
+            .values()
+            .map(|o| o.key.clone())
             .collect();
         if keys.is_empty() {
             return Ok(self.resource_version());
@@ -651,7 +651,7 @@ impl ApiServer {
             let n = (m - done).min(256);
             rv = self
                 .inner
-                .touch_many(idx, (done..done + n).map(|i| keys[i % keys.len()].as_str()))?;
+                .touch_many(idx, (done..done + n).map(|i| &*keys[i % keys.len()]))?;
             done += n;
         }
         Ok(rv)
