@@ -1117,3 +1117,32 @@ async fn status_subresource_and_generation() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn a_continue_token_from_another_namespace_lists_nothing() {
+    both(async |env: Env| {
+        for ns in ["a", "z"] {
+            for i in 0..2 {
+                env.server
+                    .create("pods", pod(ns, &format!("p{i}"), &[]))
+                    .unwrap();
+            }
+        }
+        let z = ResourceClient::<Pod>::namespaced(env.client.clone(), "z");
+        let page = z.list(&ListOptions::default().limit(1)).await.unwrap();
+        let token = page.continue_token.unwrap();
+        let a = ResourceClient::<Pod>::namespaced(env.client.clone(), "a");
+        let rest = a
+            .list(&ListOptions::default().limit(1).continue_token(&token))
+            .await
+            .unwrap();
+        assert!(rest.items.is_empty());
+        assert!(rest.continue_token.is_none());
+        let e = a
+            .list(&ListOptions::default().continue_token("not-a-token"))
+            .await
+            .unwrap_err();
+        assert!(e.status().unwrap().is_bad_request());
+    })
+    .await;
+}

@@ -276,8 +276,9 @@ pub(crate) struct Collection {
     pub notify: watch::Sender<u64>,
 }
 
-/// Key bounds of a namespace (or everything), starting after `start_after`.
-fn bounds(ns: Option<&str>, start_after: Option<&str>) -> (Bound<String>, Bound<String>) {
+/// Key bounds of a namespace (or everything), starting after `start_after`; `None` when
+/// the range is empty (a BTreeMap range must not start after its end).
+fn bounds(ns: Option<&str>, start_after: Option<&str>) -> Option<(Bound<String>, Bound<String>)> {
     let (lo, hi) = match ns {
         Some(ns) => (
             Bound::Included(format!("{ns}/")),
@@ -290,7 +291,10 @@ fn bounds(ns: Option<&str>, start_after: Option<&str>) -> (Bound<String>, Bound<
         (Some(s), _) => Bound::Excluded(s.to_owned()),
         (None, _) => lo,
     };
-    (lo, hi)
+    match (&lo, &hi) {
+        (Bound::Excluded(l), Bound::Excluded(h)) if l >= h => None,
+        _ => Some((lo, hi)),
+    }
 }
 
 impl Collection {
@@ -315,7 +319,9 @@ impl Collection {
         start_after: Option<&str>,
         mut visit: impl FnMut(&Arc<Stored>) -> bool,
     ) {
-        let range = bounds(ns, start_after);
+        let Some(range) = bounds(ns, start_after) else {
+            return;
+        };
         let mut base = self.objects.range::<String, _>(range.clone()).peekable();
         let mut overrides: BTreeMap<&str, Option<&Arc<Stored>>> = BTreeMap::new();
         if let Some(at) = at {
@@ -338,9 +344,8 @@ impl Collection {
         loop {
             let next = match (base.peek(), over.peek()) {
                 (None, None) => return,
-                (Some((bk, bv)), None) => {
+                (Some((_, bv)), None) => {
                     let v = *bv;
-                    let _ = bk;
                     base.next();
                     Some(v)
                 }
