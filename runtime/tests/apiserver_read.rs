@@ -428,6 +428,16 @@ async fn watch_from_a_compacted_version_is_expired() {
         env.server.create("pods", pod("default", "b", &[])).unwrap();
         env.server.compact();
         let pods = ResourceClient::<Pod>::namespaced(env.client.clone(), "default");
+        // A list at an exact compacted version is expired too.
+        let e = pods
+            .list(
+                &ListOptions::default()
+                    .resource_version(&old.to_string())
+                    .resource_version_match(ResourceVersionMatch::Exact),
+            )
+            .await
+            .unwrap_err();
+        assert!(e.status().unwrap().is_expired());
         let mut w = pods
             .watch(&ListOptions::default().resource_version(&old.to_string()))
             .await
