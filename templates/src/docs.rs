@@ -87,7 +87,7 @@ fn close_indented(out: &mut Vec<String>) {
 
 /// Escapes one prose line, leaving inline code spans alone.
 fn escape_line(line: &str) -> String {
-    if line.matches('`').count() % 2 != 0 {
+    if !line.matches('`').count().is_multiple_of(2) {
         return escape_text(line);
     }
     let mut out = String::with_capacity(line.len() + 8);

@@ -261,7 +261,11 @@ impl VersionBuilder {
                 value: (*v).to_owned(),
             })
             .collect();
-        let other_variant = variant_names.unique("Other");
+        let other_variant = ["Other", "Unlisted", "UnlistedValue"]
+            .into_iter()
+            .find(|c| !variant_names.is_taken(c))
+            .unwrap_or("Other");
+        let other_variant = variant_names.unique(other_variant);
         let name = self.namer.unique(&names::type_name(hint));
         self.dedupe.insert(key, name.clone());
         self.types.insert(
