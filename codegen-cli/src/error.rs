@@ -28,7 +28,11 @@ pub struct Error {
 
 impl Error {
     /// An error at `yaml_path` (the file is filled in by the caller that knows it).
-    pub fn at(yaml_path: impl Into<String>, problem: impl Into<String>, fix: impl Into<String>) -> Self {
+    pub fn at(
+        yaml_path: impl Into<String>,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
         Error {
             file: None,
             yaml_path: yaml_path.into(),

@@ -107,7 +107,10 @@ pub fn input_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
 
 /// Reads and parses CRD files in parallel; returns every file's first error on failure.
 pub fn load_crds(files: &[PathBuf]) -> Result<Vec<input::crd::Crd>, Vec<Error>> {
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(files.len().max(1));
+    let threads = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+        .min(files.len().max(1));
     let chunk = files.len().div_ceil(threads).max(1);
     let results: Vec<Result<Vec<input::crd::Crd>, Error>> = std::thread::scope(|scope| {
         let handles: Vec<_> = files
@@ -118,7 +121,11 @@ pub fn load_crds(files: &[PathBuf]) -> Result<Vec<input::crd::Crd>, Vec<Error>> 
             .into_iter()
             .flat_map(|h| {
                 h.join().unwrap_or_else(|_| {
-                    vec![Err(Error::at("", "internal error: a parser thread panicked", "please report this as a kubegen bug"))]
+                    vec![Err(Error::at(
+                        "",
+                        "internal error: a parser thread panicked",
+                        "please report this as a kubegen bug",
+                    ))]
                 })
             })
             .collect()
@@ -152,14 +159,19 @@ fn load_file(file: &Path) -> Result<Vec<input::crd::Crd>, Error> {
 pub fn generate(config: &Config) -> Result<Generated, Vec<Error>> {
     let files = input_files(&config.inputs).map_err(|e| vec![e])?;
     if files.is_empty() {
-        return Err(vec![Error::at("", "no CRD files found in the inputs", "pass *.yaml CRD files or directories holding them with -f")]);
+        return Err(vec![Error::at(
+            "",
+            "no CRD files found in the inputs",
+            "pass *.yaml CRD files or directories holding them with -f",
+        )]);
     }
     let crds = load_crds(&files)?;
     let api = input::crd::build_api(&crds, &config.group_aliases).map_err(|e| vec![e])?;
     let options = kubegen_templates::emit::Options {
         boilerplate: config.boilerplate.clone(),
     };
-    let out = kubegen_templates::emit::generate(&api, &options).map_err(|e| vec![Error::at("", e.to_string(), "")])?;
+    let out = kubegen_templates::emit::generate(&api, &options)
+        .map_err(|e| vec![Error::at("", e.to_string(), "")])?;
     Ok(Generated {
         files: out,
         input_files: files.len(),

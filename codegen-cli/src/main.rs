@@ -85,28 +85,53 @@ fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
     let generated = kubegen::generate(&config)?;
     let elapsed = || format!("{:.0?}", start.elapsed());
     if verify {
-        return match kubegen::output::verify_tree(&common.output, &generated.files).map_err(|e| vec![e])? {
+        return match kubegen::output::verify_tree(&common.output, &generated.files)
+            .map_err(|e| vec![e])?
+        {
             None => {
-                eprintln!("kubegen: {} is up to date ({} files from {} CRDs, {})", common.output.display(), generated.files.len(), generated.crds, elapsed());
+                eprintln!(
+                    "kubegen: {} is up to date ({} files from {} CRDs, {})",
+                    common.output.display(),
+                    generated.files.len(),
+                    generated.crds,
+                    elapsed()
+                );
                 Ok(ExitCode::SUCCESS)
             }
             Some(diff) => {
                 print!("{diff}");
-                eprintln!("kubegen: {} is stale; run `kubegen generate` with the same arguments", common.output.display());
+                eprintln!(
+                    "kubegen: {} is stale; run `kubegen generate` with the same arguments",
+                    common.output.display()
+                );
                 Ok(ExitCode::FAILURE)
             }
         };
     }
     if common.dry_run {
         for f in &generated.files {
-            println!("{} ({} bytes)", common.output.join(&f.path).display(), f.contents.len());
+            println!(
+                "{} ({} bytes)",
+                common.output.join(&f.path).display(),
+                f.contents.len()
+            );
         }
-        eprintln!("kubegen: dry run: would write {} files from {} CRDs in {} input files ({})", generated.files.len(), generated.crds, generated.input_files, elapsed());
+        eprintln!(
+            "kubegen: dry run: would write {} files from {} CRDs in {} input files ({})",
+            generated.files.len(),
+            generated.crds,
+            generated.input_files,
+            elapsed()
+        );
         return Ok(ExitCode::SUCCESS);
     }
-    let summary = kubegen::output::write_tree(&common.output, &generated.files).map_err(|e| vec![e])?;
+    let summary =
+        kubegen::output::write_tree(&common.output, &generated.files).map_err(|e| vec![e])?;
     if summary.recovered {
-        eprintln!("kubegen: recovered {} from an interrupted run", common.output.display());
+        eprintln!(
+            "kubegen: recovered {} from an interrupted run",
+            common.output.display()
+        );
     }
     eprintln!(
         "kubegen: wrote {} files ({} stale removed) to {} from {} CRDs in {} input files ({})",
@@ -125,7 +150,11 @@ fn parse_aliases(values: &[String]) -> Result<BTreeMap<String, String>, Vec<kube
         .iter()
         .map(|v| match v.split_once('=') {
             Some((g, m)) if !g.is_empty() && !m.is_empty() => Ok((g.to_owned(), m.to_owned())),
-            _ => Err(vec![kubegen::Error::at("", format!("--group-alias {v:?} is not GROUP=MODULE"), "write e.g. --group-alias gateway.networking.x-k8s.io=gatewayx")]),
+            _ => Err(vec![kubegen::Error::at(
+                "",
+                format!("--group-alias {v:?} is not GROUP=MODULE"),
+                "write e.g. --group-alias gateway.networking.x-k8s.io=gatewayx",
+            )]),
         })
         .collect()
 }

@@ -39,7 +39,10 @@ fn sibling(out: &Path, suffix: &str) -> Result<PathBuf, Error> {
         problem: "the output path has no directory name".to_owned(),
         fix: "pass a directory such as `-o src/generated`".to_owned(),
     })?;
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = out
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     Ok(parent.join(format!(".{}.kubegen-{suffix}", name.to_string_lossy())))
 }
 
@@ -55,7 +58,11 @@ pub fn read_tree(dir: &Path) -> Result<BTreeMap<String, String>, Error> {
             continue;
         }
         let rel = entry.path().strip_prefix(dir).unwrap_or(entry.path());
-        let rel = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        let rel = rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
         let bytes = fs::read(entry.path()).map_err(|e| io_error(entry.path(), "read", e))?;
         files.insert(rel, String::from_utf8_lossy(&bytes).into_owned());
     }
@@ -131,8 +138,12 @@ pub fn write_tree(out: &Path, files: &[GeneratedFile]) -> Result<WriteSummary, E
         return Err(e);
     }
     summary.written = files.len();
-    let generated: std::collections::BTreeSet<&str> = files.iter().map(|f| f.path.as_str()).collect();
-    summary.removed = existing.keys().filter(|p| !generated.contains(p.as_str())).count();
+    let generated: std::collections::BTreeSet<&str> =
+        files.iter().map(|f| f.path.as_str()).collect();
+    summary.removed = existing
+        .keys()
+        .filter(|p| !generated.contains(p.as_str()))
+        .count();
     Ok(summary)
 }
 
@@ -140,9 +151,17 @@ pub fn write_tree(out: &Path, files: &[GeneratedFile]) -> Result<WriteSummary, E
 pub fn verify_tree(out: &Path, files: &[GeneratedFile]) -> Result<Option<String>, Error> {
     let existing = read_tree(out)?;
     let mut diff = String::new();
-    let wanted: BTreeMap<&str, &str> = files.iter().map(|f| (f.path.as_str(), f.contents.as_str())).collect();
+    let wanted: BTreeMap<&str, &str> = files
+        .iter()
+        .map(|f| (f.path.as_str(), f.contents.as_str()))
+        .collect();
     let mut paths: Vec<&str> = wanted.keys().copied().collect();
-    paths.extend(existing.keys().map(String::as_str).filter(|p| !wanted.contains_key(p)));
+    paths.extend(
+        existing
+            .keys()
+            .map(String::as_str)
+            .filter(|p| !wanted.contains_key(p)),
+    );
     paths.sort_unstable();
     for path in paths {
         let old = existing.get(path).map(String::as_str);
@@ -151,9 +170,23 @@ pub fn verify_tree(out: &Path, files: &[GeneratedFile]) -> Result<Option<String>
             continue;
         }
         let text = similar::TextDiff::from_lines(old.unwrap_or(""), new.unwrap_or(""));
-        let a = if old.is_some() { format!("a/{path}") } else { "/dev/null".to_owned() };
-        let b = if new.is_some() { format!("b/{path}") } else { "/dev/null".to_owned() };
-        diff.push_str(&text.unified_diff().context_radius(3).header(&a, &b).to_string());
+        let a = if old.is_some() {
+            format!("a/{path}")
+        } else {
+            "/dev/null".to_owned()
+        };
+        let b = if new.is_some() {
+            format!("b/{path}")
+        } else {
+            "/dev/null".to_owned()
+        };
+        diff.push_str(
+            &text
+                .unified_diff()
+                .context_radius(3)
+                .header(&a, &b)
+                .to_string(),
+        );
     }
     Ok((!diff.is_empty()).then_some(diff))
 }

@@ -78,10 +78,12 @@ impl DateTime {
 
     /// Parses the text as an RFC 3339 timestamp (any offset, any fractional precision).
     pub fn timestamp(&self) -> Result<Timestamp, DateTimeError> {
-        self.text.parse::<Timestamp>().map_err(|source| DateTimeError {
-            text: self.text.clone(),
-            source,
-        })
+        self.text
+            .parse::<Timestamp>()
+            .map_err(|source| DateTimeError {
+                text: self.text.clone(),
+                source,
+            })
     }
 }
 
@@ -107,7 +109,9 @@ impl TryFrom<&DateTime> for k8s_openapi::apimachinery::pkg::apis::meta::v1::Time
     type Error = DateTimeError;
 
     fn try_from(value: &DateTime) -> Result<Self, Self::Error> {
-        value.timestamp().map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time)
+        value
+            .timestamp()
+            .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time)
     }
 }
 

@@ -155,7 +155,13 @@ mod tests {
         let lines = doc_lines("Example:\n```yaml\nkey: <value>\n```\nafter [x]");
         assert_eq!(
             lines,
-            ["Example:", "```text", "key: <value>", "```", "after \\[x\\]"]
+            [
+                "Example:",
+                "```text",
+                "key: <value>",
+                "```",
+                "after \\[x\\]"
+            ]
         );
     }
 
@@ -164,7 +170,16 @@ mod tests {
         let lines = doc_lines("Run:\n\n    fn main() {}\n    more\n\nDone");
         assert_eq!(
             lines,
-            ["Run:", "", "```text", "fn main() {}", "more", "```", "", "Done"]
+            [
+                "Run:",
+                "",
+                "```text",
+                "fn main() {}",
+                "more",
+                "```",
+                "",
+                "Done"
+            ]
         );
     }
 

@@ -10,11 +10,11 @@ use std::collections::BTreeSet;
 use heck::{ToSnakeCase, ToUpperCamelCase};
 
 const KEYWORDS: &[&str] = &[
-    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum",
-    "extern", "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move",
-    "mut", "pub", "ref", "return", "self", "static", "struct", "super", "trait", "true",
-    "type", "unsafe", "use", "where", "while", "abstract", "become", "box", "do", "final",
-    "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try", "gen",
+    "as", "async", "await", "break", "const", "continue", "crate", "dyn", "else", "enum", "extern",
+    "false", "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub",
+    "ref", "return", "self", "static", "struct", "super", "trait", "true", "type", "unsafe", "use",
+    "where", "while", "abstract", "become", "box", "do", "final", "macro", "override", "priv",
+    "typeof", "unsized", "virtual", "yield", "try", "gen",
 ];
 
 /// Whether `name` is a Rust keyword (strict, reserved or edition-2018+).
@@ -70,7 +70,13 @@ pub fn type_name(candidate: &str) -> String {
 pub fn module_name(label: &str) -> String {
     let mut name: String = label
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '_'
+            }
+        })
         .collect();
     if name.is_empty() {
         name = "core".to_owned();
@@ -92,7 +98,11 @@ pub fn variant_name(value: &str) -> String {
         return "Empty".to_owned();
     }
     let name = variant_words(value, false);
-    let name = if name.is_empty() { variant_words(value, true) } else { name };
+    let name = if name.is_empty() {
+        variant_words(value, true)
+    } else {
+        name
+    };
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         format!("V{name}")
     } else if name == "Self" {
@@ -185,7 +195,8 @@ impl Namer {
 
     /// Takes `candidate`, or the first free suffixed form of it.
     pub fn unique(&mut self, candidate: &str) -> String {
-        let snake = candidate.chars().any(|c| c == '_') || candidate.chars().all(|c| !c.is_ascii_uppercase());
+        let snake = candidate.chars().any(|c| c == '_')
+            || candidate.chars().all(|c| !c.is_ascii_uppercase());
         let mut name = candidate.to_owned();
         let mut n = 2;
         while self.taken.contains(&name) {

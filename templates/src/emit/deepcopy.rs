@@ -17,7 +17,8 @@ use crate::model::{EnumDef, StructDef, TypeDef, Version};
 /// The whole `zz_generated_deepcopy.rs` of a version.
 pub fn deepcopy_file(version: &Version) -> TokenStream {
     let doc = inner_doc_attrs(&[
-        "`Clone` for this version's types: `clone()` is Go's DeepCopy, `clone_from()` is".to_owned(),
+        "`Clone` for this version's types: `clone()` is Go's DeepCopy, `clone_from()` is"
+            .to_owned(),
         "DeepCopyInto and reuses the target's allocations field by field.".to_owned(),
     ]);
     let impls = version.types.iter().map(|t| match t {
@@ -55,7 +56,11 @@ pub fn struct_clone(s: &StructDef) -> TokenStream {
             quote!(::std::clone::Clone::clone_from(&mut self.#n, &source.#n);)
         }
     });
-    let source = if names.is_empty() { quote!(_source) } else { quote!(source) };
+    let source = if names.is_empty() {
+        quote!(_source)
+    } else {
+        quote!(source)
+    };
     quote! {
         impl ::std::clone::Clone for super::types::#name {
             fn clone(&self) -> Self {

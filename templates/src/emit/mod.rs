@@ -79,7 +79,11 @@ pub fn generate(api: &Api, options: &Options) -> Result<Vec<GeneratedFile>, Emit
     files.push(render(options, "apis/mod.rs", modules::apis_mod(api))?);
     for group in &api.groups {
         let dir = format!("apis/{}", group.module);
-        files.push(render(options, &format!("{dir}/mod.rs"), modules::group_mod(group))?);
+        files.push(render(
+            options,
+            &format!("{dir}/mod.rs"),
+            modules::group_mod(group),
+        )?);
         for version in &group.versions {
             let dir = format!("{dir}/{}", version.module);
             files.push(render(
@@ -109,11 +113,19 @@ pub fn generate(api: &Api, options: &Options) -> Result<Vec<GeneratedFile>, Emit
 }
 
 /// Formats one file: header, boilerplate, then the prettyplease-printed tokens.
-pub fn render(options: &Options, path: &str, tokens: TokenStream) -> Result<GeneratedFile, EmitError> {
-    let file: syn::File = syn::parse2(tokens).map_err(|e| EmitError {
+pub fn render(
+    options: &Options,
+    path: &str,
+    tokens: TokenStream,
+) -> Result<GeneratedFile, EmitError> {
+    let mut file: syn::File = syn::parse2(tokens).map_err(|e| EmitError {
         path: path.to_owned(),
         message: e.to_string(),
     })?;
+    // prettyplease formats; rustfmt would format differently and make `verify` fail in a
+    // user's crate after `cargo fmt`, so generated files opt out of rustfmt.
+    file.attrs
+        .push(syn::parse_quote!(#![cfg_attr(rustfmt, rustfmt::skip)]));
     let mut contents = String::from(HEADER);
     contents.push('\n');
     if let Some(boilerplate) = &options.boilerplate {
@@ -146,6 +158,7 @@ fn space_items(text: &str) -> String {
             let p_indent = p.len() - p.trim_start().len();
             let p_trimmed = p.trim();
             let item_ended = p_indent == indent
+                && !p_trimmed.starts_with("//")
                 && ((indent == 0 && (p_trimmed == "}" || p_trimmed.ends_with(';')))
                     || (indent == 4 && p_trimmed == "}"))
                 && !trimmed.is_empty()
@@ -175,13 +188,25 @@ fn space_items(text: &str) -> String {
 /// `#[doc = "..."]` attributes for a description (nothing when absent or empty).
 pub fn doc_attrs(doc: Option<&str>) -> TokenStream {
     let lines = doc.map(crate::docs::doc_lines).unwrap_or_default();
-    let lines = lines.iter().map(|l| if l.is_empty() { String::new() } else { format!(" {l}") });
+    let lines = lines.iter().map(|l| {
+        if l.is_empty() {
+            String::new()
+        } else {
+            format!(" {l}")
+        }
+    });
     quote! { #( #[doc = #lines] )* }
 }
 
 /// `#![doc = "..."]` attributes for a module's own docs (plain text lines).
 pub fn inner_doc_attrs(lines: &[String]) -> TokenStream {
-    let lines = lines.iter().map(|l| if l.is_empty() { String::new() } else { format!(" {l}") });
+    let lines = lines.iter().map(|l| {
+        if l.is_empty() {
+            String::new()
+        } else {
+            format!(" {l}")
+        }
+    });
     quote! { #( #![doc = #lines] )* }
 }
 
@@ -241,7 +266,10 @@ pub fn ty_tokens(ty: &Ty, local: &TokenStream) -> TokenStream {
 
 /// Whether values of `ty` are `Copy` (cloned by assignment).
 pub fn is_copy(ty: &Ty) -> bool {
-    matches!(ty, Ty::Bool | Ty::I32 | Ty::I64 | Ty::ApiVersion | Ty::KindField)
+    matches!(
+        ty,
+        Ty::Bool | Ty::I32 | Ty::I64 | Ty::ApiVersion | Ty::KindField
+    )
 }
 
 /// The `#![allow(...)]` header of files that carry schema descriptions; the reasons are

@@ -35,7 +35,10 @@ pub fn apis_mod(api: &Api) -> TokenStream {
 
 /// `apis/<group>/mod.rs`: one module per version.
 pub fn group_mod(group: &Group) -> TokenStream {
-    let doc = inner_doc_attrs(&[format!("The `{}` API group, one module per version.", group.name)]);
+    let doc = inner_doc_attrs(&[format!(
+        "The `{}` API group, one module per version.",
+        group.name
+    )]);
     let versions = group.versions.iter().map(|v| {
         let m = ident(&v.module);
         let doc = format!(" `{}/{}`.", group.name, v.name);
@@ -49,7 +52,11 @@ pub fn group_mod(group: &Group) -> TokenStream {
 
 /// `apis/<group>/<version>/mod.rs`.
 pub fn version_mod(group: &Group, version: &Version) -> TokenStream {
-    let kinds: Vec<String> = version.kinds.iter().map(|k| format!("`{}`", k.names.kind)).collect();
+    let kinds: Vec<String> = version
+        .kinds
+        .iter()
+        .map(|k| format!("`{}`", k.names.kind))
+        .collect();
     let doc = inner_doc_attrs(&[format!(
         "`{}/{}`: {}.",
         group.name,

@@ -11,7 +11,9 @@ use std::collections::BTreeSet;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::{description_lint_allows, doc_attrs, ident, inner_doc_attrs, ty_tokens, LINT_ALLOWS_DOC};
+use super::{
+    description_lint_allows, doc_attrs, ident, inner_doc_attrs, ty_tokens, LINT_ALLOWS_DOC,
+};
 use crate::model::{EnumDef, Field, Group, StructDef, Ty, TypeDef, Version};
 
 /// The whole `types.rs` of a version.
@@ -79,7 +81,9 @@ pub fn field(f: &Field) -> TokenStream {
         }
         doc_text.push_str(&format!(
             "Schema default: `{}` (see `apply_defaults`).",
-            serde_json::to_string(default).unwrap_or_default().replace('`', "'")
+            serde_json::to_string(default)
+                .unwrap_or_default()
+                .replace('`', "'")
         ));
     }
     if f.nullable {
@@ -118,7 +122,9 @@ pub fn field(f: &Field) -> TokenStream {
 
 /// Whether `#[derive(Default)]` works: required fields all have a `Default` type.
 fn derives_default(s: &StructDef) -> bool {
-    s.fields.iter().all(|f| f.optional || !matches!(f.ty, Ty::Number | Ty::Condition))
+    s.fields
+        .iter()
+        .all(|f| f.optional || !matches!(f.ty, Ty::Number | Ty::Condition))
 }
 
 /// `Default` for structs whose required fields include a type without one.
@@ -189,7 +195,11 @@ fn apply_defaults_impl(s: &StructDef, set: &BTreeSet<String>) -> TokenStream {
                 }
             }
         });
-        let ty = if f.optional { Ty::Option(Box::new(f.ty.clone())) } else { f.ty.clone() };
+        let ty = if f.optional {
+            Ty::Option(Box::new(f.ty.clone()))
+        } else {
+            f.ty.clone()
+        };
         let recurse = walk_defaults(quote!(self.#n), &ty, set, 0);
         quote! { #fill #recurse }
     });
@@ -204,7 +214,12 @@ fn apply_defaults_impl(s: &StructDef, set: &BTreeSet<String>) -> TokenStream {
     }
 }
 
-fn walk_defaults(place: TokenStream, ty: &Ty, set: &BTreeSet<String>, depth: usize) -> Option<TokenStream> {
+fn walk_defaults(
+    place: TokenStream,
+    ty: &Ty,
+    set: &BTreeSet<String>,
+    depth: usize,
+) -> Option<TokenStream> {
     if !reaches_defaults(ty, set) {
         return None;
     }
@@ -236,7 +251,11 @@ pub fn enum_items(e: &EnumDef) -> TokenStream {
     let variants = e.variants.iter().map(|v| {
         let n = ident(&v.name);
         let doc = format!(" `{}`", v.value.replace('`', "'"));
-        let doc = if v.value.is_empty() { " The empty string.".to_owned() } else { doc };
+        let doc = if v.value.is_empty() {
+            " The empty string.".to_owned()
+        } else {
+            doc
+        };
         quote! { #[doc = #doc] #n, }
     });
     let as_str_arms = e.variants.iter().map(|v| {

@@ -30,7 +30,9 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use kubegen_templates::model::{EnumDef, Field, Kind, KindSource, StructDef, Ty, TypeDef, Variant, Version};
+use kubegen_templates::model::{
+    EnumDef, Field, Kind, KindSource, StructDef, Ty, TypeDef, Variant, Version,
+};
 use kubegen_templates::names::{self, Namer};
 
 use super::document::{Crd, CrdVersion};
@@ -96,7 +98,10 @@ impl VersionBuilder {
         for root in &roots {
             visit(root, &self.types, &mut seen, &mut order);
         }
-        let types = order.into_iter().filter_map(|n| self.types.remove(&n)).collect();
+        let types = order
+            .into_iter()
+            .filter_map(|n| self.types.remove(&n))
+            .collect();
         Version {
             name: name.to_owned(),
             module: names::module_name(name),
@@ -107,9 +112,24 @@ impl VersionBuilder {
 
     fn root_struct(&mut self, name: &str, schema: &Schema) -> Result<StructDef, Error> {
         let mut fields = vec![
-            marker_field("apiVersion", "api_version", Ty::ApiVersion, "APIVersion defines the versioned schema of this representation of an object."),
-            marker_field("kind", "kind", Ty::KindField, "Kind is a string value representing the REST resource this object represents."),
-            marker_field("metadata", "metadata", Ty::ObjectMeta, "Standard object's metadata."),
+            marker_field(
+                "apiVersion",
+                "api_version",
+                Ty::ApiVersion,
+                "APIVersion defines the versioned schema of this representation of an object.",
+            ),
+            marker_field(
+                "kind",
+                "kind",
+                Ty::KindField,
+                "Kind is a string value representing the REST resource this object represents.",
+            ),
+            marker_field(
+                "metadata",
+                "metadata",
+                Ty::ObjectMeta,
+                "Standard object's metadata.",
+            ),
         ];
         for f in &mut fields {
             if let Some((_, s)) = schema.properties.iter().find(|(n, _)| *n == f.json_name) {
@@ -135,7 +155,14 @@ impl VersionBuilder {
         })
     }
 
-    fn field(&mut self, parent: &str, json: &str, prop: &Schema, owner: &Schema, namer: &mut Namer) -> Result<Field, Error> {
+    fn field(
+        &mut self,
+        parent: &str,
+        json: &str,
+        prop: &Schema,
+        owner: &Schema,
+        namer: &mut Namer,
+    ) -> Result<Field, Error> {
         let hint = format!("{parent}{}", names::type_part(json));
         let ty = self.ty(prop, &hint)?;
         let required = owner.required.iter().any(|r| r == json);
@@ -156,9 +183,15 @@ impl VersionBuilder {
             return Ok(Ty::IntOrString);
         }
         if let Some(values) = &s.enum_values {
-            let strings: Option<Vec<&str>> = values.iter().filter(|v| !v.is_null()).map(|v| v.as_str()).collect();
+            let strings: Option<Vec<&str>> = values
+                .iter()
+                .filter(|v| !v.is_null())
+                .map(|v| v.as_str())
+                .collect();
             match (s.type_.as_deref(), strings) {
-                (Some("string") | None, Some(strings)) if !strings.is_empty() => return Ok(self.string_enum(s, hint, &strings)),
+                (Some("string") | None, Some(strings)) if !strings.is_empty() => {
+                    return Ok(self.string_enum(s, hint, &strings))
+                }
                 _ => {}
             }
         }
@@ -281,7 +314,12 @@ impl VersionBuilder {
     }
 }
 
-fn visit(name: &str, types: &BTreeMap<String, TypeDef>, seen: &mut BTreeSet<String>, order: &mut Vec<String>) {
+fn visit(
+    name: &str,
+    types: &BTreeMap<String, TypeDef>,
+    seen: &mut BTreeSet<String>,
+    order: &mut Vec<String>,
+) {
     if !seen.insert(name.to_owned()) {
         return;
     }
@@ -322,11 +360,19 @@ fn marker_field(json: &str, rust: &str, ty: Ty, doc: &str) -> Field {
 }
 
 fn preserves(s: &Schema) -> bool {
-    s.preserve_unknown_fields == Some(true) || matches!(s.additional_properties, Some(AdditionalProperties::Bool(true)))
+    s.preserve_unknown_fields == Some(true)
+        || matches!(
+            s.additional_properties,
+            Some(AdditionalProperties::Bool(true))
+        )
 }
 
 fn nullable(s: &Schema, ty: Ty) -> Ty {
-    if s.nullable || s.enum_values.as_ref().is_some_and(|v| v.iter().any(|v| v.is_null())) {
+    if s.nullable
+        || s.enum_values
+            .as_ref()
+            .is_some_and(|v| v.iter().any(|v| v.is_null()))
+    {
         Ty::Option(Box::new(ty))
     } else {
         ty
@@ -337,7 +383,9 @@ fn nullable(s: &Schema, ty: Ty) -> Ty {
 fn field_doc(s: &Schema) -> Option<String> {
     let mut doc = s.description.clone();
     if let Some(values) = &s.enum_values {
-        if !values.iter().all(|v| v.is_string() || v.is_null()) || s.type_.as_deref().is_some_and(|t| t != "string") {
+        if !values.iter().all(|v| v.is_string() || v.is_null())
+            || s.type_.as_deref().is_some_and(|t| t != "string")
+        {
             let listed: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
             let line = format!("Allowed values: {}.", listed.join(", "));
             doc = Some(match doc {
@@ -352,7 +400,8 @@ fn field_doc(s: &Schema) -> Option<String> {
 /// Whether an array item schema is exactly meta/v1 `Condition`: the same six properties
 /// with the same types, and the five required ones required.
 fn is_condition(s: &Schema) -> bool {
-    if s.type_.as_deref() != Some("object") || s.preserve_unknown_fields == Some(true) || s.nullable {
+    if s.type_.as_deref() != Some("object") || s.preserve_unknown_fields == Some(true) || s.nullable
+    {
         return false;
     }
     let expect = [
@@ -371,7 +420,10 @@ fn is_condition(s: &Schema) -> bool {
             return false;
         };
         let format_ok = match format {
-            Some(f) => p.format.as_deref() == Some(*f) || (*name == "observedGeneration" && p.format.is_none()),
+            Some(f) => {
+                p.format.as_deref() == Some(*f)
+                    || (*name == "observedGeneration" && p.format.is_none())
+            }
             None => true,
         };
         p.type_.as_deref() == Some(*ty)

@@ -40,7 +40,12 @@ pub fn build_api(crds: &[Crd], aliases: &BTreeMap<String, String>) -> Result<Api
             if let Some(first) = kinds.insert(&crd.names.kind, crd) {
                 return Err(Error::at(
                     format!("document {}: spec.names.kind", crd.document),
-                    format!("kind {} of group {group} is also defined in {} (document {})", crd.names.kind, first.file.display(), first.document),
+                    format!(
+                        "kind {} of group {group} is also defined in {} (document {})",
+                        crd.names.kind,
+                        first.file.display(),
+                        first.document
+                    ),
                     "pass each CRD once",
                 )
                 .in_file(&crd.file));
@@ -58,7 +63,10 @@ pub fn build_api(crds: &[Crd], aliases: &BTreeMap<String, String>) -> Result<Api
             versions.push(builder.finish(version));
         }
         versions.sort_by(|a, b| a.module.cmp(&b.module));
-        let module = modules.get(*group).cloned().unwrap_or_else(|| names::module_name(group));
+        let module = modules
+            .get(*group)
+            .cloned()
+            .unwrap_or_else(|| names::module_name(group));
         groups.push(Group {
             name: (*group).to_owned(),
             module,
@@ -71,7 +79,10 @@ pub fn build_api(crds: &[Crd], aliases: &BTreeMap<String, String>) -> Result<Api
 
 /// Module names for groups: aliases first, then the first DNS label, extended label by
 /// label for groups that would collide.
-pub fn group_modules<'a>(groups: impl Iterator<Item = &'a str>, aliases: &BTreeMap<String, String>) -> Result<BTreeMap<String, String>, Error> {
+pub fn group_modules<'a>(
+    groups: impl Iterator<Item = &'a str>,
+    aliases: &BTreeMap<String, String>,
+) -> Result<BTreeMap<String, String>, Error> {
     let groups: Vec<&str> = groups.collect();
     let mut out = BTreeMap::new();
     let labels = |g: &str| g.split('.').map(names::module_name).collect::<Vec<_>>();
@@ -84,10 +95,14 @@ pub fn group_modules<'a>(groups: impl Iterator<Item = &'a str>, aliases: &BTreeM
         let mut take = 1;
         loop {
             let candidate = mine[..take.min(mine.len())].join("_");
-            let clash = groups.iter().filter(|o| *o != g && !aliases.contains_key(**o)).any(|o| {
-                let theirs = labels(o);
-                theirs[..take.min(theirs.len())].join("_") == candidate
-            }) || aliases.values().any(|a| names::module_name(a) == candidate);
+            let clash = groups
+                .iter()
+                .filter(|o| *o != g && !aliases.contains_key(**o))
+                .any(|o| {
+                    let theirs = labels(o);
+                    theirs[..take.min(theirs.len())].join("_") == candidate
+                })
+                || aliases.values().any(|a| names::module_name(a) == candidate);
             if !clash || take >= mine.len() {
                 out.insert((*g).to_owned(), candidate);
                 break;
@@ -115,7 +130,12 @@ mod tests {
     #[test]
     fn colliding_groups_extend_until_distinct() {
         let m = group_modules(
-            ["gateway.networking.k8s.io", "gateway.networking.x-k8s.io", "samplecontroller.k8s.io"].into_iter(),
+            [
+                "gateway.networking.k8s.io",
+                "gateway.networking.x-k8s.io",
+                "samplecontroller.k8s.io",
+            ]
+            .into_iter(),
             &BTreeMap::new(),
         )
         .unwrap();
@@ -126,8 +146,15 @@ mod tests {
 
     #[test]
     fn aliases_win() {
-        let aliases = BTreeMap::from([("gateway.networking.x-k8s.io".to_owned(), "gatewayx".to_owned())]);
-        let m = group_modules(["gateway.networking.k8s.io", "gateway.networking.x-k8s.io"].into_iter(), &aliases).unwrap();
+        let aliases = BTreeMap::from([(
+            "gateway.networking.x-k8s.io".to_owned(),
+            "gatewayx".to_owned(),
+        )]);
+        let m = group_modules(
+            ["gateway.networking.k8s.io", "gateway.networking.x-k8s.io"].into_iter(),
+            &aliases,
+        )
+        .unwrap();
         assert_eq!(m["gateway.networking.k8s.io"], "gateway");
         assert_eq!(m["gateway.networking.x-k8s.io"], "gatewayx");
     }

@@ -79,17 +79,39 @@ pub struct Schema {
 }
 
 const CONSTRAINT_KEYS: &[&str] = &[
-    "maximum", "exclusiveMaximum", "minimum", "exclusiveMinimum", "maxLength", "minLength",
-    "pattern", "maxItems", "minItems", "uniqueItems", "multipleOf", "maxProperties",
-    "minProperties", "title", "example", "externalDocs", "id", "$schema", "patternProperties",
-    "dependencies", "additionalItems", "definitions",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "maxLength",
+    "minLength",
+    "pattern",
+    "maxItems",
+    "minItems",
+    "uniqueItems",
+    "multipleOf",
+    "maxProperties",
+    "minProperties",
+    "title",
+    "example",
+    "externalDocs",
+    "id",
+    "$schema",
+    "patternProperties",
+    "dependencies",
+    "additionalItems",
+    "definitions",
 ];
 
 impl Schema {
     /// Parses the schema node `value` found at `path`.
     pub fn parse(value: &Yaml, path: &str) -> Result<Schema, Error> {
         let map = value.as_mapping().ok_or_else(|| {
-            Error::at(path, format!("expected a schema (a mapping), found {}", describe(value)), "write the schema as a YAML mapping with `type:` and its keywords")
+            Error::at(
+                path,
+                format!("expected a schema (a mapping), found {}", describe(value)),
+                "write the schema as a YAML mapping with `type:` and its keywords",
+            )
         })?;
         let mut s = Schema {
             path: path.to_owned(),
@@ -108,11 +130,18 @@ impl Schema {
                 "default" => s.default = Some(json(v, &here)?),
                 "properties" => {
                     let props = v.as_mapping().ok_or_else(|| {
-                        Error::at(&here, format!("expected a mapping of property names to schemas, found {}", describe(v)), "write `properties:` as `name: {type: ...}` entries")
+                        Error::at(
+                            &here,
+                            format!(
+                                "expected a mapping of property names to schemas, found {}",
+                                describe(v)
+                            ),
+                            "write `properties:` as `name: {type: ...}` entries",
+                        )
                     })?;
                     for (name, prop) in props {
                         let name = key_string(name, &here)?;
-                        let prop_path = format!("{here}.{}", path_segment(&name));
+                        let prop_path = format!("{path}.{}", path_segment(&name));
                         s.properties.push((name, Schema::parse(prop, &prop_path)?));
                     }
                 }
@@ -132,7 +161,9 @@ impl Schema {
                 "anyOf" => s.any_of = schema_list(v, &here)?,
                 "allOf" => s.all_of = schema_list(v, &here)?,
                 "not" => s.not = Some(Box::new(Schema::parse(v, &here)?)),
-                "x-kubernetes-preserve-unknown-fields" => s.preserve_unknown_fields = Some(boolean(v, &here)?),
+                "x-kubernetes-preserve-unknown-fields" => {
+                    s.preserve_unknown_fields = Some(boolean(v, &here)?)
+                }
                 "x-kubernetes-embedded-resource" => s.embedded_resource = boolean(v, &here)?,
                 "x-kubernetes-int-or-string" => s.int_or_string = boolean(v, &here)?,
                 "x-kubernetes-list-type" => s.list_type = Some(string(v, &here)?),
@@ -142,7 +173,9 @@ impl Schema {
                 "$ref" => {
                     return Err(Error::at(&here, "`$ref` is not allowed in a CustomResourceDefinition schema", "inline the referenced schema (controller-gen and kubebuilder do this for you)"));
                 }
-                k if CONSTRAINT_KEYS.contains(&k) => s.constraints.push((key.clone(), json(v, &here)?)),
+                k if CONSTRAINT_KEYS.contains(&k) => {
+                    s.constraints.push((key.clone(), json(v, &here)?))
+                }
                 _ => {
                     return Err(Error::at(&here, format!("unknown schema keyword `{key}`"), "remove it or fix its spelling; the API server rejects keys JSONSchemaProps does not define"));
                 }
@@ -154,7 +187,11 @@ impl Schema {
 
 /// A property name as a YAML path segment (`spec`, or `["a.b"]` when it needs quoting).
 pub fn path_segment(name: &str) -> String {
-    if !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$' || c == '@') {
+    if !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '$' || c == '@')
+    {
         format!("properties.{name}")
     } else {
         format!("properties[{name:?}]")
@@ -180,28 +217,45 @@ pub fn key_string(key: &Yaml, path: &str) -> Result<String, Error> {
         Yaml::String(s) => Ok(s.clone()),
         Yaml::Number(n) => Ok(n.to_string()),
         Yaml::Bool(b) => Ok(b.to_string()),
-        _ => Err(Error::at(path, format!("a mapping key is {}, not a string", describe(key)), "quote the key")),
+        _ => Err(Error::at(
+            path,
+            format!("a mapping key is {}, not a string", describe(key)),
+            "quote the key",
+        )),
     }
 }
 
 /// A string value.
 pub fn string(v: &Yaml, path: &str) -> Result<String, Error> {
-    v.as_str()
-        .map(str::to_owned)
-        .ok_or_else(|| Error::at(path, format!("expected a string, found {}", describe(v)), "write a string (quote it if YAML reads it as something else)"))
+    v.as_str().map(str::to_owned).ok_or_else(|| {
+        Error::at(
+            path,
+            format!("expected a string, found {}", describe(v)),
+            "write a string (quote it if YAML reads it as something else)",
+        )
+    })
 }
 
 /// A boolean value.
 pub fn boolean(v: &Yaml, path: &str) -> Result<bool, Error> {
-    v.as_bool()
-        .ok_or_else(|| Error::at(path, format!("expected true or false, found {}", describe(v)), "write `true` or `false` unquoted"))
+    v.as_bool().ok_or_else(|| {
+        Error::at(
+            path,
+            format!("expected true or false, found {}", describe(v)),
+            "write `true` or `false` unquoted",
+        )
+    })
 }
 
 /// A list of strings.
 pub fn strings(v: &Yaml, path: &str) -> Result<Vec<String>, Error> {
-    let seq = v
-        .as_sequence()
-        .ok_or_else(|| Error::at(path, format!("expected a list of strings, found {}", describe(v)), "write a YAML list: `[a, b]`"))?;
+    let seq = v.as_sequence().ok_or_else(|| {
+        Error::at(
+            path,
+            format!("expected a list of strings, found {}", describe(v)),
+            "write a YAML list: `[a, b]`",
+        )
+    })?;
     seq.iter()
         .enumerate()
         .map(|(i, item)| string(item, &format!("{path}[{i}]")))
@@ -209,9 +263,13 @@ pub fn strings(v: &Yaml, path: &str) -> Result<Vec<String>, Error> {
 }
 
 fn schema_list(v: &Yaml, path: &str) -> Result<Vec<Schema>, Error> {
-    let seq = v
-        .as_sequence()
-        .ok_or_else(|| Error::at(path, format!("expected a list of schemas, found {}", describe(v)), "write a YAML list of schemas"))?;
+    let seq = v.as_sequence().ok_or_else(|| {
+        Error::at(
+            path,
+            format!("expected a list of schemas, found {}", describe(v)),
+            "write a YAML list of schemas",
+        )
+    })?;
     seq.iter()
         .enumerate()
         .map(|(i, item)| Schema::parse(item, &format!("{path}[{i}]")))
@@ -221,14 +279,22 @@ fn schema_list(v: &Yaml, path: &str) -> Result<Vec<Schema>, Error> {
 /// Any YAML value as JSON.
 pub fn json(v: &Yaml, path: &str) -> Result<serde_json::Value, Error> {
     serde_json::to_value(v).map_err(|e| {
-        Error::at(path, format!("this value has no JSON form: {e}"), "use only JSON-compatible YAML here (string keys, no tags)")
+        Error::at(
+            path,
+            format!("this value has no JSON form: {e}"),
+            "use only JSON-compatible YAML here (string keys, no tags)",
+        )
     })
 }
 
 fn json_list(v: &Yaml, path: &str) -> Result<Vec<serde_json::Value>, Error> {
-    let seq = v
-        .as_sequence()
-        .ok_or_else(|| Error::at(path, format!("expected a list, found {}", describe(v)), "write a YAML list"))?;
+    let seq = v.as_sequence().ok_or_else(|| {
+        Error::at(
+            path,
+            format!("expected a list, found {}", describe(v)),
+            "write a YAML list",
+        )
+    })?;
     seq.iter()
         .enumerate()
         .map(|(i, item)| json(item, &format!("{path}[{i}]")))
@@ -258,14 +324,23 @@ mod tests {
         assert_eq!(s.map_type.as_deref(), Some("atomic"));
         assert!(s.properties[0].1.int_or_string);
         assert_eq!(s.properties[1].1.list_map_keys, ["name"]);
-        assert_eq!(s.properties[1].1.items.as_ref().unwrap().path, "root.properties.l.items");
+        assert_eq!(
+            s.properties[1].1.items.as_ref().unwrap().path,
+            "root.properties.l.items"
+        );
         assert_eq!(s.validations.len(), 1);
     }
 
     #[test]
     fn unknown_keys_and_refs_are_errors_at_their_path() {
-        let e = parse("type: object\nproperties:\n  a:\n    x-kubernetes-preserve-unknown-field: true\n").unwrap_err();
-        assert_eq!(e.yaml_path, "root.properties.a.x-kubernetes-preserve-unknown-field");
+        let e = parse(
+            "type: object\nproperties:\n  a:\n    x-kubernetes-preserve-unknown-field: true\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.yaml_path,
+            "root.properties.a.x-kubernetes-preserve-unknown-field"
+        );
         assert!(e.problem.contains("unknown schema keyword"));
         let e = parse("properties:\n  a:\n    $ref: '#/x'\n").unwrap_err();
         assert_eq!(e.yaml_path, "root.properties.a.$ref");
