@@ -1,12 +1,16 @@
 //! `zz_generated_deepcopy.rs`: Go's DeepCopy/DeepCopyInto as Rust's `Clone`.
 //!
-//! `clone()` is DeepCopy. `clone_from()` is DeepCopyInto: it clones field by field into
-//! the target with each field's own `clone_from`, so the target's allocations are reused
-//! where the standard library reuses them: `String` and `Vec` keep their buffers,
-//! `Option` and `Box` recurse into the existing value. `BTreeMap`, `serde_json::Value`,
-//! k8s-openapi types (`ObjectMeta`, `Condition`, `IntOrString`) and the runtime's
-//! `DateTime`'s string aside, types whose `Clone` is derived upstream fall back to
-//! `*self = source.clone()` and do not reuse allocations. Copy fields are assigned.
+//! `clone()` is DeepCopy. `clone_from()` is DeepCopyInto: it clones field by field with
+//! each field's own `clone_from`, so the target's allocations are reused wherever the
+//! standard library reuses them: `String` and `Vec` keep their buffers (a `Vec` clones
+//! into its existing elements), `Option` and `Box` clone into the value they already hold,
+//! and generated structs and enums recurse (an enum's catch-all keeps its `String`).
+//! Copy fields are assigned.
+//!
+//! What does not reuse allocations: `BTreeMap` (the standard library's `clone_from` for
+//! it rebuilds the map), `serde_json::Value`, and k8s-openapi types (`ObjectMeta`,
+//! `Condition`, `IntOrString`), whose `Clone` is derived upstream; for them `clone_from`
+//! is `*self = source.clone()`. The result is always equal to `source.clone()`.
 
 use proc_macro2::TokenStream;
 use quote::quote;
