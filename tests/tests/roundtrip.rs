@@ -373,3 +373,37 @@ fn documented_descriptions_compile_into_types() {
         "spec": {"text": "hi"},
     }));
 }
+
+#[test]
+fn upstream_flux_external_artifact_with_meta_v1_conditions() {
+    use apis::source::v1::ExternalArtifact;
+    let a: ExternalArtifact = assert_round_trip(json!({
+        "apiVersion": "source.toolkit.fluxcd.io/v1", "kind": "ExternalArtifact",
+        "metadata": {"name": "a", "namespace": "flux-system", "generation": 2},
+        "spec": {"sourceRef": {"apiVersion": "source.extensions.fluxcd.io/v1alpha1", "kind": "Source", "name": "s"}},
+        "status": {
+            "artifact": {
+                "digest": "sha256:abc", "lastUpdateTime": "2025-01-02T03:04:05.678901234Z",
+                "path": "p", "revision": "main@sha1:1", "url": "http://x/p.tar.gz", "size": 10,
+                "metadata": {"k": "v"},
+            },
+            "conditions": [{"type": "Ready", "status": "True", "reason": "Succeeded", "message": "", "lastTransitionTime": "2025-01-02T03:04:05Z", "observedGeneration": 2}],
+        },
+    }));
+    let artifact = a.status.unwrap().artifact.unwrap();
+    assert_eq!(
+        artifact.last_update_time.as_str(),
+        "2025-01-02T03:04:05.678901234Z"
+    );
+}
+
+#[test]
+fn upstream_istio_proxy_config_nullable_and_enums() {
+    use apis::networking::v1beta1::ProxyConfig;
+    assert_round_trip::<ProxyConfig>(json!({
+        "apiVersion": "networking.istio.io/v1beta1", "kind": "ProxyConfig",
+        "metadata": {"name": "p", "namespace": "istio-system"},
+        "spec": {"concurrency": 0, "environmentVariables": {"A": "1"}, "image": {"imageType": "distroless"}, "selector": {"matchLabels": {"app": "x"}}},
+        "status": {"validationMessages": [{"level": "WARNING", "type": {"code": "IST0001", "name": "x"}, "documentationUrl": "https://istio.io"}], "observedGeneration": "3"},
+    }));
+}
