@@ -6,6 +6,10 @@
 //! owns the output directory (atomic replacement, ownership checks, `verify` diffs).
 //! [`generate`] runs input and emitters; it does no output IO.
 //!
+//! What each schema construct becomes is tabled in [`input::crd::convert`]; why the CRD
+//! reader walks YAML itself instead of using `openapiv3` is in [`input::crd::schema`].
+//! Errors name the file, the YAML path and the fix ([`Error`]).
+//!
 //! ```
 //! let dir = tempfile::tempdir().unwrap();
 //! let crd = dir.path().join("foo.yaml");

@@ -14,6 +14,12 @@
 //! - field Rust names are unique within a struct and valid identifiers (raw keywords are
 //!   not used: `type` becomes `type_`, as in k8s-openapi);
 //! - every [`Ty::Named`] names a [`TypeDef`] of the same version.
+//!
+//! Room for what comes next: clientset, lister and informer emitters read the same
+//! [`Kind`]s (names, scope, `status_subresource` for `update_status`, the list type), and
+//! [`KindSource::External`] lets them serve kinds whose types kubegen does not emit.
+//! Per-kind client options (`+genclient:onlyVerbs=`, `noStatus`, ...) will join [`Kind`]
+//! when the Rust-source input lands.
 
 /// Everything one generator run emits.
 #[derive(Clone, Debug, Default, PartialEq)]

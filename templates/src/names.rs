@@ -58,12 +58,23 @@ pub fn type_part(json: &str) -> String {
     name
 }
 
-/// A valid type name (`Self` -> `Self_`).
+/// A type name for a name that is usually one already (a kind: `Foo`, `DNSRecord`):
+/// kept as is when it is a valid identifier, else made one with [`type_part`]
+/// (`Foo-Bar` -> `FooBar`); `Self` -> `Self_`.
 pub fn type_name(candidate: &str) -> String {
     if candidate == "Self" {
         return "Self_".to_owned();
     }
-    candidate.to_owned()
+    let valid = candidate.starts_with(|c: char| c.is_ascii_alphabetic())
+        && candidate
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !is_keyword(candidate);
+    if valid {
+        candidate.to_owned()
+    } else {
+        type_part(candidate)
+    }
 }
 
 /// A module name for a DNS label or version (`cert-manager` -> `cert_manager`).
@@ -246,6 +257,14 @@ mod tests {
         assert_eq!(field_name("1st"), "f_1st");
         assert_eq!(field_name(""), "empty");
         assert_eq!(field_name("x-kubernetes-foo"), "x_kubernetes_foo");
+    }
+
+    #[test]
+    fn kinds_stay_as_written_when_valid() {
+        assert_eq!(type_name("DNSRecord"), "DNSRecord");
+        assert_eq!(type_name("Foo-Bar"), "FooBar");
+        assert_eq!(type_name("Self"), "Self_");
+        assert_eq!(type_name("fooSpec"), "fooSpec");
     }
 
     #[test]

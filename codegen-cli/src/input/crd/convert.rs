@@ -344,7 +344,7 @@ fn named_refs(ty: &Ty, out: &mut Vec<String>) {
 }
 
 fn list_type_name(crd: &Crd) -> String {
-    names::type_name(&names::type_part(&crd.names.list_kind))
+    names::type_name(&crd.names.list_kind)
 }
 
 fn marker_field(json: &str, rust: &str, ty: Ty, doc: &str) -> Field {
