@@ -222,6 +222,8 @@ pub struct ResourceInfo {
     pub storage: bool,
     /// Whether this version is marked deprecated.
     pub deprecated: bool,
+    /// The warning the server returns for requests to a deprecated version, when set.
+    pub deprecation_warning: Option<&'static str>,
 }
 
 /// The JSON paths of a `scale` subresource.

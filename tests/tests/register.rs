@@ -91,6 +91,10 @@ fn every_served_version_is_its_own_module() {
     assert_eq!(v2::Gadget::API_VERSION, "multi.example.com/v2");
     let (v1_info, v2_info) = (v1::Gadget::RESOURCE_INFO, v2::Gadget::RESOURCE_INFO);
     assert!(v1_info.deprecated && !v1_info.storage);
+    assert_eq!(
+        v1_info.deprecation_warning,
+        Some("multi.example.com/v1 Gadget is deprecated; use v2")
+    );
     assert!(v2_info.storage && !v2_info.deprecated);
     let v2_spec = v2::GadgetSpec {
         parts: Some(vec![v2::GadgetSpecParts {

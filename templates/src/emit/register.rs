@@ -130,6 +130,7 @@ pub fn resource_info(group: &Group, version: &Version, kind: &Kind) -> TokenStre
     };
     let columns = kind.printer_columns.iter().map(printer_column);
     let (served, storage, deprecated) = (kind.served, kind.storage, kind.deprecated);
+    let deprecation_warning = option_str(kind.deprecation_warning.as_deref());
     quote! {
         ::kubegen_runtime::types::ResourceInfo {
             group: #group_name,
@@ -147,6 +148,7 @@ pub fn resource_info(group: &Group, version: &Version, kind: &Kind) -> TokenStre
             served: #served,
             storage: #storage,
             deprecated: #deprecated,
+            deprecation_warning: #deprecation_warning,
         }
     }
 }

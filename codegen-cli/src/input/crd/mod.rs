@@ -62,6 +62,9 @@ pub fn build_api(crds: &[Crd], aliases: &BTreeMap<String, String>) -> Result<Api
             }
             versions.push(builder.finish(version));
         }
+        if versions.is_empty() {
+            continue;
+        }
         versions.sort_by(|a, b| a.module.cmp(&b.module));
         let module = modules
             .get(*group)
