@@ -12,6 +12,7 @@ fn field(name: &str, ty: Ty, optional: bool) -> Field {
         ty,
         doc: Some(format!("The `{name}` field.")),
         optional,
+        required: !optional,
         nullable: false,
         default: None,
     }

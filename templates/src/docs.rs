@@ -39,7 +39,7 @@ pub fn doc_lines(description: &str) -> Vec<String> {
         let leading = line.len() - trimmed.len();
         if indented {
             if trimmed.is_empty() || leading >= 4 {
-                out.push(line.get(4..).unwrap_or("").to_owned());
+                out.push(line.get(4..).unwrap_or(trimmed).to_owned());
                 continue;
             }
             close_indented(&mut out);
@@ -53,7 +53,7 @@ pub fn doc_lines(description: &str) -> Vec<String> {
         }
         if leading >= 4 && previous_blank && !trimmed.is_empty() {
             out.push("```text".to_owned());
-            out.push(line[4..].to_owned());
+            out.push(line.get(4..).unwrap_or(trimmed).to_owned());
             indented = true;
             continue;
         }
@@ -190,6 +190,13 @@ mod tests {
             lines,
             ["Use \\<name\\> see <https://example.com/a>. and `<keep>`"]
         );
+    }
+
+    #[test]
+    fn unicode_indentation_never_splits_a_character() {
+        let lines = doc_lines("a\n\n\u{3000}\u{3000}x\n\n\u{a0}\u{a0}\u{a0}y");
+        assert!(lines.iter().any(|l| l.contains('x')));
+        assert!(lines.iter().any(|l| l.contains('y')));
     }
 
     #[test]

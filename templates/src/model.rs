@@ -198,6 +198,9 @@ pub struct Field {
     pub doc: Option<String>,
     /// `Option<ty>`, skipped when `None`: the key may be absent (or null when nullable).
     pub optional: bool,
+    /// The schema lists the key as required (a required field is still `optional` when
+    /// it is nullable or has a default).
+    pub required: bool,
     /// The schema's `nullable` (documented; null deserializes as `None`).
     pub nullable: bool,
     /// The schema default, as JSON (exposed by `apply_defaults`, never injected by serde).

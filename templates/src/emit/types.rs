@@ -86,6 +86,9 @@ pub fn field(f: &Field) -> TokenStream {
                 .replace('`', "'")
         ));
     }
+    if f.required && f.optional && f.default.is_some() {
+        doc_text.push_str(" Required by the schema; absent until `apply_defaults` fills it.");
+    }
     if f.nullable {
         if !doc_text.is_empty() {
             doc_text.push_str("\n\n");

@@ -172,6 +172,7 @@ impl VersionBuilder {
             ty,
             doc: field_doc(prop),
             optional: !required || prop.nullable || prop.default.is_some(),
+            required,
             nullable: prop.nullable,
             default: prop.default.clone(),
         })
@@ -354,6 +355,7 @@ fn marker_field(json: &str, rust: &str, ty: Ty, doc: &str) -> Field {
         ty,
         doc: Some(doc.to_owned()),
         optional: false,
+        required: true,
         nullable: false,
         default: None,
     }
