@@ -185,6 +185,24 @@ fn enums_in_array_items_and_map_values_keep_unknown_values() {
 }
 
 #[test]
+fn nullable_enums_in_array_items_and_map_values_keep_nulls() {
+    use apis::constructs::v1::EverythingSpecMaybeList;
+    let spec = spec_of(json!({
+        "maybeList": ["A", null, "Z"],
+        "maybeByName": {"x": "B", "y": null, "z": "Q"},
+    }));
+    assert_eq!(
+        spec.maybe_list.unwrap(),
+        [
+            Some(EverythingSpecMaybeList::A),
+            None,
+            Some(EverythingSpecMaybeList::Other("Z".into()))
+        ]
+    );
+    assert_eq!(spec.maybe_by_name.unwrap()["y"], None);
+}
+
+#[test]
 fn non_string_enums_keep_their_scalar_values() {
     spec_of(json!({"level": 2, "factor": 1.5, "flag": true}));
     // Values outside the list still round-trip (a newer server may send them).
