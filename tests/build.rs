@@ -2,6 +2,8 @@
 //! with a `Box` field) into `OUT_DIR/deepcopy_model.rs`, the way a user's build.rs would
 //! use kubegen's emitters, so tests/tests/deepcopy.rs can check `clone_from` on every
 //! field shape. Files are wrapped as inline modules so `include!` can mount them.
+//! It also runs `kubegen::Builder` on the sample-controller CRD, as a user's build.rs
+//! would (tests/tests/builder.rs mounts the result).
 use kubegen_templates::emit::{generate, Options};
 use kubegen_templates::model::{Api, Field, Group, StructDef, Ty, TypeDef, Version};
 
@@ -66,4 +68,11 @@ fn main() {
     );
     let dir = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(format!("{dir}/deepcopy_model.rs"), out).expect("OUT_DIR is writable");
+
+    // What a controller's build.rs does: the sample-controller CRD as one included file.
+    kubegen::Builder::new()
+        .crd("../fixtures/crds/samplecontroller.yaml")
+        .file_name("samplecontroller.rs")
+        .generate()
+        .unwrap_or_else(|e| panic!("{e}"));
 }

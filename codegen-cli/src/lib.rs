@@ -4,7 +4,8 @@
 //! The pipeline is one-way: [`input`] reads CRD YAML into the model
 //! (`kubegen_templates::model`), the emitters turn the model into files, and [`output`]
 //! owns the output directory (atomic replacement, ownership checks, `verify` diffs).
-//! [`generate`] runs input and emitters; it does no output IO.
+//! [`generate`] runs input and emitters; it does no output IO. [`Builder`] does the same
+//! from a `build.rs`, writing one `include!`-able file into `OUT_DIR`.
 //!
 //! What each schema construct becomes is tabled in [`input::crd::convert`]; why the CRD
 //! reader walks YAML itself instead of using `openapiv3` is in [`input::crd::schema`].
@@ -38,6 +39,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+pub mod builder;
 pub mod error;
 pub mod input;
 pub mod output;
@@ -45,6 +47,7 @@ pub mod output;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+pub use builder::Builder;
 pub use error::Error;
 pub use kubegen_templates::emit::{GeneratedFile, HEADER};
 
