@@ -10,6 +10,10 @@
 //! | `object` with `additionalProperties: {schema}` | `BTreeMap<String, T>` |
 //! | `object` with `additionalProperties: true`, preserve-unknown-fields, or no properties | `BTreeMap<String, Value>` |
 //! | `x-kubernetes-embedded-resource` without properties | `serde_json::Value` |
+//! | `x-kubernetes-embedded-resource` with properties | a struct (+ flattened map when preserving) |
+//! | root `apiVersion` / `kind` | runtime `ApiVersion<Self>` / `Kind<Self>` (zero-sized, written from the kind's constants) |
+//! | root `metadata` | k8s-openapi `ObjectMeta` |
+//! | other root properties (beside or instead of `spec`/`status`) | fields of the root struct |
 //! | no `type` (and no properties) | `serde_json::Value` |
 //! | `array` | `Vec<T>`; without `items`: `Vec<Value>` |
 //! | `string` | `String`; `date-time`: runtime `DateTime`; `byte`: `String` (base64 text) |
@@ -19,7 +23,7 @@
 //! | `integer`/`number`/`boolean` with `enum` | the scalar type (values listed in docs) |
 //! | `x-kubernetes-int-or-string` | k8s-openapi `IntOrString` |
 //! | items exactly meta/v1 `Condition` | k8s-openapi `Condition` |
-//! | `nullable` (fields, items, map values) | `Option` |
+//! | `nullable` (fields, items, map values), or `null` among `enum` values | `Option` |
 //! | `oneOf`/`anyOf`/`allOf`/`not` | validation only: the parent's type decides |
 //!
 //! Fields are `Option` unless required and not nullable and without a default. A
