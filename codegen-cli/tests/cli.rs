@@ -348,3 +348,22 @@ fn help_shows_examples() {
         "{text}"
     );
 }
+
+#[test]
+fn a_kind_named_like_another_kinds_list_is_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let second = GOOD
+        .replace("foos.example.com", "foolists.example.com")
+        .replace(
+            "{kind: Foo, plural: foos}",
+            "{kind: FooList, plural: foolists, listKind: FooListList}",
+        );
+    let (o, out) = generate_text(dir.path(), &format!("{GOOD}---\n{second}"));
+    let err = stderr(&o);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("spec.names.kind") && err.contains("`FooList`"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

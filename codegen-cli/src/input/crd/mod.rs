@@ -56,6 +56,7 @@ pub fn build_api(crds: &[Crd], aliases: &BTreeMap<String, String>) -> Result<Api
         }
         let mut versions = Vec::new();
         for (version, entries) in &by_version {
+            check_type_names(entries)?;
             let mut builder = convert::VersionBuilder::new(entries);
             for (crd, v) in entries {
                 builder.add_kind(crd, v).map_err(|e| e.in_file(&crd.file))?;
@@ -78,6 +79,34 @@ pub fn build_api(crds: &[Crd], aliases: &BTreeMap<String, String>) -> Result<Api
     }
     groups.sort_by(|a, b| a.module.cmp(&b.module));
     Ok(Api { groups })
+}
+
+/// Kinds and list kinds of one version become type names in one module: they must differ
+/// (the API server's NamesAccepted condition demands the same).
+fn check_type_names(entries: &[(&Crd, &CrdVersion)]) -> Result<(), Error> {
+    let mut seen: BTreeMap<String, &Crd> = BTreeMap::new();
+    for (crd, _) in entries {
+        for (field, name) in [
+            ("kind", &crd.names.kind),
+            ("listKind", &crd.names.list_kind),
+        ] {
+            let type_name = names::type_name(name);
+            if let Some(other) = seen.insert(type_name.clone(), crd) {
+                return Err(Error::at(
+                    format!("document {}: spec.names.{field}", crd.document),
+                    format!(
+                        "`{name}` is also a kind or list kind of {} (document {}) in group {}; both would be the Rust type `{type_name}`",
+                        other.file.display(),
+                        other.document,
+                        crd.group
+                    ),
+                    "give every kind and list kind of a group a distinct name",
+                )
+                .in_file(&crd.file));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Module names for groups: aliases first, then the first DNS label, extended label by
