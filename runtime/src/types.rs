@@ -295,6 +295,41 @@ mod tests {
         assert_eq!(back.timestamp().unwrap(), t.timestamp().unwrap());
     }
 
+    struct Widget;
+
+    impl k8s_openapi::Resource for Widget {
+        const API_VERSION: &'static str = "example.com/v1";
+        const GROUP: &'static str = "example.com";
+        const KIND: &'static str = "Widget";
+        const VERSION: &'static str = "v1";
+        const URL_PATH_SEGMENT: &'static str = "widgets";
+        type Scope = k8s_openapi::NamespaceResourceScope;
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize, Default)]
+    struct Typed {
+        #[serde(rename = "apiVersion", default)]
+        api_version: ApiVersion<Widget>,
+        #[serde(default)]
+        kind: Kind<Widget>,
+    }
+
+    #[test]
+    fn type_meta_fields_write_the_kinds_constants_and_accept_absence() {
+        let out = serde_json::to_value(Typed::default()).unwrap();
+        assert_eq!(
+            out,
+            serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget"})
+        );
+        let _: Typed = serde_json::from_str("{}").unwrap();
+        let _: Typed =
+            serde_json::from_str(r#"{"apiVersion": "example.com/v1", "kind": "Widget"}"#).unwrap();
+        assert_eq!(
+            format!("{:?}", ApiVersion::<Widget>::default()),
+            r#""example.com/v1""#
+        );
+    }
+
     #[test]
     fn numbers_keep_integer_and_float_apart() {
         let n: serde_json::Number = serde_json::from_str("1").unwrap();
