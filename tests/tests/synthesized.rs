@@ -47,17 +47,16 @@ fn synthesize(s: &Schema, depth: usize) -> Value {
                 out.insert(name.clone(), synthesize(prop, depth + 1));
             }
             let preserve = s.preserve_unknown_fields == Some(true);
+            let keeps_undeclared = preserve
+                || matches!(
+                    s.additional_properties,
+                    Some(AdditionalProperties::Bool(true))
+                );
             match &s.additional_properties {
-                _ if !s.properties.is_empty() => {
-                    if preserve
-                        || matches!(
-                            s.additional_properties,
-                            Some(AdditionalProperties::Bool(true))
-                        )
-                    {
-                        out.insert("zzUndeclared".into(), json!({"kept": [1]}));
-                    }
+                _ if !s.properties.is_empty() && keeps_undeclared => {
+                    out.insert("zzUndeclared".into(), json!({"kept": [1]}));
                 }
+                _ if !s.properties.is_empty() => {}
                 Some(AdditionalProperties::Schema(values)) => {
                     out.insert("key".into(), synthesize(values, depth + 1));
                 }
