@@ -209,7 +209,9 @@ fn space_items(text: &str) -> String {
                 && !trimmed.starts_with(')');
             let inner_ended = (p.starts_with("//!") && !line.starts_with("//!"))
                 || (closed_inner_attr && !line.starts_with("#!["));
-            if item_ended || (inner_ended && indent == 0 && !trimmed.is_empty()) {
+            let same_group =
+                declaration_group(p).is_some() && declaration_group(p) == declaration_group(line);
+            if (item_ended && !same_group) || (inner_ended && indent == 0 && !trimmed.is_empty()) {
                 out.push('\n');
             }
         }
@@ -226,6 +228,18 @@ fn space_items(text: &str) -> String {
         prev = Some(line);
     }
     out
+}
+
+/// `mod x;` and `use x;` lines group without blank lines between them.
+fn declaration_group(line: &str) -> Option<&'static str> {
+    let line = line.strip_prefix("pub ").unwrap_or(line);
+    if line.starts_with("mod ") && line.ends_with(';') {
+        Some("mod")
+    } else if line.starts_with("use ") {
+        Some("use")
+    } else {
+        None
+    }
 }
 
 /// `#[doc = "..."]` attributes for a description (nothing when absent or empty).

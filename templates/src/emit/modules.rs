@@ -1,4 +1,5 @@
-//! The `mod.rs` files: root, `apis`, each group and each version.
+//! The `mod.rs` files: root, `apis`, each group and each version. Each module documents
+//! itself with inner docs (`//!`), so declarations carry none.
 //!
 //! A version module re-exports its `types` and `register` items (`pub use self::types::*`)
 //! so users write `apis::samplecontroller::v1alpha1::Foo`; the model guarantees the two
@@ -24,8 +25,7 @@ pub fn apis_mod(api: &Api) -> TokenStream {
     let doc = inner_doc_attrs(&["API groups, one module each.".to_owned()]);
     let groups = api.groups.iter().map(|g| {
         let m = ident(&g.module);
-        let doc = format!(" The `{}` API group.", g.name);
-        quote! { #[doc = #doc] pub mod #m; }
+        quote! { pub mod #m; }
     });
     quote! {
         #doc
@@ -41,8 +41,7 @@ pub fn group_mod(group: &Group) -> TokenStream {
     )]);
     let versions = group.versions.iter().map(|v| {
         let m = ident(&v.module);
-        let doc = format!(" `{}/{}`.", group.name, v.name);
-        quote! { #[doc = #doc] pub mod #m; }
+        quote! { pub mod #m; }
     });
     quote! {
         #doc
