@@ -39,7 +39,9 @@
 //!   transformer; a tombstone's key is its own `key`. A transformer must not change an
 //!   object's key. The transformer runs once on every object passed to add, update,
 //!   delete and replace; never on `Sync` deltas (their objects come from the known
-//!   objects, already transformed) nor on tombstones.
+//!   objects, already transformed) nor on tombstones. A transformer may reject an
+//!   object ([`TransformError`]): the operation then fails with
+//!   [`StoreError::Transform`] and changes nothing.
 //! - **Errors from processing.** When the `process` closure given to `pop` fails, the
 //!   popped deltas are dropped (not requeued) and the error is returned in
 //!   [`PopError::Process`]. This is client-go's behaviour since 1.33, which removed
@@ -69,9 +71,10 @@ use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use parking_lot::Mutex;
+use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 
+use crate::cache::store::{StoreError, TransformError};
 use crate::cache::DeletedFinalStateUnknown;
 
 /// What happened to an object (client-go's `DeltaType`).
@@ -314,12 +317,7 @@ pub trait KnownObjects<T>: Send + Sync {
     fn get_by_key(&self, key: &str) -> Option<Arc<T>>;
 }
 
-/// A key function: the key an object is queued under.
-pub type KeyFunc<T> = Arc<dyn Fn(&T) -> Result<String, KeyError> + Send + Sync>;
-
-/// A transformer applied once to each incoming object (client-go's `TransformFunc`), for
-/// instance to drop fields the informer's users never read.
-pub type TransformFunc<T> = Arc<dyn Fn(Arc<T>) -> Arc<T> + Send + Sync>;
+pub use crate::cache::store::{KeyFunc, TransformFunc};
 
 /// How a [`DeltaFifo`] is built (client-go's `DeltaFIFOOptions`).
 ///
@@ -367,7 +365,7 @@ impl<T> DeltaFifoOptions<T> {
     /// Sets the transformer.
     pub fn transformer(
         mut self,
-        transformer: impl Fn(Arc<T>) -> Arc<T> + Send + Sync + 'static,
+        transformer: impl Fn(Arc<T>) -> Result<Arc<T>, TransformError> + Send + Sync + 'static,
     ) -> Self {
         self.transformer = Some(Arc::new(transformer));
         self
@@ -390,11 +388,19 @@ impl<T> fmt::Debug for DeltaFifoOptions<T> {
     }
 }
 
-/// The state behind the FIFO's mutex. Invariant: a key is in `queue` iff it is in
-/// `items`, at most once, and its `Deltas` are non-empty.
-struct State<T> {
-    items: HashMap<String, Deltas<T>>,
-    queue: VecDeque<String>,
+/// What both FIFOs share: the lock around a queue and the first-list bookkeeping, the
+/// wake-up for waiting poppers, and the intake (key function, transformer).
+pub(crate) struct FifoCore<T, Q> {
+    state: Mutex<CoreState<Q>>,
+    /// Woken when something is queued or the FIFO closes.
+    changed: Notify,
+    key_function: KeyFunc<T>,
+    transformer: Option<TransformFunc<T>>,
+}
+
+/// The state behind a FIFO's mutex: its queue and where it stands with its first list.
+pub(crate) struct CoreState<Q> {
+    pub(crate) queue: Q,
     /// The first add/update/delete or replace has happened.
     populated: bool,
     /// Pops left before the first replace's items are all out.
@@ -402,21 +408,157 @@ struct State<T> {
     closed: bool,
 }
 
-impl<T> State<T> {
+impl<Q> CoreState<Q> {
     fn has_synced(&self) -> bool {
         self.populated && self.initial_population_count == 0
     }
 
+    /// An add, update or delete happened.
+    pub(crate) fn mark_populated(&mut self) {
+        self.populated = true;
+    }
+
+    /// A replace happened that queued `pops` pops; only one that populates the FIFO
+    /// decides how many pops `has_synced` waits for.
+    pub(crate) fn replaced(&mut self, pops: usize) {
+        if !self.populated {
+            self.populated = true;
+            self.initial_population_count = pops;
+        }
+    }
+
+    /// Counts one pop towards the first list; returns whether the popped item belongs to
+    /// it (the FIFO had not synced before this pop).
+    pub(crate) fn count_pop(&mut self) -> bool {
+        let is_in_initial_list = !self.has_synced();
+        self.initial_population_count = self.initial_population_count.saturating_sub(1);
+        is_in_initial_list
+    }
+}
+
+/// A FIFO's queue, as far as [`FifoCore`] needs to know it.
+pub(crate) trait Queue {
+    /// How many pops it holds.
+    fn len(&self) -> usize;
+}
+
+impl<T, Q: Queue> FifoCore<T, Q> {
+    pub(crate) fn new(
+        queue: Q,
+        key_function: KeyFunc<T>,
+        transformer: Option<TransformFunc<T>>,
+    ) -> Self {
+        FifoCore {
+            state: Mutex::new(CoreState {
+                queue,
+                populated: false,
+                initial_population_count: 0,
+                closed: false,
+            }),
+            changed: Notify::new(),
+            key_function,
+            transformer,
+        }
+    }
+
+    pub(crate) fn key_of(&self, obj: &T) -> Result<String, KeyError> {
+        (self.key_function)(obj)
+    }
+
+    /// A tombstone's own key, else the object's key.
+    pub(crate) fn key_of_object(&self, obj: &DeltaObject<T>) -> Result<String, KeyError> {
+        match obj {
+            DeltaObject::Object(obj) => self.key_of(obj),
+            DeltaObject::Tombstone(tombstone) => Ok(tombstone.key.clone()),
+        }
+    }
+
+    pub(crate) fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, TransformError> {
+        match &self.transformer {
+            Some(transform) => transform(obj),
+            None => Ok(obj),
+        }
+    }
+
+    pub(crate) fn lock(&self) -> MutexGuard<'_, CoreState<Q>> {
+        self.state.lock()
+    }
+
+    /// To call after queueing something.
+    pub(crate) fn wake_poppers(&self) {
+        self.changed.notify_waiters();
+    }
+
+    /// Locks the state once something is queued or the FIFO is closed.
+    pub(crate) async fn lock_for_pop(&self) -> MutexGuard<'_, CoreState<Q>> {
+        loop {
+            let mut notified = std::pin::pin!(self.changed.notified());
+            // Register before looking, so a change between the look and the wait wakes us.
+            notified.as_mut().enable();
+            {
+                let state = self.state.lock();
+                if state.queue.len() > 0 || state.closed {
+                    return state;
+                }
+            }
+            notified.await;
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.state.lock().queue.len()
+    }
+
+    pub(crate) fn has_synced(&self) -> bool {
+        self.state.lock().has_synced()
+    }
+
+    pub(crate) fn close(&self) {
+        self.state.lock().closed = true;
+        self.wake_poppers();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.state.lock().closed
+    }
+}
+
+impl<T, Q: Queue> fmt::Debug for FifoCore<T, Q> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let state = self.state.lock();
+        f.debug_struct("FifoCore")
+            .field("len", &state.queue.len())
+            .field("populated", &state.populated)
+            .field("initial_population_count", &state.initial_population_count)
+            .field("closed", &state.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The DeltaFIFO's queue. Invariant: a key is in `keys` iff it is in `items`, at most
+/// once, and its `Deltas` are non-empty.
+struct DeltaQueue<T> {
+    items: HashMap<String, Deltas<T>>,
+    keys: VecDeque<String>,
+}
+
+impl<T> Queue for DeltaQueue<T> {
+    fn len(&self) -> usize {
+        self.keys.len()
+    }
+}
+
+impl<T> DeltaQueue<T> {
     /// Appends `delta` to `key`'s deltas, queueing the key if it is new. Returns whether
     /// the key was newly queued.
-    fn queue_delta(&mut self, key: String, delta: Delta<T>) -> bool {
+    fn push(&mut self, key: String, delta: Delta<T>) -> bool {
         match self.items.get_mut(&key) {
             Some(deltas) => {
                 deltas.push_deduped(delta);
                 false
             }
             None => {
-                self.queue.push_back(key.clone());
+                self.keys.push_back(key.clone());
                 self.items.insert(key, Deltas(vec![delta]));
                 true
             }
@@ -456,23 +598,17 @@ impl<T> State<T> {
 /// # }
 /// ```
 pub struct DeltaFifo<T> {
-    state: Mutex<State<T>>,
-    /// Woken when a key is queued or the FIFO closes.
-    changed: Notify,
-    key_function: KeyFunc<T>,
+    core: FifoCore<T, DeltaQueue<T>>,
     known_objects: Option<Arc<dyn KnownObjects<T>>>,
     emit_delta_type_replaced: bool,
-    transformer: Option<TransformFunc<T>>,
 }
 
 impl<T> fmt::Debug for DeltaFifo<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let state = self.state.lock();
+        let keys: Vec<String> = self.core.lock().queue.keys.iter().cloned().collect();
         f.debug_struct("DeltaFifo")
-            .field("queue", &state.queue)
-            .field("populated", &state.populated)
-            .field("initial_population_count", &state.initial_population_count)
-            .field("closed", &state.closed)
+            .field("keys", &keys)
+            .field("state", &self.core)
             .finish_non_exhaustive()
     }
 }
@@ -480,33 +616,25 @@ impl<T> fmt::Debug for DeltaFifo<T> {
 impl<T: Send + Sync + 'static> DeltaFifo<T> {
     /// An empty, open FIFO.
     pub fn new(options: DeltaFifoOptions<T>) -> Self {
+        let queue = DeltaQueue {
+            items: HashMap::new(),
+            keys: VecDeque::new(),
+        };
         DeltaFifo {
-            state: Mutex::new(State {
-                items: HashMap::new(),
-                queue: VecDeque::new(),
-                populated: false,
-                initial_population_count: 0,
-                closed: false,
-            }),
-            changed: Notify::new(),
-            key_function: options.key_function,
+            core: FifoCore::new(queue, options.key_function, options.transformer),
             known_objects: options.known_objects,
             emit_delta_type_replaced: options.emit_delta_type_replaced,
-            transformer: options.transformer,
         }
     }
 
     /// The key of an object, by the key function.
     pub fn key_of(&self, obj: &T) -> Result<String, KeyError> {
-        (self.key_function)(obj)
+        self.core.key_of(obj)
     }
 
     /// The key of a delta's object: a tombstone's own key, else the object's key.
     pub fn key_of_object(&self, obj: &DeltaObject<T>) -> Result<String, KeyError> {
-        match obj {
-            DeltaObject::Object(obj) => self.key_of(obj),
-            DeltaObject::Tombstone(tombstone) => Ok(tombstone.key.clone()),
-        }
+        self.core.key_of_object(obj)
     }
 
     /// The key of a list of deltas: the key of its newest delta's object. An empty list
@@ -518,43 +646,38 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
         }
     }
 
-    fn transform(&self, obj: Arc<T>) -> Arc<T> {
-        match &self.transformer {
-            Some(transform) => transform(obj),
-            None => obj,
-        }
-    }
-
-    /// Queues an `Added` delta for `obj`. Fails only when its key cannot be computed.
-    pub fn add(&self, obj: Arc<T>) -> Result<(), KeyError> {
+    /// Queues an `Added` delta for `obj`. Fails, changing nothing, when its key cannot be
+    /// computed or the transformer rejects it.
+    pub fn add(&self, obj: Arc<T>) -> Result<(), StoreError> {
         self.add_or_update(DeltaType::Added, obj)
     }
 
-    /// Queues an `Updated` delta for `obj`. Fails only when its key cannot be computed.
-    pub fn update(&self, obj: Arc<T>) -> Result<(), KeyError> {
+    /// Queues an `Updated` delta for `obj`. Fails, changing nothing, when its key cannot
+    /// be computed or the transformer rejects it.
+    pub fn update(&self, obj: Arc<T>) -> Result<(), StoreError> {
         self.add_or_update(DeltaType::Updated, obj)
     }
 
-    fn add_or_update(&self, delta_type: DeltaType, obj: Arc<T>) -> Result<(), KeyError> {
+    fn add_or_update(&self, delta_type: DeltaType, obj: Arc<T>) -> Result<(), StoreError> {
         let key = self.key_of(&obj)?;
-        let obj = self.transform(obj);
-        let mut state = self.state.lock();
-        state.populated = true;
-        if state.queue_delta(key, Delta::new(delta_type, obj)) {
-            self.changed.notify_waiters();
+        let obj = self.core.transform(obj)?;
+        let mut state = self.core.lock();
+        state.mark_populated();
+        if state.queue.push(key, Delta::new(delta_type, obj)) {
+            self.core.wake_poppers();
         }
         Ok(())
     }
 
     /// Queues a `Deleted` delta for `obj` (its last known state), unless its key is
     /// neither queued nor among the known objects. A deletion right after a deletion
-    /// collapses into one (see the module documentation). Fails only when its key cannot
-    /// be computed.
-    pub fn delete(&self, obj: Arc<T>) -> Result<(), KeyError> {
+    /// collapses into one (see the module documentation). Fails, queueing nothing, when
+    /// its key cannot be computed or the transformer rejects it.
+    pub fn delete(&self, obj: Arc<T>) -> Result<(), StoreError> {
         let key = self.key_of(&obj)?;
-        let mut state = self.state.lock();
-        state.populated = true;
-        if !state.items.contains_key(&key) {
+        let mut state = self.core.lock();
+        state.mark_populated();
+        if !state.queue.items.contains_key(&key) {
             let known = match &self.known_objects {
                 Some(known) => known.get_by_key(&key).is_some(),
                 None => false,
@@ -563,9 +686,9 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
                 return Ok(());
             }
         }
-        let obj = self.transform(obj);
-        if state.queue_delta(key, Delta::new(DeltaType::Deleted, obj)) {
-            self.changed.notify_waiters();
+        let obj = self.core.transform(obj)?;
+        if state.queue.push(key, Delta::new(DeltaType::Deleted, obj)) {
+            self.core.wake_poppers();
         }
         Ok(())
     }
@@ -575,39 +698,41 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
     /// module documentation). The first replace on an unpopulated FIFO sets the number of
     /// pops [`has_synced`](Self::has_synced) waits for.
     ///
-    /// Atomic: when a key cannot be computed for some listed object, nothing changes and
-    /// the error is returned.
-    pub fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<(), KeyError> {
+    /// Atomic: when a key cannot be computed for some listed object or the transformer
+    /// rejects one, nothing changes and the error is returned.
+    pub fn replace(&self, list: Vec<Arc<T>>, resource_version: &str) -> Result<(), StoreError> {
         let _ = resource_version;
         let keyed = list
             .into_iter()
             .map(|obj| Ok((self.key_of(&obj)?, obj)))
             .collect::<Result<Vec<_>, KeyError>>()?;
-        let keyed: Vec<(String, Arc<T>)> = keyed
+        let keyed = keyed
             .into_iter()
-            .map(|(key, obj)| (key, self.transform(obj)))
-            .collect();
+            .map(|(key, obj)| Ok((key, self.core.transform(obj)?)))
+            .collect::<Result<Vec<(String, Arc<T>)>, TransformError>>()?;
         let listed_type = if self.emit_delta_type_replaced {
             DeltaType::Replaced
         } else {
             DeltaType::Sync
         };
 
-        let mut state = self.state.lock();
+        let mut state = self.core.lock();
         let mut newly_queued = false;
         let mut listed: HashSet<String> = HashSet::with_capacity(keyed.len());
         for (key, obj) in keyed {
             listed.insert(key.clone());
-            newly_queued |= state.queue_delta(key, Delta::new(listed_type, obj));
+            newly_queued |= state.queue.push(key, Delta::new(listed_type, obj));
         }
 
         // Queued keys the list no longer has: their deletion was missed.
         let missed: Vec<(String, Option<Arc<T>>)> = state
             .queue
+            .keys
             .iter()
             .filter(|key| !listed.contains(key.as_str()))
             .map(|key| {
                 let last_state = state
+                    .queue
                     .items
                     .get(key)
                     .and_then(|deltas| deltas.newest())
@@ -617,52 +742,56 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
             .collect();
         let mut queued_deletions = missed.len();
         for (key, last_state) in missed {
-            state.queue_delta(key.clone(), Delta::tombstone(key, last_state));
+            state
+                .queue
+                .push(key.clone(), Delta::tombstone(key, last_state));
         }
 
         // Known keys neither listed nor queued: gone while we were not watching.
         if let Some(known) = &self.known_objects {
             for key in known.list_keys() {
-                if listed.contains(&key) || state.items.contains_key(&key) {
+                if listed.contains(&key) || state.queue.items.contains_key(&key) {
                     continue;
                 }
                 let last_state = known.get_by_key(&key);
                 queued_deletions += 1;
-                newly_queued |= state.queue_delta(key.clone(), Delta::tombstone(key, last_state));
+                newly_queued |= state
+                    .queue
+                    .push(key.clone(), Delta::tombstone(key, last_state));
             }
         }
 
-        if !state.populated {
-            state.populated = true;
-            state.initial_population_count = listed.len() + queued_deletions;
-        }
+        state.replaced(listed.len() + queued_deletions);
         if newly_queued {
-            self.changed.notify_waiters();
+            self.core.wake_poppers();
         }
         Ok(())
     }
 
     /// Queues a `Sync` delta with the known object for every known key that has no queued
-    /// deltas. Does nothing without known objects. Fails only when a key cannot be
-    /// computed for a known object.
-    pub fn resync(&self) -> Result<(), KeyError> {
+    /// deltas. Does nothing without known objects. Fails, changing nothing, when a key
+    /// cannot be computed for a known object.
+    pub fn resync(&self) -> Result<(), StoreError> {
         let Some(known) = &self.known_objects else {
             return Ok(());
         };
-        let mut state = self.state.lock();
+        // Read the known objects under the FIFO's lock: a concurrent pop updates them
+        // under it, so what we read is never older than what was popped.
+        let mut state = self.core.lock();
+        let keyed = known
+            .list_keys()
+            .into_iter()
+            .filter_map(|known_key| known.get_by_key(&known_key))
+            .map(|obj| Ok((self.key_of(&obj)?, obj)))
+            .collect::<Result<Vec<_>, KeyError>>()?;
         let mut newly_queued = false;
-        for known_key in known.list_keys() {
-            let Some(obj) = known.get_by_key(&known_key) else {
-                continue;
-            };
-            let key = self.key_of(&obj)?;
-            if state.items.contains_key(&key) {
-                continue;
+        for (key, obj) in keyed {
+            if !state.queue.items.contains_key(&key) {
+                newly_queued |= state.queue.push(key, Delta::new(DeltaType::Sync, obj));
             }
-            newly_queued |= state.queue_delta(key, Delta::new(DeltaType::Sync, obj));
         }
         if newly_queued {
-            self.changed.notify_waiters();
+            self.core.wake_poppers();
         }
         Ok(())
     }
@@ -684,33 +813,21 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
         loop {
-            let changed = self.changed.notified();
-            let mut changed = std::pin::pin!(changed);
-            // Register before looking, so a change between the look and the wait wakes us.
-            changed.as_mut().enable();
-            {
-                let mut state = self.state.lock();
-                if let Some(key) = state.queue.pop_front() {
-                    let is_in_initial_list = !state.has_synced();
-                    state.initial_population_count =
-                        state.initial_population_count.saturating_sub(1);
-                    // A queued key always has deltas (the state's invariant).
-                    let Some(deltas) = state.items.remove(&key) else {
-                        continue;
-                    };
-                    return process(deltas, is_in_initial_list).map_err(PopError::Process);
-                }
-                if state.closed {
-                    return Err(PopError::Closed);
-                }
+            let mut state = self.core.lock_for_pop().await;
+            let Some(key) = state.queue.keys.pop_front() else {
+                return Err(PopError::Closed);
+            };
+            let is_in_initial_list = state.count_pop();
+            // A queued key always has deltas (the queue's invariant); never hand out none.
+            if let Some(deltas) = state.queue.items.remove(&key) {
+                return process(deltas, is_in_initial_list).map_err(PopError::Process);
             }
-            changed.await;
         }
     }
 
     /// The keys queued, in the order they will pop.
     pub fn list_keys(&self) -> Vec<String> {
-        self.state.lock().queue.iter().cloned().collect()
+        self.core.lock().queue.keys.iter().cloned().collect()
     }
 
     /// The deltas queued for `obj`'s key, if any.
@@ -721,56 +838,56 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
 
     /// The deltas queued for `key`, if any.
     pub fn get_by_key(&self, key: &str) -> Option<Deltas<T>> {
-        self.state.lock().items.get(key).cloned()
+        self.core.lock().queue.items.get(key).cloned()
     }
 
     /// How many keys are queued.
     pub fn len(&self) -> usize {
-        self.state.lock().queue.len()
+        self.core.len()
     }
 
     /// Whether no key is queued.
     pub fn is_empty(&self) -> bool {
-        self.state.lock().queue.is_empty()
+        self.core.len() == 0
     }
 
     /// Whether the first replace's items have all been popped, or an add, update or
     /// delete came before any replace.
     pub fn has_synced(&self) -> bool {
-        self.state.lock().has_synced()
+        self.core.has_synced()
     }
 
     /// Closes the FIFO: waiting and future pops return [`PopError::Closed`] once it is
     /// empty. Changes are still accepted and queued keys still pop.
     pub fn close(&self) {
-        self.state.lock().closed = true;
-        self.changed.notify_waiters();
+        self.core.close();
     }
 
     /// Whether [`close`](Self::close) was called.
     pub fn is_closed(&self) -> bool {
-        self.state.lock().closed
+        self.core.is_closed()
     }
 }
 
+/// Test objects and helpers shared by the FIFO tests.
 #[cfg(test)]
-mod tests {
+pub(crate) mod test_support {
     use std::collections::BTreeMap;
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
 
-    use futures::FutureExt;
+    use parking_lot::Mutex;
 
-    use super::*;
+    use super::{DeltaObject, Deltas, KnownObjects};
 
     #[derive(Debug, PartialEq)]
-    struct TestObj {
-        name: String,
-        value: i32,
+    pub(crate) struct TestObj {
+        pub(crate) name: String,
+        pub(crate) value: i32,
         /// How many times the transformer saw this object's lineage.
-        transformed: u32,
+        pub(crate) transformed: u32,
     }
 
-    fn obj(name: &str, value: i32) -> Arc<TestObj> {
+    pub(crate) fn obj(name: &str, value: i32) -> Arc<TestObj> {
         Arc::new(TestObj {
             name: name.to_owned(),
             value,
@@ -778,16 +895,12 @@ mod tests {
         })
     }
 
-    fn options() -> DeltaFifoOptions<TestObj> {
-        DeltaFifoOptions::new(|o: &TestObj| Ok(o.name.clone()))
-    }
-
     /// Known objects as an informer's indexer would hold them, sorted by key.
     #[derive(Default)]
-    struct Known(Mutex<BTreeMap<String, Arc<TestObj>>>);
+    pub(crate) struct Known(pub(crate) Mutex<BTreeMap<String, Arc<TestObj>>>);
 
     impl Known {
-        fn with(objs: &[(&str, i32)]) -> Arc<Known> {
+        pub(crate) fn with(objs: &[(&str, i32)]) -> Arc<Known> {
             let known = Known::default();
             for (name, value) in objs {
                 known.0.lock().insert((*name).to_owned(), obj(name, *value));
@@ -806,16 +919,8 @@ mod tests {
         }
     }
 
-    fn fifo() -> DeltaFifo<TestObj> {
-        DeltaFifo::new(options())
-    }
-
-    fn fifo_with_known(objs: &[(&str, i32)]) -> DeltaFifo<TestObj> {
-        DeltaFifo::new(options().known_objects(Known::with(objs)))
-    }
-
     /// Deltas as readable strings: "Added foo=10", "Deleted DFSU bar=6", "Deleted DFSU bar=nil".
-    fn summary(deltas: &Deltas<TestObj>) -> Vec<String> {
+    pub(crate) fn summary(deltas: &Deltas<TestObj>) -> Vec<String> {
         deltas
             .iter()
             .map(|d| match &d.object {
@@ -828,9 +933,42 @@ mod tests {
             .collect()
     }
 
+    pub(crate) fn strings(items: &[&str]) -> Vec<String> {
+        items.iter().map(|s| (*s).to_owned()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::FutureExt;
+
+    use super::test_support::*;
+    use super::*;
+
+    fn options() -> DeltaFifoOptions<TestObj> {
+        DeltaFifoOptions::new(|o: &TestObj| Ok(o.name.clone()))
+    }
+
+    fn fifo() -> DeltaFifo<TestObj> {
+        DeltaFifo::new(options())
+    }
+
+    fn fifo_with_known(objs: &[(&str, i32)]) -> DeltaFifo<TestObj> {
+        DeltaFifo::new(options().known_objects(Known::with(objs)))
+    }
+
     fn queued(fifo: &DeltaFifo<TestObj>, key: &str) -> Vec<String> {
         fifo.get_by_key(key)
             .map(|d| summary(&d))
+            .unwrap_or_default()
+    }
+
+    fn queued_types<T: Send + Sync + 'static>(fifo: &DeltaFifo<T>, key: &str) -> Vec<DeltaType> {
+        fifo.get_by_key(key)
+            .map(|d| d.iter().map(|d| d.delta_type).collect())
             .unwrap_or_default()
     }
 
@@ -868,10 +1006,6 @@ mod tests {
             out.push(value.unwrap());
         }
         out
-    }
-
-    fn strings(items: &[&str]) -> Vec<String> {
-        items.iter().map(|s| (*s).to_owned()).collect()
     }
 
     #[tokio::test]
@@ -1340,6 +1474,39 @@ mod tests {
         assert_eq!(queued(&f, "a"), strings(&["Added a=1"]));
     }
 
+    #[test]
+    fn rejected_objects_change_nothing() {
+        let f = DeltaFifo::new(
+            options()
+                .known_objects(Known::with(&[("bad", 0)]))
+                .transformer(|o: Arc<TestObj>| {
+                    if o.name == "bad" {
+                        Err(TransformError::new("rejected"))
+                    } else {
+                        Ok(o)
+                    }
+                }),
+        );
+        f.add(obj("a", 1)).unwrap();
+        for result in [
+            f.add(obj("bad", 1)),
+            f.update(obj("bad", 2)),
+            f.delete(obj("bad", 3)),
+            f.replace(vec![obj("b", 1), obj("bad", 4)], "0"),
+        ] {
+            assert!(
+                matches!(result, Err(StoreError::Transform(_))),
+                "{result:?}"
+            );
+        }
+        assert_eq!(f.list_keys(), strings(&["a"]));
+        assert_eq!(queued(&f, "a"), strings(&["Added a=1"]));
+        assert!(
+            f.has_synced(),
+            "the add populated the FIFO; the failed replace did not count"
+        );
+    }
+
     #[tokio::test]
     async fn transformer_runs_once_per_incoming_object() {
         // SEMANTICS 2.25
@@ -1347,11 +1514,11 @@ mod tests {
         let counted = Arc::clone(&calls);
         let f = DeltaFifo::new(options().transformer(move |o: Arc<TestObj>| {
             counted.fetch_add(1, Ordering::SeqCst);
-            Arc::new(TestObj {
+            Ok(Arc::new(TestObj {
                 name: o.name.clone(),
                 value: o.value,
                 transformed: o.transformed + 1,
-            })
+            }))
         }));
         f.add(obj("foo", 1)).unwrap();
         f.add(obj("bar", 2)).unwrap();
@@ -1403,6 +1570,157 @@ mod tests {
         );
         assert_eq!(pop(&f).await, (strings(&["Sync c=1"]), false));
         assert!(f.is_empty());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn concurrent_producers_and_poppers_lose_and_duplicate_nothing() {
+        const PRODUCERS: i32 = 4;
+        const PER_PRODUCER: i32 = 200;
+        let f = Arc::new(fifo());
+        // Filled inside `process`, which runs under the FIFO's lock: the log is in the
+        // order the deltas were handed out.
+        let log = Arc::new(Mutex::new(Vec::<(String, i32)>::new()));
+        let poppers: Vec<_> = (0..4)
+            .map(|_| {
+                let f = Arc::clone(&f);
+                let log = Arc::clone(&log);
+                tokio::spawn(async move {
+                    loop {
+                        let r = f
+                            .pop(|deltas, _| {
+                                let mut log = log.lock();
+                                for d in &deltas {
+                                    let o = d.object.object().unwrap();
+                                    log.push((o.name.clone(), o.value));
+                                }
+                                Ok::<_, std::convert::Infallible>(())
+                            })
+                            .await;
+                        if matches!(r, Err(PopError::Closed)) {
+                            return;
+                        }
+                        tokio::task::yield_now().await;
+                    }
+                })
+            })
+            .collect();
+        let producers: Vec<_> = (0..PRODUCERS)
+            .map(|p| {
+                let f = Arc::clone(&f);
+                tokio::spawn(async move {
+                    for i in 0..PER_PRODUCER {
+                        // Two producers share each key, so keys get deltas from both.
+                        let name = format!("k{}", (p % 2) * 10 + i % 5);
+                        f.update(obj(&name, p * PER_PRODUCER + i)).unwrap();
+                        if i % 7 == 0 {
+                            tokio::task::yield_now().await;
+                        }
+                    }
+                })
+            })
+            .collect();
+        for p in producers {
+            p.await.unwrap();
+        }
+        f.close();
+        for p in poppers {
+            tokio::time::timeout(std::time::Duration::from_secs(60), p)
+                .await
+                .expect("poppers stop once closed and drained")
+                .unwrap();
+        }
+        let log = log.lock();
+        let mut values: Vec<i32> = log.iter().map(|(_, v)| *v).collect();
+        values.sort_unstable();
+        let expected: Vec<i32> = (0..PRODUCERS * PER_PRODUCER).collect();
+        assert_eq!(values, expected, "every delta handed out exactly once");
+        // Each producer's updates to one key come out in the order it made them.
+        for p in 0..PRODUCERS {
+            let range = p * PER_PRODUCER..(p + 1) * PER_PRODUCER;
+            let mut last: HashMap<&str, i32> = HashMap::new();
+            for (name, value) in log.iter().filter(|(_, v)| range.contains(v)) {
+                if let Some(prev) = last.insert(name, *value) {
+                    assert!(prev < *value, "{name}: {prev} before {value}");
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn default_options_key_resources_by_namespace_and_name() {
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let f = DeltaFifo::new(DeltaFifoOptions::<ConfigMap>::default());
+        let mut cm = ConfigMap::default();
+        cm.metadata.namespace = Some("ns".to_owned());
+        cm.metadata.name = Some("cfg".to_owned());
+        f.add(Arc::new(cm)).unwrap();
+        assert_eq!(f.list_keys(), strings(&["ns/cfg"]));
+    }
+
+    #[tokio::test]
+    async fn the_indexer_serves_as_known_objects() {
+        use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer};
+        use k8s_openapi::api::core::v1::ConfigMap;
+        let cm = |name: &str| {
+            let mut cm = ConfigMap::default();
+            cm.metadata.namespace = Some("ns".to_owned());
+            cm.metadata.name = Some(name.to_owned());
+            Arc::new(cm)
+        };
+        let indexer = Arc::new(Indexer::<ConfigMap>::new(
+            meta_namespace_key_func(),
+            namespace_indexers(),
+        ));
+        let f = DeltaFifo::new(
+            DeltaFifoOptions::<ConfigMap>::default()
+                .known_objects(Arc::clone(&indexer) as Arc<dyn KnownObjects<ConfigMap>>)
+                .emit_delta_type_replaced(true),
+        );
+        // What an informer does with each pop: apply the deltas to its indexer.
+        let handle = |deltas: Deltas<ConfigMap>, _| {
+            for d in deltas {
+                match (d.delta_type, d.object) {
+                    (DeltaType::Deleted, DeltaObject::Object(o)) => indexer.delete(&o)?,
+                    (DeltaType::Deleted, DeltaObject::Tombstone(t)) => {
+                        indexer.delete_by_key(&t.key)
+                    }
+                    (_, DeltaObject::Object(o)) => indexer.update(o)?,
+                    (_, DeltaObject::Tombstone(_)) => {}
+                }
+            }
+            Ok::<_, StoreError>(())
+        };
+        f.replace(vec![cm("a"), cm("b")], "1").unwrap();
+        f.pop(handle).await.unwrap();
+        f.pop(handle).await.unwrap();
+        assert!(f.has_synced());
+        assert_eq!(indexer.len(), 2);
+
+        f.replace(vec![cm("a")], "2").unwrap();
+        let replaced = f
+            .pop(|d, initial| {
+                handle(d.clone(), initial)?;
+                Ok::<_, StoreError>(d)
+            })
+            .await
+            .unwrap();
+        assert_eq!(replaced.len(), 1);
+        assert_eq!(replaced[0].delta_type, DeltaType::Replaced);
+        let gone = f
+            .pop(|d, initial| {
+                handle(d.clone(), initial)?;
+                Ok::<_, StoreError>(d)
+            })
+            .await
+            .unwrap();
+        let t = gone[0].object.tombstone().unwrap();
+        assert_eq!(t.key, "ns/b");
+        assert_eq!(t.obj.as_ref().unwrap().metadata.name.as_deref(), Some("b"));
+        assert_eq!(indexer.list_keys(), strings(&["ns/a"]));
+
+        f.resync().unwrap();
+        assert_eq!(queued_types(&f, "ns/a"), vec![DeltaType::Sync]);
+        assert_eq!(f.len(), 1);
     }
 
     #[test]

@@ -7,8 +7,14 @@
 use std::sync::Arc;
 
 pub mod delta_fifo;
+pub mod factory;
+pub mod informer;
 pub mod lister;
+pub mod real_fifo;
+pub mod reflector;
 pub mod store;
+#[cfg(test)]
+pub(crate) mod test_support;
 
 /// The last known state of an object whose deletion was missed (client-go's
 /// `DeletedFinalStateUnknown`): the watch that would have reported it was lost, and a

@@ -31,6 +31,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+pub use crate::cache::delta_fifo::KeyError;
+use crate::cache::delta_fifo::KnownObjects;
 use crate::cache::DeletedFinalStateUnknown;
 use crate::object::{meta_namespace_key, object_key, AnyObject};
 
@@ -38,7 +40,7 @@ mod thread_safe;
 
 pub use thread_safe::ThreadSafeStore;
 
-/// Computes the key an object is stored under.
+/// Computes the key an object is stored under; the DeltaFIFOs use the same type.
 pub type KeyFunc<T> = Arc<dyn Fn(&T) -> Result<String, KeyError> + Send + Sync>;
 
 /// Computes the values an object is filed under in one index (zero, one or many).
@@ -53,23 +55,6 @@ pub type TransformFunc<T> = Arc<dyn Fn(Arc<T>) -> Result<Arc<T>, TransformError>
 
 /// The name of the namespace index (client-go's `NamespaceIndex`).
 pub const NAMESPACE_INDEX: &str = "namespace";
-
-/// A key function could not compute a key.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct KeyError {
-    /// What went wrong.
-    pub message: String,
-}
-
-impl KeyError {
-    /// A key error saying `message`.
-    pub fn new(message: impl Into<String>) -> Self {
-        KeyError {
-            message: message.into(),
-        }
-    }
-}
 
 /// An index function could not compute an object's index values.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -109,8 +94,9 @@ impl TransformError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum StoreError {
-    /// The key function failed (client-go's `KeyError`).
-    #[error("couldn't create key for object: {0}")]
+    /// The key function failed (client-go's `KeyError`; its message starts "couldn't
+    /// create key for object").
+    #[error(transparent)]
     Key(#[from] KeyError),
     /// No index with this name is registered.
     #[error("Index with name {0} does not exist")]
@@ -220,15 +206,6 @@ pub fn meta_namespace_index_func<T: AnyObject + ?Sized>() -> IndexFunc<T> {
 /// The indexers every informer installs: just the namespace index.
 pub fn namespace_indexers<T: AnyObject + ?Sized>() -> Indexers<T> {
     Indexers::from([(NAMESPACE_INDEX.to_owned(), meta_namespace_index_func())])
-}
-
-/// Read access by key, which the DeltaFIFO needs from the store it feeds (client-go's
-/// `KeyListerGetter`, its "knownObjects").
-pub trait KeyListerGetter<T: ?Sized> {
-    /// Every key, in no particular order.
-    fn list_keys(&self) -> Vec<String>;
-    /// The object stored under `key`.
-    fn get_by_key(&self, key: &str) -> Option<Arc<T>>;
 }
 
 /// A [`ThreadSafeStore`] with a key function and an optional transformer (client-go's
@@ -440,7 +417,9 @@ impl<T: ?Sized> Indexer<T> {
     }
 }
 
-impl<T: ?Sized> KeyListerGetter<T> for Indexer<T> {
+/// An indexer is the DeltaFIFO's "known objects" (client-go's `KeyListerGetter`): what
+/// the informer already holds, consulted for deletions and resyncs.
+impl<T: Send + Sync> KnownObjects<T> for Indexer<T> {
     fn list_keys(&self) -> Vec<String> {
         self.store.list_keys()
     }

@@ -1,1 +1,98 @@
-//! The in-memory Kubernetes API server (being built).
+//! An in-memory Kubernetes API server (feature `testing`) that speaks real Kubernetes
+//! HTTP, for tests, fake clientsets, examples and benchmarks.
+//!
+//! Contract:
+//! - It serves the resources it has a [`Registration`] for (the common built-in ones by
+//!   default), at the real paths (`/api/v1/...`, `/apis/<group>/<version>/...`),
+//!   namespaced and cluster-wide, plus `/version`, `/api`, `/apis` and per-group
+//!   discovery, enough for [`kube::Client`] and [`kube::Discovery`].
+//! - One global resourceVersion orders every write; each resource keeps a bounded
+//!   history (etcd compaction). Lists honour label and field selectors,
+//!   `limit`/`continue` (later pages come from the first page's snapshot, rebuilt from
+//!   the history; 410 Expired once compacted), and `resourceVersion` /
+//!   `resourceVersionMatch` as SEMANTICS 9 states, validation errors included.
+//! - Watches start from a resourceVersion (410 Expired ERROR event when compacted) or
+//!   with the current objects, honour selectors (leaving the selection is a DELETED,
+//!   entering it an ADDED), send bookmarks when allowed (and periodically),
+//!   `sendInitialEvents` with the initial-events-end bookmark, and end at
+//!   `timeoutSeconds`.
+//! - Errors are `Status` objects built by [`crate::errors::StatusError`]'s constructors.
+//! - It is served in-process as a tower Service ([`ApiServer::service`], for
+//!   `kube::Client::new`) and on a TCP port ([`ApiServer::serve_tcp`]) with a kubeconfig.
+//! - Objects are kept as serialized JSON plus parsed metadata; lists copy stored bytes
+//!   into the response, and watch frames are encoded once per change.
+//!
+//! Writes here are minimal (create, update, status update, delete with finalizers);
+//! patches, server-side apply, admission and garbage collection are not implemented.
+//! There is no authentication or authorization.
+
+mod body;
+mod http;
+mod registry;
+mod select;
+mod server;
+mod store;
+mod tcp;
+mod watch;
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use http_body_util::BodyExt;
+use tokio_util::sync::CancellationToken;
+
+pub use body::Body;
+pub use registry::{builtin, Registration};
+pub use server::{ApiServer, ApiServerBuilder};
+pub use tcp::{ConfigError, TcpServer};
+
+/// The in-process transport: a tower Service answering HTTP requests from memory.
+///
+/// Build a client on it with `kube::Client::new(server.service(), "default")` inside a
+/// tokio runtime.
+#[derive(Clone, Debug)]
+pub struct ApiService {
+    inner: Arc<server::Inner>,
+    stop: CancellationToken,
+}
+
+impl ApiService {
+    fn new(inner: Arc<server::Inner>, stop: CancellationToken) -> Self {
+        ApiService { inner, stop }
+    }
+}
+
+impl<B> tower::Service<::http::Request<B>> for ApiService
+where
+    B: http_body::Body + Send + 'static,
+    B::Data: Send,
+    B::Error: std::fmt::Display,
+{
+    type Response = ::http::Response<Body>;
+    type Error = Infallible;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, Infallible>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: ::http::Request<B>) -> Self::Future {
+        let inner = self.inner.clone();
+        let stop = self.stop.clone();
+        Box::pin(async move {
+            let (parts, body) = req.into_parts();
+            let bytes = match body.collect().await {
+                Ok(c) => c.to_bytes(),
+                Err(e) => {
+                    let err =
+                        crate::errors::StatusError::bad_request(format!("reading the body: {e}"));
+                    return Ok(http::error_response(&err));
+                }
+            };
+            Ok(http::handle(inner, ::http::Request::from_parts(parts, bytes), stop).await)
+        })
+    }
+}

@@ -7,6 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 
 use super::*;
+use crate::cache::delta_fifo::KnownObjects;
 
 /// A bare key/value object, as SEMANTICS' store tests use.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -583,7 +584,7 @@ fn identity_is_preserved() {
         &store.by_index("by_val", "b").unwrap()[0],
         &obj
     ));
-    let known: &dyn KeyListerGetter<Kv> = &store;
+    let known: &dyn KnownObjects<Kv> = &store;
     assert!(Arc::ptr_eq(&known.get_by_key("a").unwrap(), &obj));
     assert_eq!(known.list_keys(), ["a"]);
 }

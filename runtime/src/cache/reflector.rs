@@ -1,0 +1,880 @@
+//! The Reflector: keeps a store in step with the API server by listing, then watching.
+//!
+//! Contract (client-go's `Reflector`, SEMANTICS 3):
+//! - [`Reflector::run`] repeats list-then-watch until cancelled, waiting a jittered
+//!   exponential backoff between rounds (800 ms doubling to 30 s, each wait in `[d, 2d)`,
+//!   reset after 2 minutes without backing off).
+//! - The first list asks for resourceVersion `"0"` (any cached state) in pages of 500;
+//!   later lists ask for the last synced resourceVersion unpaginated (so a watch cache can
+//!   serve them), unless the server paginated an earlier `"0"` list; a list that fails
+//!   with 410 Expired or "too large resource version" is retried at once with `""`
+//!   (the newest state). A continuation page that fails with 410 is retried once as a
+//!   full list.
+//! - A successful list [`ReflectorStore::replace`]s the store's content; then a watch
+//!   starts from the list's resourceVersion, with bookmarks and a random timeout in
+//!   `[min_watch_timeout, 2 * min_watch_timeout]`. Each event is applied to the store and
+//!   advances the last synced resourceVersion.
+//! - A watch that ends normally is resumed from the last resourceVersion without a
+//!   relist; one that ends with 410 Expired/Gone, a decode error or another error ends
+//!   the round (relist from the last resourceVersion, which means "not older than");
+//!   connection refused and 429 at watch start back off and re-watch without relisting.
+//!   A watch that closes within a second without any event is an error ("very short
+//!   watch"). A watch silent for longer than its idle deadline (no event, no bookmark:
+//!   something between client and server dropped it) is abandoned and restarted.
+//! - With [`ReflectorConfig::use_watch_list`], the initial list is streamed: a watch with
+//!   `sendInitialEvents=true` fills a temporary store until the bookmark annotated
+//!   `k8s.io/initial-events-end`, then replaces the store and continues on the same
+//!   stream. Any non-retriable failure falls back to a classic list in the same round.
+//! - Resync: every `resync_period` (0 = never), if `should_resync` allows, the store's
+//!   [`ReflectorStore::resync`] runs.
+//!
+//! It does not decide what the store does with events, and it never holds an object
+//! except to hand it to the store.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::BoxStream;
+use futures::{FutureExt, StreamExt};
+use parking_lot::Mutex;
+use rand::Rng;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{
+    self, Bookmark, ListOptions, ObjectList, ResourceClient, ResourceVersionMatch, WatchEvent,
+};
+use crate::errors::StatusError;
+
+/// Lists and watches one resource (client-go's `ListerWatcher`).
+///
+/// [`ResourceClient`] implements it; tests implement it with fakes.
+pub trait ListerWatcher<K>: Send + Sync + 'static {
+    /// Lists one page.
+    fn list(&self, opts: ListOptions) -> BoxFuture<'static, Result<ObjectList<K>, client::Error>>;
+    /// Starts a watch.
+    fn watch(
+        &self,
+        opts: ListOptions,
+    ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>>;
+}
+
+impl<K> ListerWatcher<K> for ResourceClient<K>
+where
+    K: kube::Resource + serde::de::DeserializeOwned + Send + 'static,
+{
+    fn list(&self, opts: ListOptions) -> BoxFuture<'static, Result<ObjectList<K>, client::Error>> {
+        let c = self.clone();
+        async move { c.list(&opts).await }.boxed()
+    }
+
+    fn watch(
+        &self,
+        opts: ListOptions,
+    ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>> {
+        let c = self.clone();
+        async move { c.watch(&opts).await.map(|s| s.boxed()) }.boxed()
+    }
+}
+
+/// What a reflector writes to (the part of client-go's `Store` it uses). The DeltaFIFO
+/// implements it.
+pub trait ReflectorStore<K>: Send + Sync {
+    /// An object was added.
+    fn add(&self, obj: Arc<K>) -> Result<(), String>;
+    /// An object was modified.
+    fn update(&self, obj: Arc<K>) -> Result<(), String>;
+    /// An object was deleted.
+    fn delete(&self, obj: Arc<K>) -> Result<(), String>;
+    /// The complete state at `resource_version`.
+    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), String>;
+    /// A periodic resync.
+    fn resync(&self) -> Result<(), String>;
+    /// The watch reached `resource_version` (a bookmark); most stores ignore it.
+    fn bookmark(&self, resource_version: &str) {
+        let _ = resource_version;
+    }
+}
+
+/// Why a list-and-watch round ended.
+#[derive(Debug, thiserror::Error)]
+pub enum ReflectorError {
+    /// The list failed.
+    #[error("failed to list {kind}: {source}")]
+    List {
+        /// The listed kind.
+        kind: String,
+        /// The cause.
+        #[source]
+        source: client::Error,
+    },
+    /// The watch could not be started.
+    #[error("failed to watch {kind}: {source}")]
+    Watch {
+        /// The watched kind.
+        kind: String,
+        /// The cause.
+        #[source]
+        source: client::Error,
+    },
+    /// The watch stream delivered an error.
+    #[error("watch of {kind} ended with: {status}")]
+    WatchEnded {
+        /// The watched kind.
+        kind: String,
+        /// The error status.
+        status: StatusError,
+    },
+    /// The watch closed at once, without a single event.
+    #[error("very short watch: {kind}: Unexpected watch close - watch lasted less than a second and no items received")]
+    VeryShortWatch {
+        /// The watched kind.
+        kind: String,
+    },
+    /// The store refused a replace or a resync.
+    #[error("store of {kind}: {message}")]
+    Store {
+        /// The kind.
+        kind: String,
+        /// The store's error.
+        message: String,
+    },
+}
+
+impl ReflectorError {
+    /// The API status behind the error, if any.
+    pub fn status(&self) -> Option<&StatusError> {
+        match self {
+            ReflectorError::List { source, .. } | ReflectorError::Watch { source, .. } => {
+                source.status()
+            }
+            ReflectorError::WatchEnded { status, .. } => Some(status),
+            _ => None,
+        }
+    }
+}
+
+/// Jittered exponential backoff (client-go's `ExponentialBackoffManager` as the reflector
+/// configures it).
+#[derive(Debug, Clone)]
+pub struct Backoff {
+    /// The first delay.
+    pub initial: Duration,
+    /// The growth factor per step.
+    pub factor: f64,
+    /// Each delay `d` becomes a random value in `[d, d * (1 + jitter))`.
+    pub jitter: f64,
+    /// The largest delay before jitter.
+    pub cap: Duration,
+    /// A backoff this long after the previous one starts again from `initial`.
+    pub reset_after: Duration,
+    next: Duration,
+    last: Option<Instant>,
+}
+
+impl Default for Backoff {
+    fn default() -> Self {
+        Backoff::new(
+            Duration::from_millis(800),
+            2.0,
+            1.0,
+            Duration::from_secs(30),
+            Duration::from_secs(120),
+        )
+    }
+}
+
+impl Backoff {
+    /// A backoff with the given parameters.
+    pub fn new(
+        initial: Duration,
+        factor: f64,
+        jitter: f64,
+        cap: Duration,
+        reset_after: Duration,
+    ) -> Self {
+        Backoff {
+            initial,
+            factor,
+            jitter,
+            cap,
+            reset_after,
+            next: initial,
+            last: None,
+        }
+    }
+
+    /// The next delay to wait.
+    pub fn next_delay(&mut self) -> Duration {
+        let now = Instant::now();
+        if self
+            .last
+            .is_some_and(|l| now.duration_since(l) > self.reset_after)
+        {
+            self.next = self.initial;
+        }
+        self.last = Some(now);
+        let base = self.next;
+        self.next = base.mul_f64(self.factor).min(self.cap);
+        if self.jitter > 0.0 {
+            let extra = rand::rng().random_range(0.0..self.jitter);
+            base + base.mul_f64(extra)
+        } else {
+            base
+        }
+    }
+
+    async fn wait(&mut self, cancel: &CancellationToken) {
+        let d = self.next_delay();
+        tokio::select! {
+            _ = tokio::time::sleep(d) => {}
+            _ = cancel.cancelled() => {}
+        }
+    }
+}
+
+/// A reflector's configuration: a plain struct with builder methods.
+///
+/// ```
+/// use std::time::Duration;
+/// use kubegen_runtime::cache::reflector::ReflectorConfig;
+///
+/// let config = ReflectorConfig::default()
+///     .resync_period(Duration::from_secs(30))
+///     .page_size(100);
+/// assert_eq!(config.page_size, Some(100));
+/// ```
+#[derive(Debug, Clone)]
+pub struct ReflectorConfig {
+    /// How often to resync the store (0 = never).
+    pub resync_period: Duration,
+    /// The page size of lists; `None` follows client-go's rules (500 when paginating).
+    pub page_size: Option<i64>,
+    /// Watches time out after a random time in `[min, 2 * min]`; at least 5 minutes.
+    pub min_watch_timeout: Duration,
+    /// A watch with no event for this long is restarted; `None` = the watch's timeout
+    /// plus 30 s.
+    pub watch_idle_timeout: Option<Duration>,
+    /// How long to keep re-watching after 500 InternalError events (0 = relist at once).
+    pub max_internal_error_retry_duration: Duration,
+    /// Stream the initial list with `sendInitialEvents` instead of a LIST.
+    pub use_watch_list: bool,
+    /// The backoff between rounds and between failed watch starts.
+    pub backoff: Backoff,
+    /// Label selector applied to lists and watches.
+    pub label_selector: Option<String>,
+    /// Field selector applied to lists and watches.
+    pub field_selector: Option<String>,
+}
+
+impl Default for ReflectorConfig {
+    fn default() -> Self {
+        ReflectorConfig {
+            resync_period: Duration::ZERO,
+            page_size: None,
+            min_watch_timeout: MIN_WATCH_TIMEOUT,
+            watch_idle_timeout: None,
+            max_internal_error_retry_duration: Duration::ZERO,
+            use_watch_list: false,
+            backoff: Backoff::default(),
+            label_selector: None,
+            field_selector: None,
+        }
+    }
+}
+
+/// client-go's floor for watch timeouts.
+const MIN_WATCH_TIMEOUT: Duration = Duration::from_secs(300);
+const DEFAULT_PAGE_SIZE: i64 = 500;
+
+impl ReflectorConfig {
+    /// Sets the resync period.
+    pub fn resync_period(mut self, period: Duration) -> Self {
+        self.resync_period = period;
+        self
+    }
+    /// Sets the list page size.
+    pub fn page_size(mut self, size: i64) -> Self {
+        self.page_size = Some(size);
+        self
+    }
+    /// Sets the minimum watch timeout (only raised above 5 minutes, never lowered).
+    pub fn min_watch_timeout(mut self, timeout: Duration) -> Self {
+        self.min_watch_timeout = timeout.max(MIN_WATCH_TIMEOUT);
+        self
+    }
+    /// Sets the idle deadline after which a silent watch is restarted.
+    pub fn watch_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.watch_idle_timeout = Some(timeout);
+        self
+    }
+    /// Streams the initial list (`sendInitialEvents`).
+    pub fn use_watch_list(mut self, on: bool) -> Self {
+        self.use_watch_list = on;
+        self
+    }
+    /// Sets the backoff.
+    pub fn backoff(mut self, backoff: Backoff) -> Self {
+        self.backoff = backoff;
+        self
+    }
+    /// Sets how long 500 InternalError watch events are retried without relisting.
+    pub fn max_internal_error_retry_duration(mut self, d: Duration) -> Self {
+        self.max_internal_error_retry_duration = d;
+        self
+    }
+    /// Restricts lists and watches to objects matching a label selector.
+    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+    /// Restricts lists and watches to objects matching a field selector.
+    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+}
+
+type ShouldResync = Arc<dyn Fn() -> bool + Send + Sync>;
+type ErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
+type ResourceVersionObserver = Arc<dyn Fn(&str) + Send + Sync>;
+
+#[derive(Default)]
+struct SyncState {
+    last_sync_resource_version: String,
+    /// The last list failed with Expired or too-large: list at "" next.
+    resource_version_unavailable: bool,
+    /// A "0" list came back paginated: the server has no watch cache, keep paginating.
+    paginated_result: bool,
+}
+
+/// Keeps a [`ReflectorStore`] in step with the API server (see the module docs).
+pub struct Reflector<K> {
+    kind: String,
+    lw: Arc<dyn ListerWatcher<K>>,
+    store: Arc<dyn ReflectorStore<K>>,
+    config: Mutex<ReflectorConfig>,
+    should_resync: Option<ShouldResync>,
+    error_handler: ErrorHandler,
+    rv_observer: Option<ResourceVersionObserver>,
+    state: Mutex<SyncState>,
+}
+
+impl<K> fmt::Debug for Reflector<K> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Reflector")
+            .field("kind", &self.kind)
+            .field(
+                "last_sync_resource_version",
+                &self.state.lock().last_sync_resource_version,
+            )
+            .finish_non_exhaustive()
+    }
+}
+
+/// client-go's default watch error handler: log, quietly for an expired watch.
+fn default_error_handler(kind: &str, err: &ReflectorError) {
+    if err.status().is_some_and(|s| s.is_expired() || s.is_gone()) {
+        tracing::debug!(kind, %err, "watch closed with expired resourceVersion; relisting");
+    } else {
+        tracing::warn!(kind, %err, "list/watch failed");
+    }
+}
+
+enum WatchOutcome {
+    /// The watch closed normally: re-watch from the last resourceVersion.
+    Rewatch,
+    /// The round is over without error (410, cancelled): relist.
+    Relist,
+    /// Back off, then re-watch without relisting.
+    BackoffRewatch,
+}
+
+impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
+    /// A reflector that lists and watches with `lw` into `store`. `kind` names the
+    /// resource in errors and logs.
+    pub fn new(
+        kind: impl Into<String>,
+        lw: Arc<dyn ListerWatcher<K>>,
+        store: Arc<dyn ReflectorStore<K>>,
+        config: ReflectorConfig,
+    ) -> Self {
+        Reflector {
+            kind: kind.into(),
+            lw,
+            store,
+            config: Mutex::new(config),
+            should_resync: None,
+            error_handler: Arc::new(|_| {}),
+            rv_observer: None,
+            state: Mutex::new(SyncState::default()),
+        }
+        .with_default_error_handler()
+    }
+
+    fn with_default_error_handler(mut self) -> Self {
+        let kind = self.kind.clone();
+        self.error_handler = Arc::new(move |e| default_error_handler(&kind, e));
+        self
+    }
+
+    /// Sets the predicate consulted before each periodic resync.
+    pub fn with_should_resync(mut self, f: impl Fn() -> bool + Send + Sync + 'static) -> Self {
+        self.should_resync = Some(Arc::new(f));
+        self
+    }
+
+    /// Sets the handler called with the error of every failed round.
+    pub fn with_error_handler(
+        mut self,
+        f: impl Fn(&ReflectorError) + Send + Sync + 'static,
+    ) -> Self {
+        self.error_handler = Arc::new(f);
+        self
+    }
+
+    /// Sets a callback that sees every resourceVersion the reflector syncs to.
+    pub fn with_resource_version_observer(
+        mut self,
+        f: impl Fn(&str) + Send + Sync + 'static,
+    ) -> Self {
+        self.rv_observer = Some(Arc::new(f));
+        self
+    }
+
+    /// The resourceVersion the store was last synced to (`""` before the first list).
+    pub fn last_sync_resource_version(&self) -> String {
+        self.state.lock().last_sync_resource_version.clone()
+    }
+
+    fn set_last_sync(&self, rv: &str) {
+        self.state.lock().last_sync_resource_version = rv.to_owned();
+        if let Some(o) = &self.rv_observer {
+            o(rv);
+        }
+    }
+
+    /// Runs list-and-watch rounds until `cancel` fires, backing off between rounds.
+    pub async fn run(&self, cancel: CancellationToken) {
+        let mut backoff = self.config.lock().backoff.clone();
+        while !cancel.is_cancelled() {
+            if let Err(err) = self.list_and_watch(&cancel).await {
+                (self.error_handler)(&err);
+            }
+            if cancel.is_cancelled() {
+                break;
+            }
+            backoff.wait(&cancel).await;
+        }
+    }
+
+    /// One round: list (or stream the initial list), then watch until the watch ends.
+    /// Returns `Ok` when the round ended in a way that only calls for a relist.
+    pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
+        let config = self.config.lock().clone();
+        let mut first_stream = None;
+        if config.use_watch_list {
+            match self.watch_list(&config, cancel).await {
+                Ok(Some(stream)) => first_stream = Some(stream),
+                Ok(None) => return Ok(()),
+                Err(err) => {
+                    tracing::debug!(kind = %self.kind, %err, "streaming list failed; falling back to LIST");
+                }
+            }
+        }
+        if first_stream.is_none() {
+            let listed = tokio::select! {
+                r = self.list(&config) => r,
+                _ = cancel.cancelled() => return Ok(()),
+            };
+            listed?;
+        }
+        self.watch_loop(&config, first_stream, cancel).await
+    }
+
+    fn base_options(&self, config: &ReflectorConfig) -> ListOptions {
+        ListOptions {
+            label_selector: config.label_selector.clone(),
+            field_selector: config.field_selector.clone(),
+            ..Default::default()
+        }
+    }
+
+    fn relist_resource_version(&self) -> String {
+        let st = self.state.lock();
+        if st.resource_version_unavailable {
+            String::new()
+        } else if st.last_sync_resource_version.is_empty() {
+            "0".to_owned()
+        } else {
+            st.last_sync_resource_version.clone()
+        }
+    }
+
+    async fn list(&self, config: &ReflectorConfig) -> Result<(), ReflectorError> {
+        loop {
+            let rv = self.relist_resource_version();
+            let limit = match config.page_size {
+                Some(size) => size,
+                None if self.state.lock().paginated_result => DEFAULT_PAGE_SIZE,
+                None if rv != "0" && !rv.is_empty() => 0,
+                None => DEFAULT_PAGE_SIZE,
+            };
+            let mut opts = self.base_options(config);
+            opts.resource_version = Some(rv.clone());
+            opts.limit = (limit > 0).then_some(limit);
+            match self.list_pages(opts).await {
+                Ok((items, list_rv, paginated)) => {
+                    {
+                        let mut st = self.state.lock();
+                        if rv == "0" && paginated {
+                            st.paginated_result = true;
+                        }
+                        st.resource_version_unavailable = false;
+                    }
+                    self.store.replace(items, &list_rv).map_err(|message| {
+                        ReflectorError::Store {
+                            kind: self.kind.clone(),
+                            message,
+                        }
+                    })?;
+                    self.set_last_sync(&list_rv);
+                    return Ok(());
+                }
+                Err(err) => {
+                    let retry = err.status().is_some_and(|s| {
+                        s.is_expired() || s.is_gone() || s.is_too_large_resource_version()
+                    });
+                    if retry && !rv.is_empty() {
+                        self.state.lock().resource_version_unavailable = true;
+                        continue;
+                    }
+                    return Err(ReflectorError::List {
+                        kind: self.kind.clone(),
+                        source: err,
+                    });
+                }
+            }
+        }
+    }
+
+    /// Lists all pages: `(items, resourceVersion of the first page, paginated)`.
+    async fn list_pages(
+        &self,
+        opts: ListOptions,
+    ) -> Result<(Vec<Arc<K>>, String, bool), client::Error> {
+        let first = self.lw.list(opts.clone()).await?;
+        let list_rv = first.resource_version.clone();
+        let mut paginated = first.continue_token.is_some();
+        let mut items: Vec<Arc<K>> = first.items.into_iter().map(Arc::new).collect();
+        let mut token = first.continue_token;
+        while let Some(t) = token.take().filter(|t| !t.is_empty()) {
+            paginated = true;
+            let mut page_opts = opts.clone();
+            page_opts.continue_token = Some(t);
+            page_opts.resource_version = None;
+            page_opts.resource_version_match = None;
+            match self.lw.list(page_opts).await {
+                Ok(page) => {
+                    items.extend(page.items.into_iter().map(Arc::new));
+                    token = page.continue_token;
+                }
+                Err(err) if err.status().is_some_and(StatusError::is_expired) => {
+                    // The snapshot is gone: one full, unpaginated list at the original
+                    // resourceVersion (client-go's pager does exactly one such retry).
+                    let mut full = opts.clone();
+                    full.limit = None;
+                    full.continue_token = None;
+                    let page = self.lw.list(full).await?;
+                    return Ok((
+                        page.items.into_iter().map(Arc::new).collect(),
+                        page.resource_version,
+                        paginated,
+                    ));
+                }
+                Err(err) => return Err(err),
+            }
+        }
+        Ok((items, list_rv, paginated))
+    }
+
+    fn watch_options(&self, config: &ReflectorConfig) -> ListOptions {
+        let min = config
+            .min_watch_timeout
+            .max(MIN_WATCH_TIMEOUT)
+            .as_secs()
+            .max(1);
+        let timeout = rand::rng().random_range(min..=2 * min);
+        let mut opts = self.base_options(config);
+        opts.resource_version = Some(self.last_sync_resource_version());
+        opts.timeout_seconds = u32::try_from(timeout).ok();
+        opts.allow_watch_bookmarks = true;
+        opts
+    }
+
+    fn idle_deadline(config: &ReflectorConfig, opts: &ListOptions) -> Duration {
+        config.watch_idle_timeout.unwrap_or_else(|| {
+            Duration::from_secs(u64::from(opts.timeout_seconds.unwrap_or(600)))
+                + Duration::from_secs(30)
+        })
+    }
+
+    async fn watch_loop(
+        &self,
+        config: &ReflectorConfig,
+        mut first_stream: Option<(BoxStream<'static, WatchEvent<K>>, Duration)>,
+        cancel: &CancellationToken,
+    ) -> Result<(), ReflectorError> {
+        let mut backoff = config.backoff.clone();
+        let mut internal_errors_since: Option<Instant> = None;
+        let resync = self.resync_loop(config, cancel);
+        tokio::pin!(resync);
+        loop {
+            if cancel.is_cancelled() {
+                return Ok(());
+            }
+            let (stream, idle) = match first_stream.take() {
+                Some(s) => s,
+                None => {
+                    let opts = self.watch_options(config);
+                    let idle = Self::idle_deadline(config, &opts);
+                    let started = tokio::select! {
+                        r = self.lw.watch(opts) => r,
+                        _ = cancel.cancelled() => return Ok(()),
+                        r = &mut resync => return r,
+                    };
+                    match started {
+                        Ok(s) => (s, idle),
+                        Err(err) if is_retriable_watch_start(&err) => {
+                            tracing::debug!(kind = %self.kind, %err, "watch start failed; backing off and re-watching");
+                            backoff.wait(cancel).await;
+                            continue;
+                        }
+                        Err(err) => {
+                            return Err(ReflectorError::Watch {
+                                kind: self.kind.clone(),
+                                source: err,
+                            })
+                        }
+                    }
+                }
+            };
+            let outcome = tokio::select! {
+                r = self.handle_watch(stream, idle, config, &mut internal_errors_since) => r,
+                _ = cancel.cancelled() => return Ok(()),
+                r = &mut resync => return r,
+            };
+            match outcome? {
+                WatchOutcome::Rewatch => {}
+                WatchOutcome::Relist => return Ok(()),
+                WatchOutcome::BackoffRewatch => backoff.wait(cancel).await,
+            }
+        }
+    }
+
+    /// Resyncs the store every resync period; only returns on a store error.
+    async fn resync_loop(
+        &self,
+        config: &ReflectorConfig,
+        cancel: &CancellationToken,
+    ) -> Result<(), ReflectorError> {
+        if config.resync_period.is_zero() {
+            cancel.cancelled().await;
+            return Ok(());
+        }
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(config.resync_period) => {}
+                _ = cancel.cancelled() => return Ok(()),
+            }
+            if self.should_resync.as_ref().is_none_or(|f| f()) {
+                self.store
+                    .resync()
+                    .map_err(|message| ReflectorError::Store {
+                        kind: self.kind.clone(),
+                        message,
+                    })?;
+            }
+        }
+    }
+
+    async fn handle_watch(
+        &self,
+        mut stream: BoxStream<'static, WatchEvent<K>>,
+        idle: Duration,
+        config: &ReflectorConfig,
+        internal_errors_since: &mut Option<Instant>,
+    ) -> Result<WatchOutcome, ReflectorError> {
+        let started = Instant::now();
+        let mut events = 0usize;
+        loop {
+            let next = match tokio::time::timeout(idle, stream.next()).await {
+                Ok(next) => next,
+                Err(_) => {
+                    tracing::warn!(kind = %self.kind, ?idle, "watch silent past its idle deadline; restarting it");
+                    return Ok(WatchOutcome::Rewatch);
+                }
+            };
+            let Some(event) = next else {
+                if events == 0 && started.elapsed() < Duration::from_secs(1) {
+                    return Err(ReflectorError::VeryShortWatch {
+                        kind: self.kind.clone(),
+                    });
+                }
+                return Ok(WatchOutcome::Rewatch);
+            };
+            events += 1;
+            match event {
+                WatchEvent::Added(obj) => self.apply(obj, |s, o| s.add(o)),
+                WatchEvent::Modified(obj) => self.apply(obj, |s, o| s.update(o)),
+                WatchEvent::Deleted(obj) => self.apply(obj, |s, o| s.delete(o)),
+                WatchEvent::Bookmark(Bookmark {
+                    resource_version, ..
+                }) => {
+                    self.store.bookmark(&resource_version);
+                    self.set_last_sync(&resource_version);
+                }
+                WatchEvent::Error(status) => {
+                    if status.is_expired() || status.is_gone() {
+                        (self.error_handler)(&ReflectorError::WatchEnded {
+                            kind: self.kind.clone(),
+                            status,
+                        });
+                        return Ok(WatchOutcome::Relist);
+                    }
+                    if status.is_too_many_requests() {
+                        return Ok(WatchOutcome::BackoffRewatch);
+                    }
+                    if status.is_internal_error()
+                        && !status.has_cause(crate::errors::cause::CLIENT_WATCH_DECODING)
+                    {
+                        let since = *internal_errors_since.get_or_insert_with(Instant::now);
+                        if since.elapsed() < config.max_internal_error_retry_duration {
+                            return Ok(WatchOutcome::Rewatch);
+                        }
+                    }
+                    return Err(ReflectorError::WatchEnded {
+                        kind: self.kind.clone(),
+                        status,
+                    });
+                }
+            }
+        }
+    }
+
+    fn apply(&self, obj: K, f: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), String>) {
+        let rv = obj.meta().resource_version.clone().unwrap_or_default();
+        if let Err(err) = f(self.store.as_ref(), Arc::new(obj)) {
+            tracing::error!(kind = %self.kind, %err, "store rejected a watch event");
+        }
+        self.set_last_sync(&rv);
+    }
+
+    /// Streams the initial list. `Ok(Some)`: the store was replaced and the stream goes on
+    /// in the watch phase; `Ok(None)`: cancelled or retriable (the caller ends the round);
+    /// `Err`: fall back to LIST.
+    async fn watch_list(
+        &self,
+        config: &ReflectorConfig,
+        cancel: &CancellationToken,
+    ) -> Result<Option<(BoxStream<'static, WatchEvent<K>>, Duration)>, client::Error> {
+        loop {
+            let mut opts = self.watch_options(config);
+            if self.state.lock().resource_version_unavailable {
+                opts.resource_version = Some(String::new());
+            }
+            opts.send_initial_events = Some(true);
+            opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
+            let idle = Self::idle_deadline(config, &opts);
+            let started = tokio::select! {
+                r = self.lw.watch(opts) => r,
+                _ = cancel.cancelled() => return Ok(None),
+            };
+            let mut stream = match started {
+                Ok(s) => s,
+                Err(err) if is_retriable_watch_start(&err) => return Ok(None),
+                Err(err) => return Err(err),
+            };
+            let mut temp: HashMap<String, Arc<K>> = HashMap::new();
+            let mut warned_at = Instant::now();
+            loop {
+                let next = tokio::select! {
+                    n = tokio::time::timeout(Duration::from_secs(10), stream.next()) => n,
+                    _ = cancel.cancelled() => return Ok(None),
+                };
+                let event = match next {
+                    Err(_) => {
+                        if warned_at.elapsed() >= Duration::from_secs(10) {
+                            tracing::warn!(kind = %self.kind, "still waiting for the end of the initial events of a streaming list");
+                            warned_at = Instant::now();
+                        }
+                        continue;
+                    }
+                    // Closed before the end bookmark: discard and start a new request.
+                    Ok(None) => break,
+                    Ok(Some(e)) => e,
+                };
+                match event {
+                    WatchEvent::Added(o) | WatchEvent::Modified(o) => {
+                        temp.insert(crate::object::object_key(&o), Arc::new(o));
+                    }
+                    WatchEvent::Deleted(o) => {
+                        temp.remove(&crate::object::object_key(&o));
+                    }
+                    WatchEvent::Bookmark(b) => {
+                        if b.annotations
+                            .get(Bookmark::INITIAL_EVENTS_END)
+                            .map(String::as_str)
+                            == Some("true")
+                        {
+                            let items: Vec<Arc<K>> = temp.into_values().collect();
+                            if let Err(message) = self.store.replace(items, &b.resource_version) {
+                                tracing::error!(kind = %self.kind, %message, "store refused the streamed list");
+                                return Ok(None);
+                            }
+                            self.state.lock().resource_version_unavailable = false;
+                            self.set_last_sync(&b.resource_version);
+                            return Ok(Some((stream, idle)));
+                        }
+                    }
+                    WatchEvent::Error(status) => {
+                        if status.is_expired()
+                            || status.is_gone()
+                            || status.is_too_large_resource_version()
+                        {
+                            self.state.lock().resource_version_unavailable = true;
+                            break;
+                        }
+                        return Err(client::Error::Api(status));
+                    }
+                }
+            }
+            if cancel.is_cancelled() {
+                return Ok(None);
+            }
+        }
+    }
+}
+
+/// Connection refused and 429 at watch start: back off and re-watch, no relist.
+fn is_retriable_watch_start(err: &client::Error) -> bool {
+    if err.status().is_some_and(StatusError::is_too_many_requests) {
+        return true;
+    }
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests;

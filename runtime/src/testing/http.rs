@@ -1,0 +1,748 @@
+//! HTTP: routing, discovery, list, get and the minimal writes, as a real API server
+//! answers them (SEMANTICS 9).
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::{header, Method, Request, Response, StatusCode};
+use serde_json::{json, Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::errors::{cause, StatusCause, StatusError};
+
+use super::body::Body;
+use super::registry::Registration;
+use super::select::Filter;
+use super::server::{Inner, Propagation};
+use super::store::Stored;
+use super::watch;
+
+/// The query parameters of a list or watch.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Query {
+    pub label_selector: Option<String>,
+    pub field_selector: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+    pub limit: Option<u64>,
+    pub continue_: Option<String>,
+    pub timeout_seconds: Option<u64>,
+    pub watch: bool,
+    pub allow_watch_bookmarks: bool,
+    pub send_initial_events: Option<bool>,
+    pub propagation_policy: Option<String>,
+}
+
+fn percent_decode(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'+' => out.push(b' '),
+            b'%' if i + 2 < b.len() => {
+                let hex = std::str::from_utf8(&b[i + 1..i + 3]).unwrap_or("");
+                match u8::from_str_radix(hex, 16) {
+                    Ok(v) => {
+                        out.push(v);
+                        i += 2;
+                    }
+                    Err(_) => out.push(b'%'),
+                }
+            }
+            c => out.push(c),
+        }
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+fn parse_bool(v: &str) -> bool {
+    matches!(v, "true" | "1" | "True" | "TRUE")
+}
+
+impl Query {
+    fn parse(q: Option<&str>) -> Result<Query, StatusError> {
+        let mut out = Query::default();
+        for pair in q.unwrap_or_default().split('&').filter(|p| !p.is_empty()) {
+            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+            let v = percent_decode(v);
+            let some = |v: String| (!v.is_empty()).then_some(v);
+            match k {
+                "labelSelector" => out.label_selector = some(v),
+                "fieldSelector" => out.field_selector = some(v),
+                "resourceVersion" => out.resource_version = some(v),
+                "resourceVersionMatch" => out.resource_version_match = some(v),
+                "continue" => out.continue_ = some(v),
+                "limit" if !v.is_empty() => {
+                    let n: i64 = v.parse().map_err(|_| {
+                        StatusError::bad_request(format!("invalid value for limit: {v:?}"))
+                    })?;
+                    out.limit = (n > 0).then_some(n as u64);
+                }
+                "timeoutSeconds" if !v.is_empty() => {
+                    let n: i64 = v.parse().map_err(|_| {
+                        StatusError::bad_request(format!("invalid value for timeoutSeconds: {v:?}"))
+                    })?;
+                    out.timeout_seconds = (n > 0).then_some(n as u64);
+                }
+                "watch" => out.watch = parse_bool(&v),
+                "allowWatchBookmarks" => out.allow_watch_bookmarks = parse_bool(&v),
+                "sendInitialEvents" if !v.is_empty() => {
+                    out.send_initial_events = Some(parse_bool(&v))
+                }
+                "propagationPolicy" => out.propagation_policy = some(v),
+                _ => {}
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// A resourceVersion query value as a number.
+pub(crate) fn parse_rv(v: &str) -> Result<u64, StatusError> {
+    v.parse()
+        .map_err(|_| StatusError::bad_request(format!("invalid resource version {v:?}")))
+}
+
+fn forbidden(field: &str, message: &str) -> StatusCause {
+    StatusCause {
+        reason: cause::FIELD_VALUE_FORBIDDEN.into(),
+        message: format!("Forbidden: {message}"),
+        field: field.into(),
+    }
+}
+
+fn not_supported(field: &str, value: &str, supported: &[&str]) -> StatusCause {
+    let list = supported
+        .iter()
+        .map(|s| format!("{s:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    StatusCause {
+        reason: cause::FIELD_VALUE_NOT_SUPPORTED.into(),
+        message: format!("Unsupported value: {value:?}: supported values: {list}"),
+        field: field.into(),
+    }
+}
+
+/// apimachinery's ListOptions validation for lists and watches.
+pub(crate) fn validate(q: &Query) -> Result<(), StatusError> {
+    let mut causes = Vec::new();
+    let m = q.resource_version_match.as_deref();
+    if q.watch {
+        if q.send_initial_events.is_some() && m != Some("NotOlderThan") {
+            causes.push(forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+            ));
+        }
+        if let Some(m) = m {
+            if q.send_initial_events.is_none() {
+                causes.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+                ));
+            }
+            if m != "NotOlderThan" {
+                causes.push(not_supported("resourceVersionMatch", m, &["NotOlderThan"]));
+            }
+            if q.continue_.is_some() {
+                causes.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+        }
+    } else {
+        if let Some(m) = m {
+            if q.resource_version.is_none() {
+                causes.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if q.continue_.is_some() {
+                causes.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if m != "Exact" && m != "NotOlderThan" {
+                causes.push(not_supported(
+                    "resourceVersionMatch",
+                    m,
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if m == "Exact" && q.resource_version.as_deref() == Some("0") {
+                causes.push(forbidden(
+                    "resourceVersionMatch",
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+        }
+        if q.send_initial_events.is_some() {
+            causes.push(forbidden(
+                "sendInitialEvents",
+                "sendInitialEvents is forbidden for list",
+            ));
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(StatusError::invalid(
+            "meta.k8s.io",
+            "ListOptions",
+            "",
+            causes,
+        ))
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Option<Vec<u8>> {
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    (0..s.len())
+        .step_by(2)
+        .map(|i| s.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok()))
+        .collect()
+}
+
+/// A continue token: the snapshot version (0: the current state, for an inconsistent
+/// resume) and the last key returned.
+pub(crate) fn encode_continue(rv: u64, start: &str) -> String {
+    hex(json!({"v": "meta.k8s.io/v1", "rv": rv, "start": start})
+        .to_string()
+        .as_bytes())
+}
+
+fn decode_continue(tok: &str) -> Result<(u64, String), StatusError> {
+    let bad = || StatusError::bad_request(format!("continue key is not valid: {tok:?}"));
+    let v: Value = unhex(tok)
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .ok_or_else(bad)?;
+    let rv = v.get("rv").and_then(Value::as_u64).ok_or_else(bad)?;
+    let start = v.get("start").and_then(Value::as_str).ok_or_else(bad)?;
+    Ok((rv, start.to_owned()))
+}
+
+pub(crate) fn json_response(code: StatusCode, body: Vec<u8>) -> Response<Body> {
+    let mut r = Response::new(Body::full(body));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+pub(crate) fn error_response(err: &StatusError) -> Response<Body> {
+    let body = serde_json::to_vec(err.status()).unwrap_or_default();
+    let code = StatusCode::from_u16(err.code()).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let mut r = json_response(code, body);
+    if let Some(s) = err.retry_after_seconds() {
+        if let Ok(v) = header::HeaderValue::from_str(&s.to_string()) {
+            r.headers_mut().insert(header::RETRY_AFTER, v);
+        }
+    }
+    r
+}
+
+fn object_response(code: StatusCode, s: &Stored) -> Response<Body> {
+    let mut r = Response::new(Body::full(s.bytes.clone()));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    r
+}
+
+/// What a path names.
+enum Target {
+    Version,
+    Api,
+    Apis,
+    Group(String),
+    Resources(String),
+    Collection {
+        idx: usize,
+        ns: Option<String>,
+    },
+    Object {
+        idx: usize,
+        ns: String,
+        name: String,
+        sub: Option<String>,
+    },
+}
+
+fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
+    let not_found = || {
+        StatusError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    };
+    let segs: Vec<String> = path
+        .trim_matches('/')
+        .split('/')
+        .map(percent_decode)
+        .collect();
+    let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
+    let (gv, rest) = match segs.as_slice() {
+        ["version"] => return Ok(Target::Version),
+        ["api"] => return Ok(Target::Api),
+        ["apis"] => return Ok(Target::Apis),
+        ["apis", g] => return Ok(Target::Group((*g).to_owned())),
+        ["api", v, rest @ ..] => ((*v).to_owned(), rest),
+        ["apis", g, v, rest @ ..] => (format!("{g}/{v}"), rest),
+        _ => return Err(not_found()),
+    };
+    if rest.is_empty() {
+        let st = inner.state.read();
+        if st.collections.iter().any(|c| c.reg.api_version() == gv) {
+            return Ok(Target::Resources(gv));
+        }
+        return Err(not_found());
+    }
+    let st = inner.state.read();
+    let lookup = |plural: &str| st.lookup(&gv, plural);
+    let namespaced_lookup = |plural: &str| {
+        st.lookup(&gv, plural)
+            .filter(|i| st.collections[*i].reg.namespaced)
+    };
+    let target = match rest {
+        ["namespaces", ns, res, tail @ ..] if namespaced_lookup(res).is_some() => {
+            let idx = namespaced_lookup(res).ok_or_else(not_found)?;
+            match tail {
+                [] => Target::Collection {
+                    idx,
+                    ns: Some((*ns).to_owned()),
+                },
+                [name] => Target::Object {
+                    idx,
+                    ns: (*ns).to_owned(),
+                    name: (*name).to_owned(),
+                    sub: None,
+                },
+                [name, sub] => Target::Object {
+                    idx,
+                    ns: (*ns).to_owned(),
+                    name: (*name).to_owned(),
+                    sub: Some((*sub).to_owned()),
+                },
+                _ => return Err(not_found()),
+            }
+        }
+        [res, tail @ ..] => {
+            let idx = lookup(res).ok_or_else(not_found)?;
+            let namespaced = st.collections[idx].reg.namespaced;
+            match tail {
+                [] => Target::Collection { idx, ns: None },
+                [name] if !namespaced => Target::Object {
+                    idx,
+                    ns: String::new(),
+                    name: (*name).to_owned(),
+                    sub: None,
+                },
+                [name, sub] if !namespaced => Target::Object {
+                    idx,
+                    ns: String::new(),
+                    name: (*name).to_owned(),
+                    sub: Some((*sub).to_owned()),
+                },
+                _ => return Err(not_found()),
+            }
+        }
+        [] => return Err(not_found()),
+    };
+    Ok(target)
+}
+
+/// Answers one request.
+pub(crate) async fn handle(
+    inner: Arc<Inner>,
+    req: Request<Bytes>,
+    stop: CancellationToken,
+) -> Response<Body> {
+    match respond(inner, req, stop).await {
+        Ok(r) => r,
+        Err(e) => error_response(&e),
+    }
+}
+
+async fn respond(
+    inner: Arc<Inner>,
+    req: Request<Bytes>,
+    stop: CancellationToken,
+) -> Result<Response<Body>, StatusError> {
+    let target = route(&inner, req.uri().path())?;
+    let q = Query::parse(req.uri().query())?;
+    let method = req.method().clone();
+    match (target, method) {
+        (Target::Version, Method::GET) => Ok(json_response(StatusCode::OK, version())),
+        (Target::Api, Method::GET) => Ok(json_response(StatusCode::OK, api_versions())),
+        (Target::Apis, Method::GET) => Ok(json_response(StatusCode::OK, groups(&inner))),
+        (Target::Group(g), Method::GET) => group(&inner, &g),
+        (Target::Resources(gv), Method::GET) => {
+            Ok(json_response(StatusCode::OK, resources(&inner, &gv)))
+        }
+        (Target::Collection { idx, ns }, Method::GET) => {
+            if q.watch {
+                watch::start(inner, idx, ns, q, stop).await
+            } else {
+                list(&inner, idx, ns.as_deref(), &q).await
+            }
+        }
+        (Target::Collection { idx, ns }, Method::POST) => {
+            let obj = body_object(req.body())?;
+            let s = inner.create(idx, ns.as_deref().unwrap_or_default(), obj)?;
+            Ok(object_response(StatusCode::CREATED, &s))
+        }
+        (Target::Object { idx, ns, name, sub }, m) => {
+            let reg = inner.registration(idx);
+            let status_only = match sub.as_deref() {
+                None => false,
+                Some("status") if reg.status => true,
+                Some(_) => {
+                    return Err(StatusError::new(
+                        404,
+                        "NotFound",
+                        "the server could not find the requested resource",
+                    ))
+                }
+            };
+            match m {
+                Method::GET => get(&inner, idx, &reg, &ns, &name),
+                Method::PUT => {
+                    let obj = body_object(req.body())?;
+                    let s = inner.update(idx, &ns, &name, obj, status_only)?;
+                    Ok(object_response(StatusCode::OK, &s))
+                }
+                Method::DELETE if !status_only => {
+                    let mut policy = q.propagation_policy.clone();
+                    if !req.body().is_empty() {
+                        let opts: Value = serde_json::from_slice(req.body())
+                            .map_err(|e| StatusError::bad_request(e.to_string()))?;
+                        if let Some(p) = opts.get("propagationPolicy").and_then(Value::as_str) {
+                            policy = Some(p.to_owned());
+                        }
+                    }
+                    let propagation = match policy.as_deref() {
+                        Some("Foreground") => Propagation::Foreground,
+                        Some("Orphan") => Propagation::Orphan,
+                        _ => Propagation::Background,
+                    };
+                    let (s, pending) = inner.delete(idx, &ns, &name, propagation)?;
+                    let code = if pending {
+                        StatusCode::ACCEPTED
+                    } else {
+                        StatusCode::OK
+                    };
+                    Ok(object_response(code, &s))
+                }
+                other => Err(StatusError::method_not_allowed(format!(
+                    "the server does not allow this method on the requested resource: {other}"
+                ))),
+            }
+        }
+        (_, other) => Err(StatusError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource: {other}"
+        ))),
+    }
+}
+
+fn body_object(body: &Bytes) -> Result<Map<String, Value>, StatusError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(StatusError::bad_request("the body must be a JSON object")),
+        Err(e) => Err(StatusError::bad_request(format!(
+            "the body of the request was in an unknown format: {e}"
+        ))),
+    }
+}
+
+fn get(
+    inner: &Inner,
+    idx: usize,
+    reg: &Registration,
+    ns: &str,
+    name: &str,
+) -> Result<Response<Body>, StatusError> {
+    let key = super::store::storage_key(ns, name);
+    let st = inner.state.read();
+    match st.collections[idx].objects.get(&key) {
+        Some(s) => Ok(object_response(StatusCode::OK, s)),
+        None => Err(StatusError::not_found(
+            crate::errors::GroupResource {
+                group: &reg.group,
+                resource: &reg.plural,
+            },
+            name,
+        )),
+    }
+}
+
+/// Which state a list reads.
+#[derive(Debug, Clone, Copy)]
+enum At {
+    /// The current state.
+    Current,
+    /// The state at exactly this version.
+    Exact(u64),
+}
+
+async fn list(
+    inner: &Inner,
+    idx: usize,
+    ns: Option<&str>,
+    q: &Query,
+) -> Result<Response<Body>, StatusError> {
+    validate(q)?;
+    let reg = inner.registration(idx);
+    let filter = Filter::parse(
+        &reg,
+        q.label_selector.as_deref(),
+        q.field_selector.as_deref(),
+    )?;
+    let (at, start_after, from_token) = match &q.continue_ {
+        Some(tok) => {
+            if q.resource_version.as_deref().is_some_and(|v| v != "0") {
+                return Err(StatusError::bad_request(
+                    "specifying resource version is not allowed when using continue",
+                ));
+            }
+            let (rv, start) = decode_continue(tok)?;
+            let at = if rv == 0 { At::Current } else { At::Exact(rv) };
+            (at, Some(start), true)
+        }
+        None => {
+            let m = q.resource_version_match.as_deref();
+            let at = match q.resource_version.as_deref() {
+                None | Some("0") => At::Current,
+                Some(v) => {
+                    let x = parse_rv(v)?;
+                    let exact = m == Some("Exact") || (m.is_none() && q.limit.is_some());
+                    if x > inner.state.read().rv && !inner.wait_for(x).await {
+                        let cur = inner.state.read().rv;
+                        return Err(StatusError::resource_version_too_large(format!(
+                            "Too large resource version: {x}, current: {cur}"
+                        )));
+                    }
+                    if exact {
+                        At::Exact(x)
+                    } else {
+                        At::Current
+                    }
+                }
+            };
+            (at, None, false)
+        }
+    };
+    let limit = q.limit.map(|l| l as usize);
+    let count_remaining = filter.is_everything();
+    let st = inner.state.read();
+    let coll = &st.collections[idx];
+    let (snapshot_at, list_rv) = match at {
+        At::Current => (None, st.rv),
+        At::Exact(x) if x >= st.rv => (None, x),
+        At::Exact(x) => {
+            if x < coll.oldest {
+                if from_token {
+                    let mut e = StatusError::expired(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.",
+                    )
+                    .into_status();
+                    e.metadata.continue_ = Some(encode_continue(
+                        0,
+                        start_after.as_deref().unwrap_or_default(),
+                    ));
+                    return Err(e.into());
+                }
+                return Err(StatusError::expired(
+                    "The resourceVersion for the provided list is too old.",
+                ));
+            }
+            (Some(x), x)
+        }
+    };
+    let mut items: Vec<Arc<Stored>> = Vec::new();
+    let mut more = false;
+    let mut remaining: u64 = 0;
+    coll.visit(snapshot_at, ns, start_after.as_deref(), |obj| {
+        if !filter.matches(&obj.labels, &obj.fields) {
+            return true;
+        }
+        if limit.is_some_and(|l| items.len() >= l) {
+            more = true;
+            remaining += 1;
+            return count_remaining;
+        }
+        items.push(obj.clone());
+        true
+    });
+    let token_rv = snapshot_at.unwrap_or(list_rv);
+    drop(st);
+    let mut meta = Map::new();
+    meta.insert("resourceVersion".into(), Value::String(list_rv.to_string()));
+    if more {
+        if let Some(last) = items.last() {
+            meta.insert(
+                "continue".into(),
+                Value::String(encode_continue(token_rv, &last.key)),
+            );
+            if count_remaining {
+                meta.insert("remainingItemCount".into(), Value::from(remaining));
+            }
+        }
+    }
+    let head = format!(
+        "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
+        Value::String(reg.list_kind.clone()),
+        Value::String(reg.api_version()),
+        Value::Object(meta)
+    );
+    let mut r = Response::new(Body::list(
+        Bytes::from(head),
+        items,
+        reg.list_items_type_meta,
+        Bytes::from_static(b"]}"),
+    ));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("application/json"),
+    );
+    Ok(r)
+}
+
+fn version() -> Vec<u8> {
+    json!({
+        "major": "1",
+        "minor": "37",
+        "gitVersion": "v1.37.0-kubegen",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2026-01-01T00:00:00Z",
+        "goVersion": "go1.25",
+        "compiler": "gc",
+        "platform": "linux/amd64"
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn api_versions() -> Vec<u8> {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:0"}]
+    })
+    .to_string()
+    .into_bytes()
+}
+
+fn group_json(name: &str, versions: &[String]) -> Value {
+    let vs: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+        .collect();
+    json!({
+        "name": name,
+        "versions": vs,
+        "preferredVersion": vs.first().cloned().unwrap_or(Value::Null),
+    })
+}
+
+fn group_versions(inner: &Inner) -> Vec<(String, Vec<String>)> {
+    let st = inner.state.read();
+    let mut out: Vec<(String, Vec<String>)> = Vec::new();
+    for c in &st.collections {
+        if c.reg.group.is_empty() {
+            continue;
+        }
+        match out.iter_mut().find(|(g, _)| *g == c.reg.group) {
+            Some((_, vs)) => {
+                if !vs.contains(&c.reg.version) {
+                    vs.push(c.reg.version.clone());
+                }
+            }
+            None => out.push((c.reg.group.clone(), vec![c.reg.version.clone()])),
+        }
+    }
+    out
+}
+
+fn groups(inner: &Inner) -> Vec<u8> {
+    let gs: Vec<Value> = group_versions(inner)
+        .iter()
+        .map(|(g, vs)| group_json(g, vs))
+        .collect();
+    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": gs})
+        .to_string()
+        .into_bytes()
+}
+
+fn group(inner: &Inner, name: &str) -> Result<Response<Body>, StatusError> {
+    let gv = group_versions(inner);
+    let (g, vs) = gv.iter().find(|(g, _)| g == name).ok_or_else(|| {
+        StatusError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    })?;
+    let mut v = group_json(g, vs);
+    if let Some(m) = v.as_object_mut() {
+        m.insert("kind".into(), json!("APIGroup"));
+        m.insert("apiVersion".into(), json!("v1"));
+    }
+    Ok(json_response(StatusCode::OK, v.to_string().into_bytes()))
+}
+
+fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
+    let st = inner.state.read();
+    let mut rs = Vec::new();
+    for c in st.collections.iter().filter(|c| c.reg.api_version() == gv) {
+        let r = &c.reg;
+        rs.push(json!({
+            "name": r.plural,
+            "singularName": r.singular,
+            "namespaced": r.namespaced,
+            "kind": r.kind,
+            "verbs": ["create", "delete", "get", "list", "update", "watch"],
+            "shortNames": r.short_names,
+        }));
+        if r.status {
+            rs.push(json!({
+                "name": format!("{}/status", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": ["get", "update"],
+            }));
+        }
+        if r.scale {
+            rs.push(json!({
+                "name": format!("{}/scale", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "group": "autoscaling",
+                "version": "v1",
+                "kind": "Scale",
+                "verbs": ["get", "update"],
+            }));
+        }
+    }
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": rs})
+        .to_string()
+        .into_bytes()
+}

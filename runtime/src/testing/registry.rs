@@ -1,0 +1,272 @@
+//! What the in-memory API server serves: one [`Registration`] per resource.
+//!
+//! Contract: a registration is data only (names, scope, subresources, the fields a field
+//! selector may use); it never depends on a k8s-openapi version, so the same server
+//! serves any release's types. [`builtin`] lists registrations for the common built-in
+//! resources, with the selectable fields the real API server allows for them.
+
+use std::any::TypeId;
+
+use kube::core::{ApiResource, NamespaceResourceScope};
+
+/// How one resource is served: group/version/resource, kind, scope, subresources and the
+/// fields a field selector may use.
+///
+/// ```
+/// use kubegen_runtime::testing::Registration;
+///
+/// let foos = Registration::new("samplecontroller.k8s.io", "v1alpha1", "foos", "Foo")
+///     .status_subresource()
+///     .selectable_field("spec.deploymentName")
+///     .list_items_type_meta(true);
+/// assert_eq!(foos.api_version(), "samplecontroller.k8s.io/v1alpha1");
+/// assert_eq!(foos.list_kind, "FooList");
+/// assert!(foos.namespaced);
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Registration {
+    /// The API group; `""` for the core group.
+    pub group: String,
+    /// The version (`v1`).
+    pub version: String,
+    /// The plural resource name, as in URLs (`pods`).
+    pub plural: String,
+    /// The singular resource name (`pod`).
+    pub singular: String,
+    /// The kind (`Pod`).
+    pub kind: String,
+    /// The kind of lists (`PodList`).
+    pub list_kind: String,
+    /// Whether objects live in namespaces.
+    pub namespaced: bool,
+    /// Short names discovery reports (`po`).
+    pub short_names: Vec<String>,
+    /// Whether `<name>/status` is served (and the main resource ignores status changes).
+    pub status: bool,
+    /// Whether `<name>/scale` is served.
+    pub scale: bool,
+    /// Fields a field selector may use besides `metadata.name` and `metadata.namespace`.
+    pub selectable_fields: Vec<String>,
+    /// Whether list items carry `kind` and `apiVersion` (custom resources do; built-in
+    /// types do not).
+    pub list_items_type_meta: bool,
+}
+
+impl Registration {
+    /// A namespaced resource with no subresources; `listKind` is `<kind>List` and the
+    /// singular name the lowercase kind.
+    pub fn new(group: &str, version: &str, plural: &str, kind: &str) -> Self {
+        Registration {
+            group: group.into(),
+            version: version.into(),
+            plural: plural.into(),
+            singular: kind.to_lowercase(),
+            kind: kind.into(),
+            list_kind: format!("{kind}List"),
+            namespaced: true,
+            short_names: Vec::new(),
+            status: false,
+            scale: false,
+            selectable_fields: Vec::new(),
+            list_items_type_meta: false,
+        }
+    }
+
+    /// The registration of a [`kube::Resource`] type, its scope read from `K::Scope`.
+    pub fn for_resource<K>() -> Self
+    where
+        K: kube::Resource<DynamicType = ()>,
+        K::Scope: 'static,
+    {
+        let ar = ApiResource::erase::<K>(&());
+        let namespaced = TypeId::of::<K::Scope>() == TypeId::of::<NamespaceResourceScope>();
+        Self::from_api_resource(&ar, namespaced)
+    }
+
+    /// The registration of a dynamic resource.
+    pub fn from_api_resource(ar: &ApiResource, namespaced: bool) -> Self {
+        let mut r = Self::new(&ar.group, &ar.version, &ar.plural, &ar.kind);
+        r.namespaced = namespaced;
+        r
+    }
+
+    /// Makes the resource cluster-scoped.
+    pub fn cluster_scoped(mut self) -> Self {
+        self.namespaced = false;
+        self
+    }
+
+    /// Sets the list kind.
+    pub fn list_kind(mut self, list_kind: &str) -> Self {
+        self.list_kind = list_kind.into();
+        self
+    }
+
+    /// Sets the singular name.
+    pub fn singular(mut self, singular: &str) -> Self {
+        self.singular = singular.into();
+        self
+    }
+
+    /// Adds short names.
+    pub fn short_names(mut self, names: &[&str]) -> Self {
+        self.short_names
+            .extend(names.iter().map(|s| (*s).to_owned()));
+        self
+    }
+
+    /// Serves the `status` subresource.
+    pub fn status_subresource(mut self) -> Self {
+        self.status = true;
+        self
+    }
+
+    /// Serves the `scale` subresource.
+    pub fn scale_subresource(mut self) -> Self {
+        self.scale = true;
+        self
+    }
+
+    /// Allows a field in field selectors (a dotted JSON path such as `spec.nodeName`).
+    pub fn selectable_field(mut self, path: &str) -> Self {
+        self.selectable_fields.push(path.into());
+        self
+    }
+
+    /// Sets whether list items carry `kind` and `apiVersion`.
+    pub fn list_items_type_meta(mut self, yes: bool) -> Self {
+        self.list_items_type_meta = yes;
+        self
+    }
+
+    /// `v1` for the core group, `<group>/<version>` otherwise.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
+    }
+
+    /// Whether a field selector may use `field`.
+    pub fn is_selectable(&self, field: &str) -> bool {
+        field == "metadata.name"
+            || (field == "metadata.namespace" && self.namespaced)
+            || self.selectable_fields.iter().any(|f| f == field)
+    }
+}
+
+/// Registrations for the common built-in resources, with the selectable fields the real
+/// API server allows.
+pub fn builtin() -> Vec<Registration> {
+    let core = |plural: &str, kind: &str| Registration::new("", "v1", plural, kind);
+    vec![
+        core("pods", "Pod")
+            .short_names(&["po"])
+            .status_subresource()
+            .selectable_field("spec.nodeName")
+            .selectable_field("spec.restartPolicy")
+            .selectable_field("spec.schedulerName")
+            .selectable_field("spec.serviceAccountName")
+            .selectable_field("spec.hostNetwork")
+            .selectable_field("status.phase")
+            .selectable_field("status.podIP")
+            .selectable_field("status.nominatedNodeName"),
+        core("services", "Service")
+            .short_names(&["svc"])
+            .status_subresource(),
+        core("endpoints", "Endpoints")
+            .short_names(&["ep"])
+            .singular("endpoints"),
+        core("configmaps", "ConfigMap").short_names(&["cm"]),
+        core("secrets", "Secret").selectable_field("type"),
+        core("serviceaccounts", "ServiceAccount").short_names(&["sa"]),
+        core("namespaces", "Namespace")
+            .cluster_scoped()
+            .short_names(&["ns"])
+            .status_subresource()
+            .selectable_field("status.phase"),
+        core("nodes", "Node")
+            .cluster_scoped()
+            .short_names(&["no"])
+            .status_subresource()
+            .selectable_field("spec.unschedulable"),
+        core("persistentvolumes", "PersistentVolume")
+            .cluster_scoped()
+            .short_names(&["pv"])
+            .status_subresource(),
+        core("persistentvolumeclaims", "PersistentVolumeClaim")
+            .short_names(&["pvc"])
+            .status_subresource(),
+        core("events", "Event")
+            .short_names(&["ev"])
+            .selectable_field("involvedObject.kind")
+            .selectable_field("involvedObject.namespace")
+            .selectable_field("involvedObject.name")
+            .selectable_field("involvedObject.uid")
+            .selectable_field("involvedObject.apiVersion")
+            .selectable_field("involvedObject.resourceVersion")
+            .selectable_field("involvedObject.fieldPath")
+            .selectable_field("reason")
+            .selectable_field("reportingComponent")
+            .selectable_field("source")
+            .selectable_field("type"),
+        Registration::new("apps", "v1", "deployments", "Deployment")
+            .short_names(&["deploy"])
+            .status_subresource()
+            .scale_subresource(),
+        Registration::new("apps", "v1", "replicasets", "ReplicaSet")
+            .short_names(&["rs"])
+            .status_subresource()
+            .scale_subresource()
+            .selectable_field("status.replicas"),
+        Registration::new("apps", "v1", "statefulsets", "StatefulSet")
+            .short_names(&["sts"])
+            .status_subresource()
+            .scale_subresource(),
+        Registration::new("apps", "v1", "daemonsets", "DaemonSet")
+            .short_names(&["ds"])
+            .status_subresource(),
+        Registration::new("batch", "v1", "jobs", "Job")
+            .status_subresource()
+            .selectable_field("status.successful"),
+        Registration::new("batch", "v1", "cronjobs", "CronJob")
+            .short_names(&["cj"])
+            .status_subresource(),
+        Registration::new("coordination.k8s.io", "v1", "leases", "Lease"),
+        Registration::new("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+        Registration::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "rolebindings",
+            "RoleBinding",
+        ),
+        Registration::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterroles",
+            "ClusterRole",
+        )
+        .cluster_scoped(),
+        Registration::new(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "clusterrolebindings",
+            "ClusterRoleBinding",
+        )
+        .cluster_scoped(),
+        Registration::new("networking.k8s.io", "v1", "ingresses", "Ingress")
+            .short_names(&["ing"])
+            .status_subresource(),
+        Registration::new("events.k8s.io", "v1", "events", "Event").short_names(&["ev"]),
+        Registration::new(
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            "CustomResourceDefinition",
+        )
+        .cluster_scoped()
+        .short_names(&["crd", "crds"])
+        .status_subresource(),
+    ]
+}

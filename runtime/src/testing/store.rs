@@ -1,0 +1,478 @@
+//! Storage: objects as serialized JSON plus parsed metadata, one global resourceVersion,
+//! and a bounded history of changes per resource.
+//!
+//! Contract:
+//! - Every write takes the next global resourceVersion and re-serializes the object once,
+//!   with that version inside the stored bytes; reads never serialize objects again.
+//! - Each change is kept as an [`Event`] whose watch frame (`{"type":..,"object":..}\n`)
+//!   is encoded once, and the stored object is a slice of that frame.
+//! - The history of a resource holds its most recent changes (at most `history_limit`);
+//!   `oldest` is the version after which the history is complete. The state at any
+//!   version `>= oldest` can be rebuilt (current state with later changes undone); older
+//!   versions are compacted.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::{Bound, Range};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use serde_json::{Map, Value};
+use tokio::sync::watch;
+
+use crate::errors::StatusError;
+
+use super::registry::Registration;
+
+/// The type of a change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl EventType {
+    pub(crate) fn frame_prefix(self) -> &'static [u8] {
+        match self {
+            EventType::Added => b"{\"type\":\"ADDED\",\"object\":",
+            EventType::Modified => b"{\"type\":\"MODIFIED\",\"object\":",
+            EventType::Deleted => b"{\"type\":\"DELETED\",\"object\":",
+        }
+    }
+}
+
+/// What ends every watch frame.
+pub(crate) const FRAME_SUFFIX: &[u8] = b"}\n";
+
+/// One stored object: its JSON (with `kind` and `apiVersion`) and parsed metadata.
+#[derive(Debug)]
+pub(crate) struct Stored {
+    /// The object, `{"kind":..,"apiVersion":..,"metadata":{"resourceVersion":..,..},..}`.
+    pub bytes: Bytes,
+    /// Where `"metadata"` starts: `{` + `bytes[body_start..]` is the object without
+    /// `kind`/`apiVersion`.
+    pub body_start: usize,
+    /// Where the resourceVersion digits are in `bytes`.
+    pub rv_range: Range<usize>,
+    pub rv: u64,
+    pub key: Arc<str>,
+    pub namespace: Arc<str>,
+    /// Shared with the object's other versions when only its resourceVersion changed.
+    pub labels: Arc<BTreeMap<String, String>>,
+    /// The values of the fields a field selector may use.
+    pub fields: Arc<BTreeMap<String, String>>,
+}
+
+impl Stored {
+    /// The object as a JSON value (for writes, which are rarer than reads).
+    pub(crate) fn to_value(&self) -> Result<Map<String, Value>, StatusError> {
+        serde_json::from_slice(&self.bytes).map_err(StatusError::internal)
+    }
+
+    /// A watch frame of the given type carrying this object.
+    pub(crate) fn frame(&self, ty: EventType) -> Bytes {
+        let p = ty.frame_prefix();
+        let mut buf = Vec::with_capacity(p.len() + self.bytes.len() + FRAME_SUFFIX.len());
+        buf.extend_from_slice(p);
+        buf.extend_from_slice(&self.bytes);
+        buf.extend_from_slice(FRAME_SUFFIX);
+        buf.into()
+    }
+
+    /// Appends the object as a list item, with or without type metadata.
+    pub(crate) fn write_item(&self, out: &mut Vec<u8>, type_meta: bool) {
+        if type_meta {
+            out.extend_from_slice(&self.bytes);
+        } else {
+            out.push(b'{');
+            out.extend_from_slice(&self.bytes[self.body_start..]);
+        }
+    }
+}
+
+/// One change of one resource.
+#[derive(Debug)]
+pub(crate) struct Event {
+    pub rv: u64,
+    pub ty: EventType,
+    /// The object after the change (for a deletion: its last state, at the deletion's
+    /// version).
+    pub obj: Arc<Stored>,
+    /// The object before the change.
+    pub prev: Option<Arc<Stored>>,
+    /// The encoded watch frame, shared by every watcher.
+    pub frame: Bytes,
+}
+
+/// The key of an object in storage: `namespace/name`, or `name`.
+pub(crate) fn storage_key(namespace: &str, name: &str) -> String {
+    if namespace.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{namespace}/{name}")
+    }
+}
+
+fn push_json(buf: &mut Vec<u8>, v: &impl serde::Serialize) -> Result<(), StatusError> {
+    serde_json::to_writer(&mut *buf, v).map_err(StatusError::internal)
+}
+
+fn field_value(obj: &Map<String, Value>, path: &str) -> String {
+    let mut parts = path.split('.');
+    let mut cur = parts.next().and_then(|p| obj.get(p));
+    for p in parts {
+        cur = cur.and_then(|v| v.get(p));
+    }
+    match cur {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Bool(b)) => b.to_string(),
+        Some(Value::Number(n)) => n.to_string(),
+        _ => String::new(),
+    }
+}
+
+/// Serializes `obj` at version `rv` into a watch frame of type `ty`, returning the frame
+/// and the stored object (a slice of it).
+pub(crate) fn encode(
+    reg: &Registration,
+    obj: &Map<String, Value>,
+    rv: u64,
+    ty: EventType,
+) -> Result<(Bytes, Stored), StatusError> {
+    let empty = Map::new();
+    let meta = obj
+        .get("metadata")
+        .and_then(Value::as_object)
+        .unwrap_or(&empty);
+    let text = |k: &str| {
+        meta.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let name = text("name");
+    let namespace = text("namespace");
+    let labels: BTreeMap<String, String> = meta
+        .get("labels")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut fields = BTreeMap::new();
+    fields.insert("metadata.name".to_owned(), name.clone());
+    if reg.namespaced {
+        fields.insert("metadata.namespace".to_owned(), namespace.clone());
+    }
+    for f in &reg.selectable_fields {
+        fields.insert(f.clone(), field_value(obj, f));
+    }
+
+    let prefix = ty.frame_prefix();
+    let mut buf = Vec::with_capacity(prefix.len() + 512);
+    buf.extend_from_slice(prefix);
+    let start = buf.len();
+    buf.extend_from_slice(b"{\"kind\":");
+    push_json(&mut buf, &reg.kind)?;
+    buf.extend_from_slice(b",\"apiVersion\":");
+    push_json(&mut buf, &reg.api_version())?;
+    buf.push(b',');
+    let body_start = buf.len() - start;
+    buf.extend_from_slice(b"\"metadata\":{\"resourceVersion\":\"");
+    let rv_start = buf.len() - start;
+    push_u64(&mut buf, rv);
+    let rv_end = buf.len() - start;
+    buf.push(b'"');
+    for (k, v) in meta.iter().filter(|(k, _)| *k != "resourceVersion") {
+        buf.push(b',');
+        push_json(&mut buf, k)?;
+        buf.push(b':');
+        push_json(&mut buf, v)?;
+    }
+    buf.push(b'}');
+    for (k, v) in obj
+        .iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "kind" | "apiVersion" | "metadata"))
+    {
+        buf.push(b',');
+        push_json(&mut buf, k)?;
+        buf.push(b':');
+        push_json(&mut buf, v)?;
+    }
+    buf.push(b'}');
+    let end = buf.len();
+    buf.extend_from_slice(FRAME_SUFFIX);
+    let frame = Bytes::from(buf);
+    let stored = Stored {
+        bytes: frame.slice(start..end),
+        body_start,
+        rv_range: rv_start..rv_end,
+        rv,
+        key: storage_key(&namespace, &name).into(),
+        namespace: namespace.into(),
+        labels: Arc::new(labels),
+        fields: Arc::new(fields),
+    };
+    Ok((frame, stored))
+}
+
+/// Appends the decimal digits of `n` without allocating.
+fn push_u64(buf: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
+}
+
+/// The same object at a new version: the stored bytes with the resourceVersion replaced,
+/// without parsing or serializing anything.
+pub(crate) fn respliced(old: &Stored, rv: u64, ty: EventType) -> (Bytes, Stored) {
+    let prefix = ty.frame_prefix();
+    let mut buf = Vec::with_capacity(prefix.len() + old.bytes.len() + 24);
+    buf.extend_from_slice(prefix);
+    let start = buf.len();
+    buf.extend_from_slice(&old.bytes[..old.rv_range.start]);
+    let digits_at = buf.len();
+    push_u64(&mut buf, rv);
+    let digits = buf.len() - digits_at;
+    buf.extend_from_slice(&old.bytes[old.rv_range.end..]);
+    let end = buf.len();
+    buf.extend_from_slice(FRAME_SUFFIX);
+    let frame = Bytes::from(buf);
+    let stored = Stored {
+        bytes: frame.slice(start..end),
+        body_start: old.body_start,
+        rv_range: old.rv_range.start..old.rv_range.start + digits,
+        rv,
+        key: old.key.clone(),
+        namespace: old.namespace.clone(),
+        labels: old.labels.clone(),
+        fields: old.fields.clone(),
+    };
+    (frame, stored)
+}
+
+/// One resource's objects and history.
+#[derive(Debug)]
+pub(crate) struct Collection {
+    pub reg: Arc<Registration>,
+    pub objects: BTreeMap<String, Arc<Stored>>,
+    pub history: VecDeque<Arc<Event>>,
+    /// The history holds every change after this version.
+    pub oldest: u64,
+    /// The version of the newest change ever made (0 if none).
+    pub last_rv: u64,
+    /// The version of the latest change, for watchers to wait on.
+    pub notify: watch::Sender<u64>,
+}
+
+/// Key bounds of a namespace (or everything), starting after `start_after`; `None` when
+/// the range is empty (a BTreeMap range must not start after its end).
+fn bounds(ns: Option<&str>, start_after: Option<&str>) -> Option<(Bound<String>, Bound<String>)> {
+    let (lo, hi) = match ns {
+        Some(ns) => (
+            Bound::Included(format!("{ns}/")),
+            Bound::Excluded(format!("{ns}0")),
+        ),
+        None => (Bound::Unbounded, Bound::Unbounded),
+    };
+    let lo = match (start_after, &lo) {
+        (Some(s), Bound::Included(l)) if s < l.as_str() => lo,
+        (Some(s), _) => Bound::Excluded(s.to_owned()),
+        (None, _) => lo,
+    };
+    match (&lo, &hi) {
+        (Bound::Excluded(l), Bound::Excluded(h)) if l >= h => None,
+        _ => Some((lo, hi)),
+    }
+}
+
+impl Collection {
+    pub(crate) fn new(reg: Arc<Registration>, oldest: u64) -> Self {
+        Collection {
+            reg,
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            oldest,
+            last_rv: 0,
+            notify: watch::channel(oldest).0,
+        }
+    }
+
+    /// Visits the objects as they were at `at` (`None`: now), in key order, within `ns`
+    /// and after `start_after`, until `visit` returns false. The caller checks that
+    /// `at >= oldest`.
+    pub(crate) fn visit(
+        &self,
+        at: Option<u64>,
+        ns: Option<&str>,
+        start_after: Option<&str>,
+        mut visit: impl FnMut(&Arc<Stored>) -> bool,
+    ) {
+        let Some(range) = bounds(ns, start_after) else {
+            return;
+        };
+        let mut base = self.objects.range::<String, _>(range.clone()).peekable();
+        let mut overrides: BTreeMap<&str, Option<&Arc<Stored>>> = BTreeMap::new();
+        if let Some(at) = at {
+            let first = self.history.partition_point(|e| e.rv <= at);
+            for e in self.history.range(first..) {
+                overrides.entry(&*e.obj.key).or_insert(e.prev.as_ref());
+            }
+        }
+        let lo = match &range.0 {
+            Bound::Included(s) => Bound::Included(s.as_str()),
+            Bound::Excluded(s) => Bound::Excluded(s.as_str()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let hi = match &range.1 {
+            Bound::Included(s) => Bound::Included(s.as_str()),
+            Bound::Excluded(s) => Bound::Excluded(s.as_str()),
+            Bound::Unbounded => Bound::Unbounded,
+        };
+        let mut over = overrides.range::<&str, _>((lo, hi)).peekable();
+        loop {
+            let next = match (base.peek(), over.peek()) {
+                (None, None) => return,
+                (Some((_, bv)), None) => {
+                    let v = *bv;
+                    base.next();
+                    Some(v)
+                }
+                (None, Some((_, ov))) => {
+                    let v = **ov;
+                    over.next();
+                    v
+                }
+                (Some((bk, bv)), Some((ok, ov))) => {
+                    if bk.as_str() < **ok {
+                        let v = *bv;
+                        base.next();
+                        Some(v)
+                    } else {
+                        if bk.as_str() == **ok {
+                            base.next();
+                        }
+                        let v = **ov;
+                        over.next();
+                        v
+                    }
+                }
+            };
+            if let Some(obj) = next {
+                if !visit(obj) {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// All resources, the global resourceVersion and the registry.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub rv: u64,
+    pub collections: Vec<Collection>,
+    pub index: HashMap<(String, String), usize>,
+    pub history_limit: usize,
+}
+
+impl State {
+    pub(crate) fn new(history_limit: usize) -> Self {
+        State {
+            rv: 1,
+            collections: Vec::new(),
+            index: HashMap::new(),
+            history_limit,
+        }
+    }
+
+    /// Registers a resource (replacing nothing: a second registration of the same
+    /// group/version/resource is ignored) and returns its index.
+    pub(crate) fn register(&mut self, reg: Registration) -> usize {
+        let key = (reg.api_version(), reg.plural.clone());
+        if let Some(i) = self.index.get(&key) {
+            return *i;
+        }
+        let i = self.collections.len();
+        self.collections
+            .push(Collection::new(Arc::new(reg), self.rv));
+        self.index.insert(key, i);
+        i
+    }
+
+    /// The index of a resource by apiVersion and plural.
+    pub(crate) fn lookup(&self, api_version: &str, plural: &str) -> Option<usize> {
+        self.index
+            .get(&(api_version.to_owned(), plural.to_owned()))
+            .copied()
+    }
+
+    /// Records a change already encoded at version `self.rv` and wakes the resource's
+    /// watchers.
+    pub(crate) fn commit(
+        &mut self,
+        idx: usize,
+        ty: EventType,
+        frame: Bytes,
+        obj: Stored,
+    ) -> Arc<Stored> {
+        let out = self.record(idx, ty, frame, obj);
+        let coll = &self.collections[idx];
+        coll.notify.send_replace(coll.last_rv);
+        out
+    }
+
+    /// Records a change without waking watchers (the caller wakes them once for a batch).
+    pub(crate) fn record(
+        &mut self,
+        idx: usize,
+        ty: EventType,
+        frame: Bytes,
+        obj: Stored,
+    ) -> Arc<Stored> {
+        let limit = self.history_limit.max(1);
+        let coll = &mut self.collections[idx];
+        let obj = Arc::new(obj);
+        let prev = match ty {
+            EventType::Deleted => coll.objects.remove(&*obj.key),
+            _ => match coll.objects.get_mut(&*obj.key) {
+                Some(slot) => Some(std::mem::replace(slot, obj.clone())),
+                None => coll.objects.insert(obj.key.to_string(), obj.clone()),
+            },
+        };
+        coll.history.push_back(Arc::new(Event {
+            rv: obj.rv,
+            ty,
+            obj: obj.clone(),
+            prev,
+            frame,
+        }));
+        while coll.history.len() > limit {
+            if let Some(e) = coll.history.pop_front() {
+                coll.oldest = e.rv;
+            }
+        }
+        coll.last_rv = obj.rv;
+        obj
+    }
+
+    /// Drops all history up to the current version.
+    pub(crate) fn compact(&mut self) {
+        let rv = self.rv;
+        for c in &mut self.collections {
+            c.history.clear();
+            c.oldest = rv;
+        }
+    }
+}
