@@ -428,6 +428,16 @@ async fn watch_from_a_compacted_version_is_expired() {
         env.server.create("pods", pod("default", "b", &[])).unwrap();
         env.server.compact();
         let pods = ResourceClient::<Pod>::namespaced(env.client.clone(), "default");
+        // A list at an exact compacted version is expired too.
+        let e = pods
+            .list(
+                &ListOptions::default()
+                    .resource_version(&old.to_string())
+                    .resource_version_match(ResourceVersionMatch::Exact),
+            )
+            .await
+            .unwrap_err();
+        assert!(e.status().unwrap().is_expired());
         let mut w = pods
             .watch(&ListOptions::default().resource_version(&old.to_string()))
             .await
@@ -704,6 +714,24 @@ async fn selectors_on_lists_and_watches() {
             .await
             .unwrap();
         assert_eq!(names(&web.items), ["a", "c"]);
+        // SEMANTICS 9.5: remainingItemCount is not computed with selectors.
+        let page = pods
+            .list(&ListOptions::default().labels("app=web").limit(1))
+            .await
+            .unwrap();
+        assert_eq!(names(&page.items), ["a"]);
+        assert!(page.continue_token.is_some());
+        assert_eq!(page.remaining_item_count, None);
+        let set = pods
+            .list(&ListOptions::default().labels("app in (db, cache),!missing"))
+            .await
+            .unwrap();
+        assert_eq!(names(&set.items), ["b"]);
+        let e = pods
+            .list(&ListOptions::default().labels("app in ("))
+            .await
+            .unwrap_err();
+        assert!(e.status().unwrap().is_bad_request());
         let on_n1 = pods
             .list(&ListOptions::default().fields("spec.nodeName=n1,metadata.name!=a"))
             .await
@@ -983,6 +1011,148 @@ async fn kube_runtime_watcher_works_unchanged() {
                 other => panic!("{other:?}"),
             }
         }
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_watcher_behind_the_history_limit_gets_expired() {
+    let s = ApiServer::builder().history_limit(5).build();
+    s.create("pods", pod("default", "a", &[])).unwrap();
+    let client = kube::Client::new(s.service(), "default");
+    let pods = ResourceClient::<Pod>::namespaced(client, "default");
+    let from = s.resource_version();
+    let mut w = pods
+        .watch(&ListOptions::default().resource_version(&from.to_string()))
+        .await
+        .unwrap();
+    // Twenty changes before the watcher runs: the first fifteen leave the history.
+    for _ in 0..20 {
+        s.touch("pods", "default", "a").unwrap();
+    }
+    match next_event(&mut w).await {
+        WatchEvent::Error(e) => {
+            assert!(e.is_expired());
+            assert_eq!(
+                e.message(),
+                format!("too old resource version: {from} ({})", from + 15)
+            );
+        }
+        other => panic!("expected 410, got {other:?}"),
+    }
+    assert!(w.next().await.is_none());
+}
+
+#[tokio::test]
+async fn tcp_shutdown_ends_watches_and_waits_for_connections() {
+    let s = server();
+    let tcp = s.serve_tcp().await.unwrap();
+    let kubeconfig = tcp.kubeconfig_path().to_owned();
+    assert!(kubeconfig.exists());
+    let client = tcp.client().await.unwrap();
+    let pods = ResourceClient::<Pod>::namespaced(client.clone(), "default");
+    let mut w = pods.watch(&ListOptions::default()).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), tcp.shutdown())
+        .await
+        .expect("shutdown completes with a watch open");
+    assert!(!kubeconfig.exists());
+    let end = tokio::time::timeout(Duration::from_secs(10), w.next())
+        .await
+        .unwrap();
+    assert!(end.is_none(), "the watch ended: {end:?}");
+    assert!(pods.list(&ListOptions::default()).await.is_err());
+}
+
+#[test]
+fn registrations_from_resource_types() {
+    let pods = Registration::for_resource::<Pod>();
+    assert_eq!(
+        (
+            pods.group.as_str(),
+            pods.plural.as_str(),
+            pods.kind.as_str()
+        ),
+        ("", "pods", "Pod")
+    );
+    assert!(pods.namespaced);
+    let nodes = Registration::for_resource::<Node>();
+    assert!(!nodes.namespaced);
+    let deps = Registration::for_resource::<Deployment>();
+    assert_eq!(deps.api_version(), "apps/v1");
+    assert_eq!(deps.list_kind, "DeploymentList");
+    let builtin = kubegen_runtime::testing::builtin();
+    assert!(builtin
+        .iter()
+        .any(|r| r.plural == "leases" && r.group == "coordination.k8s.io"));
+    assert!(builtin
+        .iter()
+        .find(|r| r.plural == "pods")
+        .unwrap()
+        .is_selectable("spec.nodeName"));
+}
+
+#[tokio::test]
+async fn status_subresource_and_generation() {
+    both(async |env: Env| {
+        let deps: Api<Deployment> = Api::namespaced(env.client.clone(), "default");
+        let d: Deployment = serde_json::from_value(json!({
+            "metadata": {"name": "web"},
+            "spec": {"replicas": 1, "selector": {}, "template": {}},
+        }))
+        .unwrap();
+        let created = deps.create(&PostParams::default(), &d).await.unwrap();
+        assert_eq!(created.metadata.generation, Some(1));
+        // The status subresource changes only the status.
+        let mut with_status = created.clone();
+        with_status.status = Some(serde_json::from_value(json!({"replicas": 1})).unwrap());
+        with_status.spec.replicas = Some(5);
+        let after = deps
+            .replace_status("web", &PostParams::default(), &with_status)
+            .await
+            .unwrap();
+        assert_eq!(after.status.unwrap().replicas, Some(1));
+        assert_eq!(after.spec.replicas, Some(1));
+        assert_eq!(after.metadata.generation, Some(1));
+        // The main resource ignores status and bumps the generation on a spec change.
+        let mut cur = deps.get("web").await.unwrap();
+        cur.spec.replicas = Some(3);
+        cur.status = None;
+        let after = deps
+            .replace("web", &PostParams::default(), &cur)
+            .await
+            .unwrap();
+        assert_eq!(after.spec.replicas, Some(3));
+        assert_eq!(after.status.unwrap().replicas, Some(1));
+        assert_eq!(after.metadata.generation, Some(2));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn a_continue_token_from_another_namespace_lists_nothing() {
+    both(async |env: Env| {
+        for ns in ["a", "z"] {
+            for i in 0..2 {
+                env.server
+                    .create("pods", pod(ns, &format!("p{i}"), &[]))
+                    .unwrap();
+            }
+        }
+        let z = ResourceClient::<Pod>::namespaced(env.client.clone(), "z");
+        let page = z.list(&ListOptions::default().limit(1)).await.unwrap();
+        let token = page.continue_token.unwrap();
+        let a = ResourceClient::<Pod>::namespaced(env.client.clone(), "a");
+        let rest = a
+            .list(&ListOptions::default().limit(1).continue_token(&token))
+            .await
+            .unwrap();
+        assert!(rest.items.is_empty());
+        assert!(rest.continue_token.is_none());
+        let e = a
+            .list(&ListOptions::default().continue_token("not-a-token"))
+            .await
+            .unwrap_err();
+        assert!(e.status().unwrap().is_bad_request());
     })
     .await;
 }

@@ -18,7 +18,7 @@ use tokio::sync::mpsc;
 use super::store::Stored;
 
 /// About how many bytes a list body writes per chunk.
-pub(crate) const CHUNK: usize = 256 * 1024;
+pub(crate) const CHUNK: usize = 1024 * 1024;
 
 /// The body of every response of the in-memory API server.
 #[derive(Debug)]

@@ -516,7 +516,7 @@ async fn list(
     )?;
     let (at, start_after, from_token) = match &q.continue_ {
         Some(tok) => {
-            if q.resource_version.is_some() {
+            if q.resource_version.as_deref().is_some_and(|v| v != "0") {
                 return Err(StatusError::bad_request(
                     "specifying resource version is not allowed when using continue",
                 ));
@@ -568,10 +568,9 @@ async fn list(
                     ));
                     return Err(e.into());
                 }
-                return Err(StatusError::expired(format!(
-                    "The resourceVersion for the provided list is too old. ({x} < {})",
-                    coll.oldest
-                )));
+                return Err(StatusError::expired(
+                    "The resourceVersion for the provided list is too old.",
+                ));
             }
             (Some(x), x)
         }

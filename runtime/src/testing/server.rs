@@ -472,25 +472,37 @@ impl Inner {
         Ok((out, false))
     }
 
-    /// A MODIFIED change that only bumps the object's resourceVersion.
-    pub(crate) fn touch(&self, idx: usize, key: &str) -> Result<u64, StatusError> {
+    /// MODIFIED changes that only bump each object's resourceVersion, under one lock,
+    /// waking watchers once; returns the last version.
+    pub(crate) fn touch_many<'k>(
+        &self,
+        idx: usize,
+        keys: impl IntoIterator<Item = &'k str>,
+    ) -> Result<u64, StatusError> {
         let mut st = self.state.write();
-        let Some(old) = st.collections[idx].objects.get(key).cloned() else {
-            let reg = st.collections[idx].reg.clone();
-            return Err(StatusError::not_found(
-                GroupResource {
-                    group: &reg.group,
-                    resource: &reg.plural,
-                },
-                key,
-            ));
-        };
-        let rv = st.rv + 1;
-        let (frame, stored) = respliced(&old, rv, EventType::Modified);
-        st.rv = rv;
-        st.commit(idx, EventType::Modified, frame, stored);
+        let mut result = Ok(st.rv);
+        for key in keys {
+            let Some(old) = st.collections[idx].objects.get(key).cloned() else {
+                let reg = st.collections[idx].reg.clone();
+                result = Err(StatusError::not_found(
+                    GroupResource {
+                        group: &reg.group,
+                        resource: &reg.plural,
+                    },
+                    key,
+                ));
+                break;
+            };
+            let rv = st.rv + 1;
+            let (frame, stored) = respliced(&old, rv, EventType::Modified);
+            st.rv = rv;
+            st.record(idx, EventType::Modified, frame, stored);
+            result = Ok(rv);
+        }
+        let coll = &st.collections[idx];
+        coll.notify.send_replace(coll.last_rv);
         self.committed(&st);
-        Ok(rv)
+        result
     }
 }
 
@@ -616,24 +628,31 @@ impl ApiServer {
     /// and returns the new version; the stored bytes are spliced, not re-serialized.
     pub fn touch(&self, resource: &str, namespace: &str, name: &str) -> Result<u64, StatusError> {
         let idx = self.inner.resolve(resource)?;
-        self.inner.touch(idx, &storage_key(namespace, name))
+        let key = storage_key(namespace, name);
+        self.inner.touch_many(idx, [key.as_str()])
     }
 
     /// Emits `m` MODIFIED changes as fast as possible, cycling over the resource's objects
     /// in key order; returns the resourceVersion after the last one.
     pub fn emit_modifications(&self, resource: &str, m: usize) -> Result<u64, StatusError> {
         let idx = self.inner.resolve(resource)?;
-        let keys: Vec<String> = self.inner.state.read().collections[idx]
+        let keys: Vec<Arc<str>> = self.inner.state.read().collections[idx]
             .objects
-            .keys()
-            .cloned()
+            .values()
+            .map(|o| o.key.clone())
             .collect();
         if keys.is_empty() {
             return Ok(self.resource_version());
         }
-        let mut rv = 0;
-        for i in 0..m {
-            rv = self.inner.touch(idx, &keys[i % keys.len()])?;
+        let mut rv = self.resource_version();
+        let mut done = 0;
+        while done < m {
+            // Batches keep the write lock short enough for readers and watchers.
+            let n = (m - done).min(256);
+            rv = self
+                .inner
+                .touch_many(idx, (done..done + n).map(|i| &*keys[i % keys.len()]))?;
+            done += n;
         }
         Ok(rv)
     }

@@ -55,11 +55,12 @@ pub(crate) struct Stored {
     /// Where the resourceVersion digits are in `bytes`.
     pub rv_range: Range<usize>,
     pub rv: u64,
-    pub key: String,
-    pub namespace: String,
-    pub name: String,
-    pub labels: BTreeMap<String, String>,
-    pub fields: BTreeMap<String, String>,
+    pub key: Arc<str>,
+    pub namespace: Arc<str>,
+    /// Shared with the object's other versions when only its resourceVersion changed.
+    pub labels: Arc<BTreeMap<String, String>>,
+    /// The values of the fields a field selector may use.
+    pub fields: Arc<BTreeMap<String, String>>,
 }
 
 impl Stored {
@@ -181,7 +182,7 @@ pub(crate) fn encode(
     let body_start = buf.len() - start;
     buf.extend_from_slice(b"\"metadata\":{\"resourceVersion\":\"");
     let rv_start = buf.len() - start;
-    buf.extend_from_slice(rv.to_string().as_bytes());
+    push_u64(&mut buf, rv);
     let rv_end = buf.len() - start;
     buf.push(b'"');
     for (k, v) in meta.iter().filter(|(k, _)| *k != "resourceVersion") {
@@ -209,25 +210,41 @@ pub(crate) fn encode(
         body_start,
         rv_range: rv_start..rv_end,
         rv,
-        key: storage_key(&namespace, &name),
-        namespace,
-        name,
-        labels,
-        fields,
+        key: storage_key(&namespace, &name).into(),
+        namespace: namespace.into(),
+        labels: Arc::new(labels),
+        fields: Arc::new(fields),
     };
     Ok((frame, stored))
+}
+
+/// Appends the decimal digits of `n` without allocating.
+fn push_u64(buf: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut i = digits.len();
+    let mut n = n;
+    loop {
+        i -= 1;
+        digits[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    buf.extend_from_slice(&digits[i..]);
 }
 
 /// The same object at a new version: the stored bytes with the resourceVersion replaced,
 /// without parsing or serializing anything.
 pub(crate) fn respliced(old: &Stored, rv: u64, ty: EventType) -> (Bytes, Stored) {
     let prefix = ty.frame_prefix();
-    let digits = rv.to_string();
     let mut buf = Vec::with_capacity(prefix.len() + old.bytes.len() + 24);
     buf.extend_from_slice(prefix);
     let start = buf.len();
     buf.extend_from_slice(&old.bytes[..old.rv_range.start]);
-    buf.extend_from_slice(digits.as_bytes());
+    let digits_at = buf.len();
+    push_u64(&mut buf, rv);
+    let digits = buf.len() - digits_at;
     buf.extend_from_slice(&old.bytes[old.rv_range.end..]);
     let end = buf.len();
     buf.extend_from_slice(FRAME_SUFFIX);
@@ -235,11 +252,10 @@ pub(crate) fn respliced(old: &Stored, rv: u64, ty: EventType) -> (Bytes, Stored)
     let stored = Stored {
         bytes: frame.slice(start..end),
         body_start: old.body_start,
-        rv_range: old.rv_range.start..old.rv_range.start + digits.len(),
+        rv_range: old.rv_range.start..old.rv_range.start + digits,
         rv,
         key: old.key.clone(),
         namespace: old.namespace.clone(),
-        name: old.name.clone(),
         labels: old.labels.clone(),
         fields: old.fields.clone(),
     };
@@ -260,8 +276,9 @@ pub(crate) struct Collection {
     pub notify: watch::Sender<u64>,
 }
 
-/// Key bounds of a namespace (or everything), starting after `start_after`.
-fn bounds(ns: Option<&str>, start_after: Option<&str>) -> (Bound<String>, Bound<String>) {
+/// Key bounds of a namespace (or everything), starting after `start_after`; `None` when
+/// the range is empty (a BTreeMap range must not start after its end).
+fn bounds(ns: Option<&str>, start_after: Option<&str>) -> Option<(Bound<String>, Bound<String>)> {
     let (lo, hi) = match ns {
         Some(ns) => (
             Bound::Included(format!("{ns}/")),
@@ -274,7 +291,10 @@ fn bounds(ns: Option<&str>, start_after: Option<&str>) -> (Bound<String>, Bound<
         (Some(s), _) => Bound::Excluded(s.to_owned()),
         (None, _) => lo,
     };
-    (lo, hi)
+    match (&lo, &hi) {
+        (Bound::Excluded(l), Bound::Excluded(h)) if l >= h => None,
+        _ => Some((lo, hi)),
+    }
 }
 
 impl Collection {
@@ -299,13 +319,15 @@ impl Collection {
         start_after: Option<&str>,
         mut visit: impl FnMut(&Arc<Stored>) -> bool,
     ) {
-        let range = bounds(ns, start_after);
+        let Some(range) = bounds(ns, start_after) else {
+            return;
+        };
         let mut base = self.objects.range::<String, _>(range.clone()).peekable();
         let mut overrides: BTreeMap<&str, Option<&Arc<Stored>>> = BTreeMap::new();
         if let Some(at) = at {
             let first = self.history.partition_point(|e| e.rv <= at);
             for e in self.history.range(first..) {
-                overrides.entry(&e.obj.key).or_insert(e.prev.as_ref());
+                overrides.entry(&*e.obj.key).or_insert(e.prev.as_ref());
             }
         }
         let lo = match &range.0 {
@@ -322,9 +344,8 @@ impl Collection {
         loop {
             let next = match (base.peek(), over.peek()) {
                 (None, None) => return,
-                (Some((bk, bv)), None) => {
+                (Some((_, bv)), None) => {
                     let v = *bv;
-                    let _ = bk;
                     base.next();
                     Some(v)
                 }
@@ -397,8 +418,23 @@ impl State {
             .copied()
     }
 
-    /// Records a change already encoded at version `self.rv`.
+    /// Records a change already encoded at version `self.rv` and wakes the resource's
+    /// watchers.
     pub(crate) fn commit(
+        &mut self,
+        idx: usize,
+        ty: EventType,
+        frame: Bytes,
+        obj: Stored,
+    ) -> Arc<Stored> {
+        let out = self.record(idx, ty, frame, obj);
+        let coll = &self.collections[idx];
+        coll.notify.send_replace(coll.last_rv);
+        out
+    }
+
+    /// Records a change without waking watchers (the caller wakes them once for a batch).
+    pub(crate) fn record(
         &mut self,
         idx: usize,
         ty: EventType,
@@ -409,8 +445,11 @@ impl State {
         let coll = &mut self.collections[idx];
         let obj = Arc::new(obj);
         let prev = match ty {
-            EventType::Deleted => coll.objects.remove(&obj.key),
-            _ => coll.objects.insert(obj.key.clone(), obj.clone()),
+            EventType::Deleted => coll.objects.remove(&*obj.key),
+            _ => match coll.objects.get_mut(&*obj.key) {
+                Some(slot) => Some(std::mem::replace(slot, obj.clone())),
+                None => coll.objects.insert(obj.key.to_string(), obj.clone()),
+            },
         };
         coll.history.push_back(Arc::new(Event {
             rv: obj.rv,
@@ -425,7 +464,6 @@ impl State {
             }
         }
         coll.last_rv = obj.rv;
-        coll.notify.send_replace(obj.rv);
         obj
     }
 
