@@ -110,7 +110,7 @@ pub fn pod(i: usize) -> Value {
             "namespace": ns,
             "uid": uid,
             "creationTimestamp": ts,
-            "labels": {"app": app, "pod-template-hash": &hash[..9], "tier": if i % 3 == 0 { "frontend" } else { "backend" },
+            "labels": {"app": app, "pod-template-hash": &hash[..9], "tier": if i.is_multiple_of(3) { "frontend" } else { "backend" },
                 "team": format!("team-{:02}", i % NAMESPACES), "version": format!("v1.{}.{}", i % 10, i % 4)},
             "annotations": {"kubectl.kubernetes.io/restartedAt": ts, "prometheus.io/scrape": "true", "prometheus.io/port": "8080"},
             "ownerReferences": [{"apiVersion": "apps/v1", "kind": "ReplicaSet", "name": rs, "uid": owner_uid,
