@@ -20,7 +20,7 @@ use serde_json::{json, Value};
 /// The namespaces the Pods are spread over.
 pub const NAMESPACES: usize = 50;
 
-/// A deterministic, realistic Pod (about 5 KiB of JSON) for index `i`.
+/// A deterministic, realistic Pod (about 6 KiB of JSON) for index `i`.
 ///
 /// ```
 /// let a = kubegen_benchmarks::pod(7);

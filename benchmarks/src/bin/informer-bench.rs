@@ -186,7 +186,7 @@ fn main() -> Result<(), Error> {
     let _ = server.child.wait();
 
     println!(
-        "informer benchmark: {} Pods (~5 KiB JSON each), {events} MODIFIED events; one process per client",
+        "informer benchmark: {} Pods (~6 KiB JSON each), {events} MODIFIED events; one process per client",
         args.pods
     );
     println!(
