@@ -4,7 +4,7 @@
 //! (`bench-client`).
 //!
 //! Contract: [`pod`] is a pure function of its index (same index, same bytes), and the
-//! Pods it makes are about 5 KiB of JSON with managedFields, labels, annotations, an
+//! Pods it makes are about 6 KiB of JSON with managedFields, labels, annotations, an
 //! owner reference, two containers and status conditions. No process of the benchmark
 //! sets a global allocator: all use the system default.
 //!
