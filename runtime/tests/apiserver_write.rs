@@ -953,6 +953,14 @@ async fn dropped_and_expired_watches() {
             }
             other => panic!("expected a 410, got {other:?}"),
         }
+        // Watches from an RV at or below a bound, until cleared.
+        env.server.expire_watches_up_to(Some(rv.parse().unwrap()));
+        let mut w5 = cms
+            .watch(&ListOptions::default().resource_version(&rv))
+            .await
+            .unwrap();
+        assert!(matches!(next_change(&mut w5).await, WatchEvent::Error(e) if e.is_expired()));
+        env.server.expire_watches_up_to(None);
         // Only the next one.
         let mut w4 = cms
             .watch(&ListOptions::default().resource_version(&rv))
@@ -962,6 +970,50 @@ async fn dropped_and_expired_watches() {
             .await
             .unwrap();
         assert!(matches!(next_change(&mut w4).await, WatchEvent::Added(_)));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn apply_status_and_leases() {
+    both(async |env: Env| {
+        let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
+        deps.apply("web", &deployment("web", 2), &PatchParams::apply("user"))
+            .await
+            .unwrap();
+        let status: Deployment = from(json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web"}, "spec": {"replicas": 9}, "status": {"replicas": 2}}));
+        let d = deps
+            .apply_status("web", &status, &PatchParams::apply("controller"))
+            .await
+            .unwrap();
+        assert_eq!(d.status.unwrap().replicas, Some(2));
+        assert_eq!(d.spec.replicas, Some(2), "status apply ignores the spec");
+        let mf = d.metadata.managed_fields.unwrap();
+        let ctrl = mf
+            .iter()
+            .find(|m| m.manager.as_deref() == Some("controller"))
+            .unwrap();
+        assert_eq!(ctrl.subresource.as_deref(), Some("status"));
+
+        // A Lease keeps MicroTime precision and takes optimistic concurrency.
+        let leases = ResourceClient::<Lease>::namespaced(env.client.clone(), "default");
+        let l: Lease = from(json!({"metadata": {"name": "lock"}, "spec": {
+            "holderIdentity": "a", "leaseDurationSeconds": 10,
+            "renewTime": "2024-01-01T00:00:00.123456Z", "leaseTransitions": 0}}));
+        let l = leases.create(&l, &WriteParams::default()).await.unwrap();
+        let raw = env
+            .server
+            .get("leases.coordination.k8s.io", "default", "lock")
+            .unwrap()
+            .unwrap();
+        assert_eq!(raw["spec"]["renewTime"], "2024-01-01T00:00:00.123456Z");
+        let mut a = l.clone();
+        a.spec.as_mut().unwrap().holder_identity = Some("b".into());
+        leases.update(&a, &WriteParams::default()).await.unwrap();
+        let mut b = l.clone();
+        b.spec.as_mut().unwrap().holder_identity = Some("c".into());
+        assert!(api_err(leases.update(&b, &WriteParams::default()).await).is_conflict());
     })
     .await;
 }

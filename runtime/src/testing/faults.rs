@@ -11,7 +11,9 @@
 //! - [`ApiServer::drop_watches`](super::ApiServer::drop_watches) ends every watch open at
 //!   that moment (the client sees the body end, as on a dropped connection);
 //!   [`ApiServer::expire_next_watch`](super::ApiServer::expire_next_watch) makes the next
-//!   watch answer with a 410 Expired ERROR event and end.
+//!   watch answer with a 410 Expired ERROR event and end;
+//!   [`ApiServer::expire_watches_up_to`](super::ApiServer::expire_watches_up_to) does so
+//!   for every watch from a resourceVersion at or below a bound, until cleared.
 
 use std::time::Duration;
 
@@ -138,6 +140,7 @@ pub(crate) struct Faults {
     reactors: Mutex<Vec<Reactor>>,
     drop_token: Mutex<CancellationToken>,
     expire_next: Mutex<usize>,
+    expire_up_to: Mutex<Option<u64>>,
 }
 
 impl Default for Faults {
@@ -147,6 +150,7 @@ impl Default for Faults {
             reactors: Mutex::new(Vec::new()),
             drop_token: Mutex::new(CancellationToken::new()),
             expire_next: Mutex::new(0),
+            expire_up_to: Mutex::new(None),
         }
     }
 }
@@ -206,8 +210,17 @@ impl Faults {
         *self.expire_next.lock() += n;
     }
 
-    /// Whether the watch starting now must answer 410.
-    pub(crate) fn take_expire(&self) -> bool {
+    pub(crate) fn expire_watches_up_to(&self, rv: Option<u64>) {
+        *self.expire_up_to.lock() = rv;
+    }
+
+    /// Whether the watch starting now (from `start_rv`, if any) must answer 410.
+    pub(crate) fn take_expire(&self, start_rv: Option<u64>) -> bool {
+        if let (Some(x), Some(limit)) = (start_rv, *self.expire_up_to.lock()) {
+            if x <= limit {
+                return true;
+            }
+        }
         let mut n = self.expire_next.lock();
         if *n > 0 {
             *n -= 1;

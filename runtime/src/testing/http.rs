@@ -575,8 +575,10 @@ async fn respond(
                 Method::DELETE if !status_only => {
                     let opts = delete_options(&q, req.body())?;
                     let (s, pending) = inner.delete(idx, &ns, &name, &opts)?;
+                    // A pending deletion answers 200 with the object, as the real server
+                    // does unless orphanDependents=false was sent.
                     if pending {
-                        return Ok(object_response(StatusCode::ACCEPTED, &s));
+                        return Ok(object_response(StatusCode::OK, &s));
                     }
                     if reg.return_deleted_object {
                         return Ok(object_response(StatusCode::OK, &s));
@@ -935,7 +937,7 @@ fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
             "singularName": r.singular,
             "namespaced": r.namespaced,
             "kind": r.kind,
-            "verbs": ["create", "delete", "get", "list", "update", "watch"],
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             "shortNames": r.short_names,
         }));
         if r.status {
@@ -944,7 +946,7 @@ fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
                 "singularName": "",
                 "namespaced": r.namespaced,
                 "kind": r.kind,
-                "verbs": ["get", "update"],
+                "verbs": ["get", "patch", "update"],
             }));
         }
         if r.scale {

@@ -527,6 +527,12 @@ impl ApiServer {
         self.inner.faults.expire_next_watches(1);
     }
 
+    /// Makes every watch starting from a resourceVersion at or below `rv` answer with a
+    /// 410 Expired ERROR event (without compacting anything) until called with `None`.
+    pub fn expire_watches_up_to(&self, rv: Option<u64>) {
+        self.inner.faults.expire_watches_up_to(rv);
+    }
+
     /// Ends every watch and stops every TCP listener of this server.
     pub fn shutdown(&self) {
         self.inner.shutdown.cancel();

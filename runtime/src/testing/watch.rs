@@ -109,7 +109,7 @@ pub(crate) async fn start(
             }
         }
     }
-    if expired.is_none() && inner.faults.take_expire() {
+    if expired.is_none() && inner.faults.take_expire(start_rv) {
         let cur = inner.state.read().rv;
         expired = Some(too_old(start_rv.unwrap_or(0), cur));
         initial.clear();

@@ -396,6 +396,10 @@ impl Inner {
                 Some(s) => n.insert("status".into(), s),
                 None => n.remove("status"),
             };
+            // Field ownership of the status (server-side apply on `status`) is kept.
+            if let Some(mf) = body.get("metadata").and_then(|m| m.get("managedFields")) {
+                meta_mut(&mut n)?.insert("managedFields".into(), mf.clone());
+            }
             n
         } else {
             let prev_meta = prev
