@@ -851,8 +851,12 @@ async fn custom_resources_are_pruned_defaulted_and_validated() {
         assert!(api_err(ws.update(&bad, &w).await).is_invalid());
         let mut st = created.clone();
         st.data["status"] = json!({"ready": true});
+        st.data["status"]["unknown"] = json!(1);
         let st = ws.update_status(&st, &w).await.unwrap();
-        assert_eq!(st.data["status"]["ready"], true);
+        assert_eq!(st.data["status"], json!({"ready": true}), "status is pruned too");
+        let mut bad_status = st.clone();
+        bad_status.data["status"]["ready"] = json!("yes");
+        assert!(api_err(ws.update_status(&bad_status, &w).await).is_invalid());
         // The selectable field from the CRD works in field selectors.
         let l = ws
             .list(&ListOptions::default().fields("spec.color=red"))
@@ -1014,6 +1018,69 @@ async fn apply_status_and_leases() {
         let mut b = l.clone();
         b.spec.as_mut().unwrap().holder_identity = Some("c".into());
         assert!(api_err(leases.update(&b, &WriteParams::default()).await).is_conflict());
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn scale_subresource_of_builtin_and_custom_resources() {
+    both(async |env: Env| {
+        let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
+        deps.create(&deployment("web", 2), &WriteParams::default())
+            .await
+            .unwrap();
+        let api: kube::Api<Deployment> = kube::Api::namespaced(env.client.clone(), "default");
+        let s = api.get_scale("web").await.unwrap();
+        assert_eq!(s.spec.unwrap().replicas, Some(2));
+        assert_eq!(s.status.unwrap().selector.as_deref(), Some("app=web"));
+        let mut s = api.get_scale("web").await.unwrap();
+        s.spec.as_mut().unwrap().replicas = Some(4);
+        let s = api
+            .replace_scale("web", &Default::default(), &s)
+            .await
+            .unwrap();
+        assert_eq!(s.spec.unwrap().replicas, Some(4));
+        let d = deps.get("web").await.unwrap();
+        assert_eq!(d.spec.replicas, Some(4));
+        assert_eq!(d.metadata.generation, Some(2));
+        // A stale resourceVersion in the Scale conflicts.
+        let stale: k8s_openapi::api::autoscaling::v1::Scale =
+            from(json!({"apiVersion": "autoscaling/v1", "kind": "Scale",
+            "metadata": {"name": "web", "resourceVersion": "1"}, "spec": {"replicas": 1}}));
+        let e = api
+            .replace_scale("web", &Default::default(), &stale)
+            .await
+            .unwrap_err();
+        assert!(matches!(e, kube::Error::Api(s) if s.code == 409));
+
+        // A custom resource's scale follows the CRD's paths.
+        let ws = widgets(&env);
+        let w = ws
+            .create(&widget("w", json!({"size": 1})), &WriteParams::default())
+            .await
+            .unwrap();
+        let mut st = w.clone();
+        st.data["status"] = json!({"replicas": 1, "selector": "app=w"});
+        ws.update_status(&st, &WriteParams::default())
+            .await
+            .unwrap();
+        let ar = ApiResource::from_gvk_with_plural(
+            &GroupVersionKind::gvk("example.kubegen.dev", "v1", "Widget"),
+            "widgets",
+        );
+        let wapi: kube::Api<DynamicObject> =
+            kube::Api::namespaced_with(env.client.clone(), "default", &ar);
+        let s = wapi
+            .patch_scale(
+                "w",
+                &Default::default(),
+                &kube::api::Patch::Merge(json!({"spec": {"replicas": 3}})),
+            )
+            .await
+            .unwrap();
+        assert_eq!(s.spec.unwrap().replicas, Some(3));
+        assert_eq!(s.status.unwrap().selector.as_deref(), Some("app=w"));
+        assert_eq!(ws.get("w").await.unwrap().data["spec"]["size"], 3);
     })
     .await;
 }

@@ -5,7 +5,7 @@
 //! - [`Registration::from_crd`] reads an `apiextensions.k8s.io/v1` CRD (YAML or JSON)
 //!   and returns one registration per served version: group, names, scope, the `status`
 //!   and `scale` subresources, selectable fields, and the version's `openAPIV3Schema`.
-//! - On create and update (not on status-only writes) an object is, in this order:
+//! - On every create, update and patch (status writes included) an object is, in this order:
 //!   pruned (fields the schema does not name are dropped, except under
 //!   `x-kubernetes-preserve-unknown-fields: true`; `additionalProperties` schemas keep
 //!   every key; `x-kubernetes-embedded-resource` keeps `apiVersion`, `kind`,
@@ -98,7 +98,16 @@ impl Registration {
             }
             let subs = v.get("subresources");
             r.status = subs.and_then(|x| x.get("status")).is_some();
-            r.scale = subs.and_then(|x| x.get("scale")).is_some();
+            if let Some(sc) = subs.and_then(|x| x.get("scale")) {
+                r.scale = true;
+                r.scale_paths = super::registry::ScalePaths {
+                    spec_replicas: s(sc, "specReplicasPath")
+                        .unwrap_or_else(|| ".spec.replicas".into()),
+                    status_replicas: s(sc, "statusReplicasPath")
+                        .unwrap_or_else(|| ".status.replicas".into()),
+                    label_selector: s(sc, "labelSelectorPath").unwrap_or_default(),
+                };
+            }
             if let Some(fs) = v.get("selectableFields").and_then(Value::as_array) {
                 for f in fs {
                     if let Some(p) = f.get("jsonPath").and_then(Value::as_str) {

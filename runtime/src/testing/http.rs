@@ -522,6 +522,9 @@ async fn respond(
             let status_only = match sub.as_deref() {
                 None => false,
                 Some("status") if reg.status => true,
+                Some("scale") if reg.scale => {
+                    return scale_request(&inner, idx, &ns, &name, &m, &req, &wopts);
+                }
                 Some(_) => {
                     return Err(StatusError::new(
                         404,
@@ -614,6 +617,56 @@ async fn respond(
             "the server does not allow this method on the requested resource: {other}"
         ))),
     }
+}
+
+/// GET, PUT and PATCH (JSON or merge) of the `scale` subresource.
+fn scale_request(
+    inner: &Inner,
+    idx: usize,
+    ns: &str,
+    name: &str,
+    m: &Method,
+    req: &Request<Bytes>,
+    wopts: &WriteOpts,
+) -> Result<Response<Body>, StatusError> {
+    let scale = match *m {
+        Method::GET => inner.get_scale(idx, ns, name)?,
+        Method::PUT => {
+            let body = Value::Object(body_object(req.body())?);
+            inner.update_scale(idx, ns, name, &body, wopts)?
+        }
+        Method::PATCH => {
+            let ct = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let kind = PatchKind::from_content_type(ct);
+            let body = patch_body(PatchKind::Merge, req.body())?;
+            let mut cur = inner.get_scale(idx, ns, name)?;
+            match kind {
+                Some(PatchKind::Merge) | Some(PatchKind::Strategic) => {
+                    super::patch::merge_patch(&mut cur, &body)
+                }
+                Some(PatchKind::Json) => cur = super::patch::json_patch(&cur, &body)?,
+                _ => {
+                    return Err(StatusError::unsupported_media_type(
+                        "the scale subresource accepts application/json-patch+json, application/merge-patch+json and application/strategic-merge-patch+json",
+                    ))
+                }
+            }
+            inner.update_scale(idx, ns, name, &cur, wopts)?
+        }
+        ref other => {
+            return Err(StatusError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {other}"
+            )))
+        }
+    };
+    Ok(json_response(
+        StatusCode::OK,
+        scale.to_string().into_bytes(),
+    ))
 }
 
 fn patch_body(kind: PatchKind, body: &Bytes) -> Result<Value, StatusError> {
@@ -957,7 +1010,7 @@ fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
                 "group": "autoscaling",
                 "version": "v1",
                 "kind": "Scale",
-                "verbs": ["get", "update"],
+                "verbs": ["get", "patch", "update"],
             }));
         }
     }

@@ -64,7 +64,7 @@ use tokio_util::sync::CancellationToken;
 pub use body::Body;
 pub use faults::{Reactor, RequestRecord};
 pub use patch::MERGE_KEYS;
-pub use registry::{builtin, Registration, BUILTIN_GROUPS};
+pub use registry::{builtin, Registration, ScalePaths, BUILTIN_GROUPS};
 pub use server::{ApiServer, ApiServerBuilder};
 pub use tcp::{ConfigError, TcpServer};
 

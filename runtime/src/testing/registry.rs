@@ -45,6 +45,9 @@ pub struct Registration {
     pub status: bool,
     /// Whether `<name>/scale` is served.
     pub scale: bool,
+    /// Where the scale subresource reads and writes (JSON paths such as
+    /// `.spec.replicas`).
+    pub scale_paths: ScalePaths,
     /// Fields a field selector may use besides `metadata.name` and `metadata.namespace`.
     pub selectable_fields: Vec<String>,
     /// Whether list items carry `kind` and `apiVersion` (custom resources do; built-in
@@ -75,6 +78,7 @@ impl Registration {
             short_names: Vec::new(),
             status: false,
             scale: false,
+            scale_paths: ScalePaths::default(),
             selectable_fields: Vec::new(),
             list_items_type_meta: false,
             custom: false,
@@ -188,6 +192,28 @@ impl Registration {
         field == "metadata.name"
             || (field == "metadata.namespace" && self.namespaced)
             || self.selectable_fields.iter().any(|f| f == field)
+    }
+}
+
+/// The fields behind a `scale` subresource (a CRD's `subresources.scale`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `specReplicasPath` (`.spec.replicas`).
+    pub spec_replicas: String,
+    /// `statusReplicasPath` (`.status.replicas`).
+    pub status_replicas: String,
+    /// `labelSelectorPath`: a string field, or for built-in types the `LabelSelector`
+    /// at `.spec.selector`; empty: none.
+    pub label_selector: String,
+}
+
+impl Default for ScalePaths {
+    fn default() -> Self {
+        ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: ".spec.selector".into(),
+        }
     }
 }
 
