@@ -5,7 +5,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 spec=${SEMANTICS_MD:-../shared/SEMANTICS.md}
-[ -f "$spec" ] || { echo "no $spec: cannot check SEMANTICS coverage" >&2; exit 1; }
+if [ ! -f "$spec" ]; then
+  # CI always has shared/ beside the clone; a worktree elsewhere may not.
+  if [ "${CI:-}" = "true" ]; then
+    echo "no $spec: cannot check SEMANTICS coverage (set SEMANTICS_MD)" >&2; exit 1
+  fi
+  echo "WARNING: no $spec (set SEMANTICS_MD to check SEMANTICS coverage); not checked" >&2
+  exit 0
+fi
 python3 - "$spec" "$@" <<'PY'
 import re, sys, pathlib
 spec, sections = sys.argv[1], set(sys.argv[2:])

@@ -1,1 +1,340 @@
-//! Wire types for generated code (being built).
+//! Wire types that kubegen-generated code uses where a standard type would lose data.
+//!
+//! Generated types must round-trip every valid object: what a server sends is what a
+//! controller writes back. Two schema constructs have no lossless standard Rust type:
+//!
+//! - `format: date-time`: k8s-openapi's meta/v1 [`Time`] serializes at second precision
+//!   in UTC, so `2024-05-01T10:00:00.123456+02:00` would come back as
+//!   `2024-05-01T08:00:00Z`. [`DateTime`] keeps the wire text exactly and parses it only
+//!   when asked; it converts to and from [`Time`].
+//! - `type: number`: an `f64` turns `1` into `1.0`. Generated code uses
+//!   [`serde_json::Number`], which keeps integer and float values apart, instead.
+//!
+//! This module also holds the constant descriptions generated `register.rs` files fill in
+//! for each kind ([`ResourceInfo`], [`PrinterColumn`], [`ScaleSubresource`]): plain data,
+//! `const`-constructible, with no behaviour of their own.
+//!
+//! [`Time`]: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time
+
+use std::fmt;
+
+use k8s_openapi::jiff::Timestamp;
+
+/// An RFC 3339 timestamp that keeps its wire text exactly.
+///
+/// Deserializing never fails on the text (a server validated it already) and never
+/// rewrites it: fractional seconds, their number of digits and the UTC offset all
+/// survive a round-trip. [`DateTime::timestamp`] parses on demand.
+///
+/// Equality compares the text: `...T10:00:00Z` and `...T12:00:00+02:00` are the same
+/// instant but different wire values. Compare [`DateTime::timestamp`] results for
+/// instants.
+///
+/// ```
+/// use kubegen_runtime::types::DateTime;
+///
+/// let t: DateTime = serde_json::from_str(r#""2024-05-01T10:00:00.123456+02:00""#).unwrap();
+/// assert_eq!(t.as_str(), "2024-05-01T10:00:00.123456+02:00");
+/// assert_eq!(t.timestamp().unwrap().to_string(), "2024-05-01T08:00:00.123456Z");
+/// assert_eq!(serde_json::to_string(&t).unwrap(), r#""2024-05-01T10:00:00.123456+02:00""#);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DateTime {
+    text: String,
+}
+
+/// Why a [`DateTime`]'s text is not an RFC 3339 timestamp.
+#[derive(Debug, thiserror::Error)]
+#[error("invalid RFC 3339 timestamp {text:?}: {source}")]
+pub struct DateTimeError {
+    text: String,
+    #[source]
+    source: k8s_openapi::jiff::Error,
+}
+
+impl DateTime {
+    /// Wraps wire text as is, without checking it (as deserializing does).
+    pub fn from_text(text: impl Into<String>) -> Self {
+        DateTime { text: text.into() }
+    }
+
+    /// Formats an instant in UTC with as many fractional digits as it needs
+    /// (`2024-05-01T08:00:00Z`, `2024-05-01T08:00:00.5Z`).
+    pub fn from_timestamp(timestamp: Timestamp) -> Self {
+        DateTime {
+            text: timestamp.to_string(),
+        }
+    }
+
+    /// The current instant, formatted as [`DateTime::from_timestamp`] does.
+    pub fn now() -> Self {
+        Self::from_timestamp(Timestamp::now())
+    }
+
+    /// The wire text, exactly as received or built.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Parses the text as an RFC 3339 timestamp (any offset, any fractional precision).
+    pub fn timestamp(&self) -> Result<Timestamp, DateTimeError> {
+        self.text
+            .parse::<Timestamp>()
+            .map_err(|source| DateTimeError {
+                text: self.text.clone(),
+                source,
+            })
+    }
+}
+
+impl fmt::Display for DateTime {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl From<Timestamp> for DateTime {
+    fn from(timestamp: Timestamp) -> Self {
+        Self::from_timestamp(timestamp)
+    }
+}
+
+impl From<k8s_openapi::apimachinery::pkg::apis::meta::v1::Time> for DateTime {
+    fn from(time: k8s_openapi::apimachinery::pkg::apis::meta::v1::Time) -> Self {
+        Self::from_timestamp(time.0)
+    }
+}
+
+impl TryFrom<&DateTime> for k8s_openapi::apimachinery::pkg::apis::meta::v1::Time {
+    type Error = DateTimeError;
+
+    fn try_from(value: &DateTime) -> Result<Self, Self::Error> {
+        value
+            .timestamp()
+            .map(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time)
+    }
+}
+
+impl serde::Serialize for DateTime {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(&self.text)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for DateTime {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        String::deserialize(deserializer).map(DateTime::from_text)
+    }
+}
+
+/// The `apiVersion` field of a generated kind `K`: always `K::API_VERSION` on the wire.
+///
+/// A zero-sized field, so generated structs keep `#[derive(Deserialize, Serialize)]` and
+/// still write `apiVersion` the way k8s-openapi's types do. Deserializing accepts the
+/// field absent (list items often omit it) or any string: a typed value has one version,
+/// and a server only sends objects of the version asked for.
+pub struct ApiVersion<K>(std::marker::PhantomData<fn() -> K>);
+
+/// The `kind` field of a generated kind `K`: always `K::KIND` on the wire.
+///
+/// Zero-sized; see [`ApiVersion`] for what deserializing accepts.
+pub struct Kind<K>(std::marker::PhantomData<fn() -> K>);
+
+macro_rules! type_meta_field {
+    ($name:ident, $constant:ident) => {
+        impl<K> Default for $name<K> {
+            fn default() -> Self {
+                $name(std::marker::PhantomData)
+            }
+        }
+
+        impl<K> Clone for $name<K> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+
+        impl<K> Copy for $name<K> {}
+
+        impl<K> PartialEq for $name<K> {
+            fn eq(&self, _: &Self) -> bool {
+                true
+            }
+        }
+
+        impl<K> Eq for $name<K> {}
+
+        impl<K: k8s_openapi::Resource> fmt::Debug for $name<K> {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                fmt::Debug::fmt(K::$constant, f)
+            }
+        }
+
+        impl<K: k8s_openapi::Resource> serde::Serialize for $name<K> {
+            fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(K::$constant)
+            }
+        }
+
+        impl<'de, K> serde::Deserialize<'de> for $name<K> {
+            fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                serde::de::IgnoredAny::deserialize(deserializer)?;
+                Ok($name(std::marker::PhantomData))
+            }
+        }
+    };
+}
+
+type_meta_field!(ApiVersion, API_VERSION);
+type_meta_field!(Kind, KIND);
+
+/// What a kind declares about itself beyond its Rust type: names, scope, subresources
+/// and printer columns, as its CRD (or `+genclient` markers) said.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ResourceInfo {
+    /// API group (`samplecontroller.k8s.io`).
+    pub group: &'static str,
+    /// API version (`v1alpha1`).
+    pub version: &'static str,
+    /// Kind (`Foo`).
+    pub kind: &'static str,
+    /// Kind of the list type (`FooList`).
+    pub list_kind: &'static str,
+    /// Plural resource name used in URLs (`foos`).
+    pub plural: &'static str,
+    /// Singular resource name (`foo`).
+    pub singular: &'static str,
+    /// Short names kubectl accepts (`["fo"]`).
+    pub short_names: &'static [&'static str],
+    /// Categories the resource belongs to (`["all"]`).
+    pub categories: &'static [&'static str],
+    /// Whether objects live in a namespace.
+    pub namespaced: bool,
+    /// Whether the `status` subresource is enabled.
+    pub status_subresource: bool,
+    /// The `scale` subresource, when enabled.
+    pub scale_subresource: Option<ScaleSubresource>,
+    /// Additional printer columns (`kubectl get` output).
+    pub printer_columns: &'static [PrinterColumn],
+    /// Whether this version is served.
+    pub served: bool,
+    /// Whether this version is the storage version.
+    pub storage: bool,
+    /// Whether this version is marked deprecated.
+    pub deprecated: bool,
+    /// The warning the server returns for requests to a deprecated version, when set.
+    pub deprecation_warning: Option<&'static str>,
+}
+
+/// The JSON paths of a `scale` subresource.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ScaleSubresource {
+    /// Path of the desired replicas (`.spec.replicas`).
+    pub spec_replicas_path: &'static str,
+    /// Path of the observed replicas (`.status.replicas`).
+    pub status_replicas_path: &'static str,
+    /// Path of the label selector in string form, when declared.
+    pub label_selector_path: Option<&'static str>,
+}
+
+/// One additional printer column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrinterColumn {
+    /// Column header.
+    pub name: &'static str,
+    /// OpenAPI type of the column (`integer`, `string`, `date`, ...).
+    pub type_: &'static str,
+    /// OpenAPI format, when declared.
+    pub format: Option<&'static str>,
+    /// Description, when declared.
+    pub description: Option<&'static str>,
+    /// Priority (0 shows in the standard view).
+    pub priority: i32,
+    /// JSON path evaluated against each object.
+    pub json_path: &'static str,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+
+    #[test]
+    fn date_time_round_trips_fractions_and_offsets_exactly() {
+        for text in [
+            "2024-05-01T10:00:00Z",
+            "2024-05-01T10:00:00.5Z",
+            "2024-05-01T10:00:00.123456789Z",
+            "2024-05-01T10:00:00.120+02:00",
+            "2024-05-01T10:00:00-07:30",
+            "2024-05-01t10:00:00z",
+        ] {
+            let json = serde_json::to_string(text).unwrap();
+            let parsed: DateTime = serde_json::from_str(&json).unwrap();
+            assert_eq!(parsed.as_str(), text);
+            assert_eq!(serde_json::to_string(&parsed).unwrap(), json);
+            parsed.timestamp().unwrap();
+        }
+    }
+
+    #[test]
+    fn date_time_parses_on_demand_and_keeps_invalid_text() {
+        let odd: DateTime = serde_json::from_str(r#""not a time""#).unwrap();
+        assert_eq!(serde_json::to_string(&odd).unwrap(), r#""not a time""#);
+        let err = odd.timestamp().unwrap_err();
+        assert!(err.to_string().contains("not a time"), "{err}");
+    }
+
+    #[test]
+    fn date_time_converts_to_and_from_meta_v1_time() {
+        let t = DateTime::from_text("2024-05-01T10:00:00.25+02:00");
+        let time = Time::try_from(&t).unwrap();
+        assert_eq!(time.0.to_string(), "2024-05-01T08:00:00.25Z");
+        let back = DateTime::from(time);
+        assert_eq!(back.as_str(), "2024-05-01T08:00:00.25Z");
+        assert_eq!(back.timestamp().unwrap(), t.timestamp().unwrap());
+    }
+
+    struct Widget;
+
+    impl k8s_openapi::Resource for Widget {
+        const API_VERSION: &'static str = "example.com/v1";
+        const GROUP: &'static str = "example.com";
+        const KIND: &'static str = "Widget";
+        const VERSION: &'static str = "v1";
+        const URL_PATH_SEGMENT: &'static str = "widgets";
+        type Scope = k8s_openapi::NamespaceResourceScope;
+    }
+
+    #[derive(serde::Serialize, serde::Deserialize, Default)]
+    struct Typed {
+        #[serde(rename = "apiVersion", default)]
+        api_version: ApiVersion<Widget>,
+        #[serde(default)]
+        kind: Kind<Widget>,
+    }
+
+    #[test]
+    fn type_meta_fields_write_the_kinds_constants_and_accept_absence() {
+        let out = serde_json::to_value(Typed::default()).unwrap();
+        assert_eq!(
+            out,
+            serde_json::json!({"apiVersion": "example.com/v1", "kind": "Widget"})
+        );
+        let _: Typed = serde_json::from_str("{}").unwrap();
+        let _: Typed =
+            serde_json::from_str(r#"{"apiVersion": "example.com/v1", "kind": "Widget"}"#).unwrap();
+        assert_eq!(
+            format!("{:?}", ApiVersion::<Widget>::default()),
+            r#""example.com/v1""#
+        );
+    }
+
+    #[test]
+    fn numbers_keep_integer_and_float_apart() {
+        let n: serde_json::Number = serde_json::from_str("1").unwrap();
+        assert_eq!(n.to_string(), "1");
+        let f: serde_json::Number = serde_json::from_str("1.0").unwrap();
+        assert_eq!(f.to_string(), "1.0");
+    }
+}

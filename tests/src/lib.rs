@@ -1,1 +1,9 @@
-//! kubegen's cross-crate tests live in `tests/tests/`; this library is empty.
+//! kubegen's cross-crate tests live in `tests/tests/`.
+//!
+//! The library mounts the golden tree generated from `fixtures/crds` (by
+//! `hack/update-codegen.sh`) as [`golden`], so the workspace's clippy run, `cargo test`
+//! (including `--doc`: no description may become a doctest) and rustdoc all check
+//! generated code exactly as a user's crate would compile it. Tests use its types.
+
+#[path = "../../fixtures/golden/mod.rs"]
+pub mod golden;

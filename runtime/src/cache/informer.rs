@@ -57,6 +57,8 @@ use crate::cache::reflector::{
 use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer, Indexers};
 use crate::object::{object_key, Object};
 
+/// A user transform as `set_transform` takes it (infallible; the FIFO's own is fallible).
+type UserTransform<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
 type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
 /// Errors of informer operations.
@@ -137,7 +139,7 @@ struct State<K> {
     stopped: bool,
     resync_check_period: Duration,
     default_resync_period: Duration,
-    transform: Option<Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>>,
+    transform: Option<UserTransform<K>>,
     watch_error_handler: Option<WatchErrorHandler>,
 }
 

@@ -18,7 +18,10 @@
 //! | `workqueue_retries_total` | counter | calls of `add_after` before shutdown |
 //!
 //! The two unfinished-work gauges are refreshed every 500 ms by a task that the queue
-//! starts on its first `get` and that ends at shutdown. Feature `prometheus` adds
+//! starts on its first `get` and that ends at shutdown (or when the queue is dropped).
+//! That tick also moves due delayed items into the queue, so while every worker is busy a
+//! due item joins `workqueue_depth` at most 500 ms late; its queue duration is still
+//! measured from its ready time. Feature `prometheus` adds
 //! [`prometheus::PrometheusMetricsProvider`] (module `prometheus`), which registers these
 //! metrics, labelled `name`, with client-go's buckets, into a caller's registry.
 

@@ -13,6 +13,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
 use std::sync::Arc;
 use std::time::Duration;
 
+use parking_lot::Mutex;
 use proptest::prelude::*;
 
 use super::DelayingQueue;
@@ -27,6 +28,8 @@ enum ProducerOp {
     Add(usize),
     AddAfter(usize, u64),
     Yield,
+    /// Sleeps this many milliseconds, so that idle workers go to sleep in `get`.
+    Sleep(u64),
 }
 
 #[derive(Debug, Clone)]
@@ -56,6 +59,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         6 => (0..ITEMS).prop_map(ProducerOp::Add),
         2 => (0..ITEMS, 0..3u64).prop_map(|(item, ms)| ProducerOp::AddAfter(item, ms)),
         2 => Just(ProducerOp::Yield),
+        1 => (1..3u64).prop_map(ProducerOp::Sleep),
     ];
     let step = (any::<bool>(), 0..3u8).prop_map(|(readd, yields)| WorkerStep { readd, yields });
     (
@@ -88,6 +92,22 @@ struct Book {
     started: AtomicUsize,
     shutdown_begun: AtomicBool,
     finished: AtomicBool,
+    /// The first violation seen by a task. Tasks record instead of panicking so that the
+    /// queue keeps running (a worker dying with an item would hang a drain) and the
+    /// scenario ends quickly for proptest to shrink it.
+    violation: Mutex<Option<String>>,
+}
+
+impl Book {
+    fn violated(&self, what: String) {
+        self.violation.lock().get_or_insert(what);
+    }
+
+    fn assert_no_violation(&self) {
+        if let Some(what) = self.violation.lock().take() {
+            panic!("{what}");
+        }
+    }
 }
 
 async fn shut_down(queue: &DelayingQueue<usize>, book: &Book, how: Shutdown) {
@@ -117,7 +137,10 @@ async fn run(scenario: Scenario) {
         let (queue, book) = (queue.clone(), book.clone());
         async move {
             while !book.finished.load(SeqCst) {
-                queue.assert_invariants();
+                if let Err(violation) = queue.check_invariants() {
+                    book.violated(violation.to_string());
+                    return;
+                }
                 tokio::task::yield_now().await;
             }
         }
@@ -132,15 +155,13 @@ async fn run(scenario: Scenario) {
             tokio::spawn(async move {
                 let mut n = 0;
                 while let Some(item) = queue.get().await {
-                    assert!(
-                        !book.held[item].swap(true, SeqCst),
-                        "item {item} on two workers"
-                    );
+                    if book.held[item].swap(true, SeqCst) {
+                        book.violated(format!("item {item} on two workers"));
+                    }
                     let handed = book.handed_out[item].fetch_add(1, SeqCst) + 1;
-                    assert!(
-                        handed <= book.adds_started[item].load(SeqCst),
-                        "item {item} handed out more often than added"
-                    );
+                    if handed > book.adds_started[item].load(SeqCst) {
+                        book.violated(format!("item {item} handed out more often than added"));
+                    }
                     let step = &steps[n % steps.len()];
                     n += 1;
                     if step.readd && book.readds[item].fetch_add(1, SeqCst) < MAX_READDS {
@@ -182,6 +203,9 @@ async fn run(scenario: Scenario) {
                             }
                         }
                         ProducerOp::Yield => tokio::task::yield_now().await,
+                        ProducerOp::Sleep(ms) => {
+                            tokio::time::sleep(Duration::from_millis(ms)).await;
+                        }
                     }
                 }
             })
@@ -196,11 +220,12 @@ async fn run(scenario: Scenario) {
         // without calling into the queue (which would move due items itself). Bounded only
         // to turn a lost wake-up into a failure instead of a hang.
         let settled = tokio::time::timeout(Duration::from_secs(30), async {
-            while !queue.is_settled_without_looking() {
+            while !queue.is_settled_without_looking() && book.violation.lock().is_none() {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
         })
         .await;
+        book.assert_no_violation();
         assert!(settled.is_ok(), "delayed items were never handed out");
         shut_down(&queue, &book, scenario.shutdown).await;
     }
@@ -210,6 +235,7 @@ async fn run(scenario: Scenario) {
     }
     book.finished.store(true, SeqCst);
     sampler.await.unwrap();
+    book.assert_no_violation();
 
     queue.assert_invariants();
     assert_eq!(queue.len(), 0);

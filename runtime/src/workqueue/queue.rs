@@ -537,31 +537,41 @@ where
     /// holds each item once, only dirty items that are not being processed, and every
     /// dirty item is either queued or being processed (none lost).
     #[cfg(test)]
-    pub(crate) fn assert_invariants(&self) {
+    pub(crate) fn check_invariants(&self) -> Result<(), &'static str> {
         let mut state = self.shared.state.lock();
         let mut queued = Vec::new();
         while let Some(item) = state.queue.pop() {
             queued.push(item);
         }
-        {
+        let verdict = {
             let distinct: HashSet<&T> = queued.iter().collect();
-            assert_eq!(distinct.len(), queued.len(), "an item is queued twice");
-            for item in &queued {
-                assert!(state.dirty.contains(item), "a queued item is not dirty");
-                assert!(
-                    !state.processing.contains(item),
-                    "a queued item is being processed"
-                );
+            if distinct.len() != queued.len() {
+                Err("an item is queued twice")
+            } else if queued.iter().any(|item| !state.dirty.contains(item)) {
+                Err("a queued item is not dirty")
+            } else if queued.iter().any(|item| state.processing.contains(item)) {
+                Err("a queued item is being processed")
+            } else if state
+                .dirty
+                .iter()
+                .any(|item| !distinct.contains(item) && !state.processing.contains(item))
+            {
+                Err("a dirty item is neither queued nor being processed")
+            } else {
+                Ok(())
             }
-            for item in &state.dirty {
-                assert!(
-                    distinct.contains(item) || state.processing.contains(item),
-                    "a dirty item is neither queued nor being processed"
-                );
-            }
-        }
+        };
         for item in queued {
             state.queue.push(item);
+        }
+        verdict
+    }
+
+    /// [`check_invariants`](Self::check_invariants), panicking on a violation.
+    #[cfg(test)]
+    pub(crate) fn assert_invariants(&self) {
+        if let Err(violation) = self.check_invariants() {
+            panic!("{violation}");
         }
     }
 

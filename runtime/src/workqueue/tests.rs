@@ -416,46 +416,71 @@ async fn delayed_item_already_queued_is_deduped() {
     assert_eq!(q.waiting_len(), 0);
 }
 
+/// Awaits a spawned `get`; under the paused clock a lost wake-up ends in the timeout
+/// (the only timer left) instead of a hang.
+async fn got<T>(getter: tokio::task::JoinHandle<T>) -> T {
+    tokio::time::timeout(Duration::from_secs(24 * 3600), getter)
+        .await
+        .expect("a waiting worker was never woken")
+        .unwrap()
+}
+
+fn spawn_get(
+    q: &DelayingQueue<&'static str>,
+) -> tokio::task::JoinHandle<(Option<&'static str>, Instant)> {
+    let q = q.clone();
+    tokio::spawn(async move { (q.get().await, Instant::now()) })
+}
+
 #[tokio::test(start_paused = true)]
 async fn waiting_worker_wakes_at_ready_time() {
     let q = DelayingQueue::new();
     let start = Instant::now();
-    let worker = tokio::spawn({
-        let q = q.clone();
-        async move { (q.get().await, Instant::now()) }
-    });
+    let worker = spawn_get(&q);
     settle().await;
     q.add_after("late", Duration::from_secs(10));
     settle().await;
     // An earlier item re-arms the sleeping worker's timer.
     q.add_after("early", Duration::from_secs(1));
-    let (item, at) = worker.await.unwrap();
+    let (item, at) = got(worker).await;
     assert_eq!(item, Some("early"));
     assert_eq!(at - start, Duration::from_secs(1));
-    let item = q.get().await;
+    let (item, at) = got(spawn_get(&q)).await;
     assert_eq!(item, Some("late"));
-    assert_eq!(Instant::now() - start, Duration::from_secs(10));
+    assert_eq!(at - start, Duration::from_secs(10));
 }
 
 #[tokio::test(start_paused = true)]
 async fn cancelled_timer_waiter_hands_over() {
     let q = DelayingQueue::new();
+    let start = Instant::now();
     q.add_after("x", Duration::from_secs(5));
-    // First waiter sleeps on the timer, then is cancelled after 1 s.
-    let first = tokio::time::timeout(Duration::from_secs(1), q.get()).await;
-    assert!(first.is_err());
-    let second = tokio::spawn({
-        let q = q.clone();
-        async move { q.get().await }
-    });
-    let third = tokio::spawn({
-        let q = q.clone();
-        async move { q.get().await }
-    });
+    let driver = spawn_get(&q);
     settle().await;
-    q.add_after("y", Duration::from_secs(6));
-    let got = [second.await.unwrap(), third.await.unwrap()];
-    assert!(got.contains(&Some("x")) && got.contains(&Some("y")));
+    let other = spawn_get(&q);
+    settle().await;
+    driver.abort();
+    assert!(driver.await.unwrap_err().is_cancelled());
+    let (item, at) = got(other).await;
+    assert_eq!(item, Some("x"));
+    assert_eq!(at - start, Duration::from_secs(5));
+}
+
+#[tokio::test(start_paused = true)]
+async fn timer_passes_to_a_waiting_worker_when_the_driver_leaves_with_an_item() {
+    let q = DelayingQueue::new();
+    let start = Instant::now();
+    q.add_after("x", Duration::from_secs(1));
+    q.add_after("y", Duration::from_secs(2));
+    let first = spawn_get(&q);
+    settle().await;
+    let second = spawn_get(&q);
+    // Neither worker comes back for more: the one left waiting must wake for y.
+    let (a, b) = (got(first).await, got(second).await);
+    let mut results = [a, b];
+    results.sort_by_key(|(_, at)| *at);
+    assert_eq!(results[0], (Some("x"), start + Duration::from_secs(1)));
+    assert_eq!(results[1], (Some("y"), start + Duration::from_secs(2)));
 }
 
 #[tokio::test(start_paused = true)]
@@ -932,4 +957,46 @@ async fn prometheus_provider_exports_client_go_names() {
 
     // A second provider on the same registry is refused, not silently duplicated.
     assert!(metrics::prometheus::PrometheusMetricsProvider::new(&registry).is_err());
+}
+
+#[tokio::test(start_paused = true)]
+async fn metrics_refresher_ends_at_shutdown_or_drop() {
+    let alive = || {
+        tokio::runtime::Handle::current()
+            .metrics()
+            .num_alive_tasks()
+    };
+    let recorder = Recorder::default();
+    let config = || {
+        QueueConfig::default()
+            .name("q")
+            .metrics_provider(Arc::new(recorder.clone()))
+    };
+
+    let q = Queue::with_config(config());
+    q.add("a");
+    assert_eq!(q.get().await, Some("a"));
+    settle().await;
+    assert_eq!(alive(), 1, "the refresher runs once the queue is in use");
+    q.shut_down();
+    advance(Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(alive(), 0, "the refresher ends at shutdown");
+
+    let q = Queue::with_config(config());
+    q.add("a");
+    assert_eq!(q.get().await, Some("a"));
+    settle().await;
+    assert_eq!(alive(), 1);
+    drop(q);
+    advance(Duration::from_secs(1)).await;
+    settle().await;
+    assert_eq!(alive(), 0, "the refresher ends when the queue is dropped");
+
+    // Unnamed queues and delays start no task at all.
+    let q = DelayingQueue::new();
+    q.add_after("a", Duration::from_secs(1));
+    q.add("b");
+    assert_eq!(q.get().await, Some("b"));
+    assert_eq!(alive(), 0);
 }

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Regenerates the golden tree (fixtures/golden) from the fixture CRDs (fixtures/crds).
+# Golden files are never edited by hand: change the generator or a fixture, run this,
+# and review the diff. hack/verify-codegen.sh checks that the tree is current.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cargo run -q --locked -p kubegen -- generate \
+  -f fixtures/crds \
+  -o fixtures/golden \
+  --boilerplate hack/boilerplate.rs.txt

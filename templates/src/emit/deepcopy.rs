@@ -1,0 +1,107 @@
+//! `zz_generated_deepcopy.rs`: Go's DeepCopy/DeepCopyInto as Rust's `Clone`.
+//!
+//! `clone()` is DeepCopy. `clone_from()` is DeepCopyInto: it clones field by field with
+//! each field's own `clone_from`, so the target's allocations are reused wherever the
+//! standard library reuses them: `String` and `Vec` keep their buffers (a `Vec` clones
+//! into its existing elements), `Option` and `Box` clone into the value they already hold,
+//! and generated structs and enums recurse (an enum's catch-all keeps its `String`).
+//! Copy fields are assigned.
+//!
+//! What does not reuse allocations: `BTreeMap` (the standard library's `clone_from` for
+//! it rebuilds the map), `serde_json::Value`, and k8s-openapi types (`ObjectMeta`,
+//! `Condition`, `IntOrString`), whose `Clone` is derived upstream; for them `clone_from`
+//! is `*self = source.clone()`. The result is always equal to `source.clone()`.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{ident, inner_doc_attrs, is_copy};
+use crate::model::{EnumDef, StructDef, TypeDef, Version};
+
+/// The whole `zz_generated_deepcopy.rs` of a version.
+pub fn deepcopy_file(version: &Version) -> TokenStream {
+    let doc = inner_doc_attrs(&[
+        "`Clone` for this version's types: `clone()` is Go's DeepCopy, `clone_from()` is"
+            .to_owned(),
+        "DeepCopyInto and reuses the target's allocations field by field.".to_owned(),
+    ]);
+    let impls = version.types.iter().map(|t| match t {
+        TypeDef::Struct(s) => struct_clone(s),
+        TypeDef::Enum(e) => enum_clone(e),
+    });
+    quote! {
+        #doc
+        #(#impls)*
+    }
+}
+
+/// `Clone` for a struct.
+pub fn struct_clone(s: &StructDef) -> TokenStream {
+    let name = ident(&s.name);
+    let mut names: Vec<(syn::Ident, bool)> = s
+        .fields
+        .iter()
+        .map(|f| (ident(&f.rust_name), is_copy(&f.ty) && !f.optional))
+        .collect();
+    if let Some(unknown) = &s.unknown_fields {
+        names.push((ident(unknown), false));
+    }
+    let clones = names.iter().map(|(n, copy)| {
+        if *copy {
+            quote!(#n: self.#n,)
+        } else {
+            quote!(#n: ::std::clone::Clone::clone(&self.#n),)
+        }
+    });
+    let clone_froms = names.iter().map(|(n, copy)| {
+        if *copy {
+            quote!(self.#n = source.#n;)
+        } else {
+            quote!(::std::clone::Clone::clone_from(&mut self.#n, &source.#n);)
+        }
+    });
+    let source = if names.is_empty() {
+        quote!(_source)
+    } else {
+        quote!(source)
+    };
+    quote! {
+        impl ::std::clone::Clone for super::types::#name {
+            fn clone(&self) -> Self {
+                Self { #(#clones)* }
+            }
+
+            fn clone_from(&mut self, #source: &Self) {
+                #(#clone_froms)*
+            }
+        }
+    }
+}
+
+/// `Clone` for a string enum: the catch-all reuses its `String`.
+pub fn enum_clone(e: &EnumDef) -> TokenStream {
+    let name = ident(&e.name);
+    let other = ident(&e.other_variant);
+    let arms = e.variants.iter().map(|v| {
+        let n = ident(&v.name);
+        quote!(Self::#n => Self::#n,)
+    });
+    quote! {
+        impl ::std::clone::Clone for super::types::#name {
+            fn clone(&self) -> Self {
+                match self {
+                    #(#arms)*
+                    Self::#other(value) => Self::#other(::std::clone::Clone::clone(value)),
+                }
+            }
+
+            fn clone_from(&mut self, source: &Self) {
+                if let (Self::#other(target), Self::#other(value)) = (&mut *self, source) {
+                    ::std::clone::Clone::clone_from(target, value);
+                } else {
+                    *self = ::std::clone::Clone::clone(source);
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! `register.rs`: what makes a generated type a Kubernetes resource.
+//!
+//! Per kind: k8s-openapi's `Resource`, `ListableResource` and `Metadata` impls (so
+//! `kube::Api<K>` and kube-runtime accept the type unchanged), the list type
+//! (`k8s_openapi::List<K>`, whose `kind` is the CRD's `listKind`), GVK/GVR constructors,
+//! and a `RESOURCE_INFO` constant with names, short names, categories, subresources
+//! (scale paths) and printer columns. Per version: `GROUP` and `VERSION` constants.
+//! External kinds get nothing here: their crate implements the traits already.
+
+use proc_macro2::TokenStream;
+use quote::quote;
+
+use super::{ident, inner_doc_attrs};
+use crate::model::{Group, Kind, KindSource, PrinterColumn, Scope, Version};
+
+/// The whole `register.rs` of a version.
+pub fn register_file(group: &Group, version: &Version) -> TokenStream {
+    let doc = inner_doc_attrs(&[format!(
+        "Registration of `{}/{}`: resource traits, list types, names and subresources.",
+        group.name, version.name
+    )]);
+    let group_name = &group.name;
+    let version_name = &version.name;
+    let kinds = version.kinds.iter().filter_map(|k| match &k.source {
+        KindSource::Generated { type_name } => Some(kind_items(group, version, k, type_name)),
+        KindSource::External { .. } => None,
+    });
+    quote! {
+        #doc
+
+        /// The API group of this version.
+        pub const GROUP: &str = #group_name;
+
+        /// This version's name.
+        pub const VERSION: &str = #version_name;
+
+        #(#kinds)*
+    }
+}
+
+/// Everything registered for one generated kind.
+pub fn kind_items(group: &Group, version: &Version, kind: &Kind, type_name: &str) -> TokenStream {
+    let ty = ident(type_name);
+    let list = ident(&kind.list_type_name);
+    let api_version = if group.name.is_empty() {
+        version.name.clone()
+    } else {
+        format!("{}/{}", group.name, version.name)
+    };
+    let group_name = &group.name;
+    let version_name = &version.name;
+    let kind_name = &kind.names.kind;
+    let plural = &kind.names.plural;
+    let list_kind = &kind.names.list_kind;
+    let scope = match kind.scope {
+        Scope::Namespaced => quote!(::kubegen_runtime::k8s_openapi::NamespaceResourceScope),
+        Scope::Cluster => quote!(::kubegen_runtime::k8s_openapi::ClusterResourceScope),
+    };
+    let list_doc = format!(" A list of `{kind_name}` objects (`{list_kind}` on the wire).");
+    let info = resource_info(group, version, kind);
+    quote! {
+        impl ::kubegen_runtime::k8s_openapi::Resource for super::types::#ty {
+            const API_VERSION: &'static str = #api_version;
+            const GROUP: &'static str = #group_name;
+            const KIND: &'static str = #kind_name;
+            const VERSION: &'static str = #version_name;
+            const URL_PATH_SEGMENT: &'static str = #plural;
+            type Scope = #scope;
+        }
+
+        impl ::kubegen_runtime::k8s_openapi::ListableResource for super::types::#ty {
+            const LIST_KIND: &'static str = #list_kind;
+        }
+
+        impl ::kubegen_runtime::k8s_openapi::Metadata for super::types::#ty {
+            type Ty = ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+
+            fn metadata(&self) -> &<Self as ::kubegen_runtime::k8s_openapi::Metadata>::Ty {
+                &self.metadata
+            }
+
+            fn metadata_mut(&mut self) -> &mut <Self as ::kubegen_runtime::k8s_openapi::Metadata>::Ty {
+                &mut self.metadata
+            }
+        }
+
+        #[doc = #list_doc]
+        pub type #list = ::kubegen_runtime::k8s_openapi::List<super::types::#ty>;
+
+        impl super::types::#ty {
+            /// Names, scope, subresources and printer columns, as the schema declares them.
+            pub const RESOURCE_INFO: ::kubegen_runtime::types::ResourceInfo = #info;
+
+            /// The group, version and kind.
+            pub fn group_version_kind() -> ::kubegen_runtime::kube::core::GroupVersionKind {
+                ::kubegen_runtime::kube::core::GroupVersionKind::gvk(#group_name, #version_name, #kind_name)
+            }
+
+            /// The group, version and resource (plural).
+            pub fn group_version_resource() -> ::kubegen_runtime::kube::core::GroupVersionResource {
+                ::kubegen_runtime::kube::core::GroupVersionResource::gvr(#group_name, #version_name, #plural)
+            }
+        }
+    }
+}
+
+/// The `ResourceInfo` constant expression.
+pub fn resource_info(group: &Group, version: &Version, kind: &Kind) -> TokenStream {
+    let n = &kind.names;
+    let (group_name, version_name, kind_name) = (&group.name, &version.name, &n.kind);
+    let (list_kind, plural, singular) = (&n.list_kind, &n.plural, &n.singular);
+    let short_names = &n.short_names;
+    let categories = &n.categories;
+    let namespaced = kind.scope == Scope::Namespaced;
+    let status = kind.status_subresource;
+    let scale = match &kind.scale {
+        Some(s) => {
+            let spec = &s.spec_replicas_path;
+            let status = &s.status_replicas_path;
+            let selector = option_str(s.label_selector_path.as_deref());
+            quote! {
+                ::std::option::Option::Some(::kubegen_runtime::types::ScaleSubresource {
+                    spec_replicas_path: #spec,
+                    status_replicas_path: #status,
+                    label_selector_path: #selector,
+                })
+            }
+        }
+        None => quote!(::std::option::Option::None),
+    };
+    let columns = kind.printer_columns.iter().map(printer_column);
+    let (served, storage, deprecated) = (kind.served, kind.storage, kind.deprecated);
+    let deprecation_warning = option_str(kind.deprecation_warning.as_deref());
+    quote! {
+        ::kubegen_runtime::types::ResourceInfo {
+            group: #group_name,
+            version: #version_name,
+            kind: #kind_name,
+            list_kind: #list_kind,
+            plural: #plural,
+            singular: #singular,
+            short_names: &[#(#short_names),*],
+            categories: &[#(#categories),*],
+            namespaced: #namespaced,
+            status_subresource: #status,
+            scale_subresource: #scale,
+            printer_columns: &[#(#columns),*],
+            served: #served,
+            storage: #storage,
+            deprecated: #deprecated,
+            deprecation_warning: #deprecation_warning,
+        }
+    }
+}
+
+/// One `PrinterColumn` expression.
+pub fn printer_column(c: &PrinterColumn) -> TokenStream {
+    let (name, type_, json_path, priority) = (&c.name, &c.type_, &c.json_path, c.priority);
+    let format = option_str(c.format.as_deref());
+    let description = option_str(c.description.as_deref());
+    quote! {
+        ::kubegen_runtime::types::PrinterColumn {
+            name: #name,
+            type_: #type_,
+            format: #format,
+            description: #description,
+            priority: #priority,
+            json_path: #json_path,
+        }
+    }
+}
+
+fn option_str(value: Option<&str>) -> TokenStream {
+    match value {
+        Some(v) => quote!(::std::option::Option::Some(#v)),
+        None => quote!(::std::option::Option::None),
+    }
+}

@@ -1,0 +1,327 @@
+//! `types.rs`: one struct or enum per [`TypeDef`], with serde attributes that keep the
+//! wire exact, and `apply_defaults` where the schema declares defaults.
+//!
+//! Guarantees of the emitted code: optional fields are `Option` and skipped when `None`
+//! (absent stays absent); JSON keys are renamed exactly; enums keep values the schema does
+//! not list in their catch-all variant; preserve-unknown-fields structs keep undeclared
+//! keys in a flattened map. `Clone` is not derived: `zz_generated_deepcopy.rs` has it.
+
+use std::collections::BTreeSet;
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+
+use super::{
+    description_lint_allows, doc_attrs, ident, inner_doc_attrs, ty_tokens, LINT_ALLOWS_DOC,
+};
+use crate::model::{EnumDef, Field, Group, StructDef, Ty, TypeDef, Version};
+
+/// The whole `types.rs` of a version.
+pub fn types_file(group: &Group, version: &Version) -> TokenStream {
+    let mut doc = vec![format!(
+        "Types of `{}/{}`, generated from their schemas.",
+        group.name, version.name
+    )];
+    doc.push(String::new());
+    doc.extend(LINT_ALLOWS_DOC.iter().map(|l| (*l).to_owned()));
+    let doc = inner_doc_attrs(&doc);
+    let allows = description_lint_allows();
+    let with_defaults = types_with_defaults(version);
+    let items = version.types.iter().map(|t| match t {
+        TypeDef::Struct(s) => {
+            let def = struct_def(s);
+            let defaults = with_defaults
+                .contains(&s.name)
+                .then(|| apply_defaults_impl(s, &with_defaults));
+            let default = (!derives_default(s)).then(|| default_impl(s));
+            quote! { #def #default #defaults }
+        }
+        TypeDef::Enum(e) => enum_items(e),
+    });
+    quote! {
+        #doc
+        #allows
+        #(#items)*
+    }
+}
+
+/// A struct and its fields.
+pub fn struct_def(s: &StructDef) -> TokenStream {
+    let name = ident(&s.name);
+    let doc = doc_attrs(s.doc.as_deref());
+    let fields = s.fields.iter().map(field);
+    let unknown = s.unknown_fields.as_ref().map(|f| {
+        let f = ident(f);
+        quote! {
+            /// Properties the schema does not declare, kept as they came
+            /// (`x-kubernetes-preserve-unknown-fields`).
+            #[serde(flatten)]
+            pub #f: ::std::collections::BTreeMap<::std::string::String, ::kubegen_runtime::serde_json::Value>,
+        }
+    });
+    let default = derives_default(s).then(|| quote!(::std::default::Default,));
+    quote! {
+        #doc
+        #[derive(::std::fmt::Debug, ::std::cmp::PartialEq, #default ::kubegen_runtime::serde::Deserialize, ::kubegen_runtime::serde::Serialize)]
+        #[serde(crate = "::kubegen_runtime::serde")]
+        pub struct #name {
+            #(#fields)*
+            #unknown
+        }
+    }
+}
+
+/// One field with its serde attributes.
+pub fn field(f: &Field) -> TokenStream {
+    let name = ident(&f.rust_name);
+    let mut doc_text = f.doc.clone().unwrap_or_default();
+    if let Some(default) = &f.default {
+        if !doc_text.is_empty() {
+            doc_text.push_str("\n\n");
+        }
+        doc_text.push_str(&format!(
+            "Schema default: `{}` (see `apply_defaults`).",
+            serde_json::to_string(default)
+                .unwrap_or_default()
+                .replace('`', "'")
+        ));
+    }
+    if f.required && f.optional && f.default.is_some() {
+        doc_text.push_str(" Required by the schema; absent until `apply_defaults` fills it.");
+    }
+    if f.nullable {
+        if !doc_text.is_empty() {
+            doc_text.push_str("\n\n");
+        }
+        doc_text.push_str("Nullable: `null` reads as `None`.");
+    }
+    let doc = doc_attrs(Some(&doc_text));
+    let rename = (f.json_name != f.rust_name).then(|| {
+        let json = &f.json_name;
+        quote!(rename = #json,)
+    });
+    let ty = ty_tokens(&f.ty, &quote!());
+    match &f.ty {
+        Ty::ApiVersion | Ty::KindField | Ty::ObjectMeta => quote! {
+            #doc
+            #[serde(#rename default)]
+            pub #name: #ty,
+        },
+        _ if f.optional => quote! {
+            #doc
+            #[serde(#rename default, skip_serializing_if = "::std::option::Option::is_none")]
+            pub #name: ::std::option::Option<#ty>,
+        },
+        _ => {
+            let attr = rename.map(|r| quote!(#[serde(#r)]));
+            quote! {
+                #doc
+                #attr
+                pub #name: #ty,
+            }
+        }
+    }
+}
+
+/// Whether `#[derive(Default)]` works: required fields all have a `Default` type.
+fn derives_default(s: &StructDef) -> bool {
+    s.fields
+        .iter()
+        .all(|f| f.optional || !matches!(f.ty, Ty::Number | Ty::Condition))
+}
+
+/// `Default` for structs whose required fields include a type without one.
+fn default_impl(s: &StructDef) -> TokenStream {
+    let name = ident(&s.name);
+    let fields = s.fields.iter().map(|f| {
+        let n = ident(&f.rust_name);
+        let value = match &f.ty {
+            _ if f.optional => quote!(::std::option::Option::None),
+            Ty::Number => quote!(::kubegen_runtime::serde_json::Number::from(0)),
+            _ => quote!(::std::default::Default::default()),
+        };
+        quote!(#n: #value,)
+    });
+    let unknown = s.unknown_fields.as_ref().map(|f| {
+        let f = ident(f);
+        quote!(#f: ::std::default::Default::default(),)
+    });
+    quote! {
+        impl ::std::default::Default for #name {
+            fn default() -> Self {
+                Self { #(#fields)* #unknown }
+            }
+        }
+    }
+}
+
+/// Struct names whose `apply_defaults` has work: a defaulted field, or a field whose type
+/// (through Vec/Map/Option/Box) is such a struct.
+fn types_with_defaults(version: &Version) -> BTreeSet<String> {
+    let mut set = BTreeSet::new();
+    loop {
+        let before = set.len();
+        for t in &version.types {
+            if let TypeDef::Struct(s) = t {
+                if s.fields
+                    .iter()
+                    .any(|f| f.default.is_some() || reaches_defaults(&f.ty, &set))
+                {
+                    set.insert(s.name.clone());
+                }
+            }
+        }
+        if set.len() == before {
+            return set;
+        }
+    }
+}
+
+fn reaches_defaults(ty: &Ty, set: &BTreeSet<String>) -> bool {
+    match ty {
+        Ty::Named(n) => set.contains(n),
+        Ty::Vec(t) | Ty::Map(t) | Ty::Option(t) | Ty::Box(t) => reaches_defaults(t, set),
+        _ => false,
+    }
+}
+
+/// `apply_defaults`: fill absent fields with schema defaults, recursively.
+fn apply_defaults_impl(s: &StructDef, set: &BTreeSet<String>) -> TokenStream {
+    let name = ident(&s.name);
+    let steps = s.fields.iter().map(|f| {
+        let n = ident(&f.rust_name);
+        let fill = f.default.as_ref().filter(|_| f.optional).map(|d| {
+            let json = serde_json::to_string(d).unwrap_or_default();
+            quote! {
+                if self.#n.is_none() {
+                    self.#n = ::kubegen_runtime::serde_json::from_str(#json).ok();
+                }
+            }
+        });
+        let ty = if f.optional {
+            Ty::Option(Box::new(f.ty.clone()))
+        } else {
+            f.ty.clone()
+        };
+        let recurse = walk_defaults(quote!(self.#n), &ty, set, 0);
+        quote! { #fill #recurse }
+    });
+    quote! {
+        impl #name {
+            /// Fills absent fields with the schema's defaults, recursively, as the API
+            /// server does when it reads an object. Present values are never changed.
+            pub fn apply_defaults(&mut self) {
+                #(#steps)*
+            }
+        }
+    }
+}
+
+fn walk_defaults(
+    place: TokenStream,
+    ty: &Ty,
+    set: &BTreeSet<String>,
+    depth: usize,
+) -> Option<TokenStream> {
+    if !reaches_defaults(ty, set) {
+        return None;
+    }
+    let v = format_ident!("v{}", depth);
+    Some(match ty {
+        Ty::Named(_) => quote!(#place.apply_defaults();),
+        Ty::Box(t) => return walk_defaults(place, t, set, depth),
+        Ty::Option(t) => {
+            let inner = walk_defaults(quote!(#v), t, set, depth + 1);
+            quote!(if let ::std::option::Option::Some(#v) = #place.as_mut() { #inner })
+        }
+        Ty::Vec(t) => {
+            let inner = walk_defaults(quote!(#v), t, set, depth + 1);
+            quote!(for #v in #place.iter_mut() { #inner })
+        }
+        Ty::Map(t) => {
+            let inner = walk_defaults(quote!(#v), t, set, depth + 1);
+            quote!(for #v in #place.values_mut() { #inner })
+        }
+        _ => return None,
+    })
+}
+
+/// A string enum, its conversions and its serde impls.
+pub fn enum_items(e: &EnumDef) -> TokenStream {
+    let name = ident(&e.name);
+    let doc = doc_attrs(e.doc.as_deref());
+    let other = ident(&e.other_variant);
+    let variants = e.variants.iter().map(|v| {
+        let n = ident(&v.name);
+        let doc = format!(" `{}`", v.value.replace('`', "'"));
+        let doc = if v.value.is_empty() {
+            " The empty string.".to_owned()
+        } else {
+            doc
+        };
+        quote! { #[doc = #doc] #n, }
+    });
+    let as_str_arms = e.variants.iter().map(|v| {
+        let n = ident(&v.name);
+        let value = &v.value;
+        quote!(Self::#n => #value,)
+    });
+    let from_arms = e.variants.iter().map(|v| {
+        let n = ident(&v.name);
+        let value = &v.value;
+        quote!(#value => Self::#n,)
+    });
+    let first = e.variants.first().map(|v| {
+        let n = ident(&v.name);
+        quote!(Self::#n)
+    });
+    let default = first.unwrap_or_else(|| quote!(Self::#other(::std::string::String::new())));
+    quote! {
+        #doc
+        #[derive(::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash)]
+        pub enum #name {
+            #(#variants)*
+            /// A value the schema does not list (a newer server's), kept as sent.
+            #other(::std::string::String),
+        }
+
+        impl #name {
+            /// The wire value.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    #(#as_str_arms)*
+                    Self::#other(value) => value,
+                }
+            }
+        }
+
+        impl ::std::convert::From<::std::string::String> for #name {
+            fn from(value: ::std::string::String) -> Self {
+                match value.as_str() {
+                    #(#from_arms)*
+                    _ => Self::#other(value),
+                }
+            }
+        }
+
+        /// The first listed value.
+        impl ::std::default::Default for #name {
+            fn default() -> Self {
+                #default
+            }
+        }
+
+        impl ::kubegen_runtime::serde::Serialize for #name {
+            fn serialize<S: ::kubegen_runtime::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                serializer.serialize_str(self.as_str())
+            }
+        }
+
+        impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for #name {
+            fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+                let value = <::std::string::String as ::kubegen_runtime::serde::Deserialize>::deserialize(deserializer)?;
+                ::std::result::Result::Ok(Self::from(value))
+            }
+        }
+    }
+}
