@@ -18,24 +18,24 @@ use kubegen_tests::golden::apis::widgets::v1::{ClusterWidget, ClusterWidgetSpec}
 use kubegen_tests::golden::fake::new_simple_clientset;
 use kubegen_tests::golden::informers::SharedInformerFactory;
 
-fn foo(namespace: &str, name: &str, labels: &[(&str, &str)]) -> Foo {
-    let mut foo = Foo::new(
+fn new_foo(namespace: &str, name: &str, labels: &[(&str, &str)]) -> Foo {
+    let mut obj = Foo::new(
         name,
         FooSpec {
             deployment_name: Some(format!("{name}-deployment")),
             replicas: Some(1),
         },
     );
-    foo.metadata.namespace = Some(namespace.to_owned());
+    obj.metadata.namespace = Some(namespace.to_owned());
     if !labels.is_empty() {
-        foo.metadata.labels = Some(
+        obj.metadata.labels = Some(
             labels
                 .iter()
                 .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
                 .collect(),
         );
     }
-    foo
+    obj
 }
 
 fn names<'a>(objs: impl IntoIterator<Item = &'a Foo>) -> BTreeSet<String> {
@@ -51,12 +51,12 @@ async fn foo_create_get_list_update_status_apply_delete_through_the_clientset() 
     let params = WriteParams::default();
 
     let created = foos
-        .create(&foo("default", "web", &[("app", "web")]), &params)
+        .create(&new_foo("default", "web", &[("app", "web")]), &params)
         .await
         .unwrap();
     assert_eq!(created.metadata.namespace.as_deref(), Some("default"));
     assert!(created.metadata.resource_version.is_some());
-    foos.create(&foo("default", "db", &[("app", "db")]), &params)
+    foos.create(&new_foo("default", "db", &[("app", "db")]), &params)
         .await
         .unwrap();
 
@@ -95,7 +95,7 @@ async fn foo_create_get_list_update_status_apply_delete_through_the_clientset() 
     let applied = foos
         .apply(
             "cache",
-            &foo("default", "cache", &[]),
+            &new_foo("default", "cache", &[]),
             &PatchParams::apply("e2e"),
         )
         .await
@@ -123,7 +123,7 @@ async fn foo_create_get_list_update_status_apply_delete_through_the_clientset() 
 
 #[tokio::test]
 async fn factory_syncs_and_its_listers_see_objects_by_namespace() {
-    let seed = [foo("a", "one", &[("app", "web")]), foo("b", "two", &[])];
+    let seed = [new_foo("a", "one", &[("app", "web")]), new_foo("b", "two", &[])];
     let cs = new_simple_clientset(seed.iter().map(|f| serde_json::to_value(f).unwrap()))
         .await
         .unwrap();
@@ -163,7 +163,7 @@ async fn factory_syncs_and_its_listers_see_objects_by_namespace() {
     // cache has it).
     cs.samplecontroller_v1alpha1()
         .foos("b")
-        .create(&foo("b", "three", &[]), &WriteParams::default())
+        .create(&new_foo("b", "three", &[]), &WriteParams::default())
         .await
         .unwrap();
     while rx.recv().await.as_deref() != Some("three") {}
@@ -180,7 +180,7 @@ async fn factory_syncs_and_its_listers_see_objects_by_namespace() {
 
 #[tokio::test]
 async fn factory_options_limit_informers_to_a_namespace() {
-    let seed = [foo("a", "one", &[]), foo("b", "two", &[])];
+    let seed = [new_foo("a", "one", &[]), new_foo("b", "two", &[])];
     let cs = new_simple_clientset(seed.iter().map(|f| serde_json::to_value(f).unwrap()))
         .await
         .unwrap();
@@ -206,7 +206,7 @@ async fn factory_options_limit_informers_to_a_namespace() {
 
 #[tokio::test]
 async fn fake_clientset_records_actions_and_reactor_errors_reach_the_caller() {
-    let cs = new_simple_clientset([serde_json::to_value(foo("default", "web", &[])).unwrap()])
+    let cs = new_simple_clientset([serde_json::to_value(new_foo("default", "web", &[])).unwrap()])
         .await
         .unwrap();
     cs.add_reactor(
