@@ -123,7 +123,10 @@ async fn foo_create_get_list_update_status_apply_delete_through_the_clientset() 
 
 #[tokio::test]
 async fn factory_syncs_and_its_listers_see_objects_by_namespace() {
-    let seed = [new_foo("a", "one", &[("app", "web")]), new_foo("b", "two", &[])];
+    let seed = [
+        new_foo("a", "one", &[("app", "web")]),
+        new_foo("b", "two", &[]),
+    ];
     let cs = new_simple_clientset(seed.iter().map(|f| serde_json::to_value(f).unwrap()))
         .await
         .unwrap();
