@@ -1,5 +1,6 @@
-//! kubegen: generates Rust types (and, later, clientsets, listers and informers) from
-//! CustomResourceDefinitions, the way Kubernetes' code-generator does for Go.
+//! kubegen: generates Rust types, typed clientsets (and fake clientsets), listers and
+//! shared informer factories from CustomResourceDefinitions, the way Kubernetes'
+//! code-generator does for Go.
 //!
 //! The pipeline is one-way: [`input`] reads CRD YAML into the model
 //! (`kubegen_templates::model`), the emitters turn the model into files, and [`output`]

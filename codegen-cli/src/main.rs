@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Generates Rust types for Kubernetes custom resources from their CRDs.
+/// Generates Rust types, clientsets, listers and informers for Kubernetes custom
+/// resources from their CRDs.
 #[derive(Parser)]
 #[command(name = "kubegen", version, after_help = EXAMPLES)]
 struct Cli {
