@@ -24,13 +24,13 @@ async fn run(cs: Clientset, factory: SharedInformerFactory, queue: RateLimitingQ
     let foos = factory.samplecontroller().v1alpha1().foos();
     let enqueue = {
         let queue = queue.clone();
-        move |foo: &Arc<Foo>| queue.add(object_key(foo.as_ref()))
+        move |obj: &Arc<Foo>| queue.add(object_key(obj.as_ref()))
     };
     let on_update = enqueue.clone();
     foos.informer()
         .add_event_handler(
             ResourceEventHandlerFuncs::new()
-                .add_func(move |foo: &Arc<Foo>, _| enqueue(foo))
+                .add_func(move |obj: &Arc<Foo>, _| enqueue(obj))
                 .update_func(move |_, new: &Arc<Foo>| on_update(new)),
         )
         .expect("the informer is not stopped");
@@ -51,12 +51,12 @@ async fn run(cs: Clientset, factory: SharedInformerFactory, queue: RateLimitingQ
 /// Makes the Foo's Deployment exist and records its replicas in the Foo's status.
 async fn reconcile(cs: &Clientset, lister: &FooLister, key: &str) -> Result<(), Error> {
     let (namespace, name) = split_meta_namespace_key(key)?;
-    let foo = match lister.foos(namespace).get(name) {
-        Ok(foo) => foo,
+    let obj = match lister.foos(namespace).get(name) {
+        Ok(obj) => obj,
         Err(e) if e.is_not_found() => return Ok(()), // deleted meanwhile
         Err(e) => return Err(e.into()),
     };
-    let spec = foo.spec.clone().unwrap_or_default();
+    let spec = obj.spec.clone().unwrap_or_default();
     let Some(deployment_name) = spec.deployment_name else {
         return Ok(()); // nothing to do until the user names the Deployment
     };
@@ -64,14 +64,14 @@ async fn reconcile(cs: &Clientset, lister: &FooLister, key: &str) -> Result<(), 
     let deployment = match deployments.get(&deployment_name).await {
         Ok(d) => d,
         Err(e) if e.status().is_some_and(|s| s.is_not_found()) => {
-            let d = new_deployment(&foo, &deployment_name, spec.replicas);
+            let d = new_deployment(&obj, &deployment_name, spec.replicas);
             deployments.create(&d, &WriteParams::default()).await?
         }
         Err(e) => return Err(e.into()),
     };
     let replicas = deployment.spec.replicas;
-    if foo.status.as_ref().and_then(|s| s.available_replicas) != replicas {
-        let mut updated = Foo::clone(&foo);
+    if obj.status.as_ref().and_then(|s| s.available_replicas) != replicas {
+        let mut updated = Foo::clone(&obj);
         updated.status = Some(FooStatus {
             available_replicas: replicas,
         });
@@ -83,18 +83,18 @@ async fn reconcile(cs: &Clientset, lister: &FooLister, key: &str) -> Result<(), 
     Ok(())
 }
 
-fn new_deployment(foo: &Foo, name: &str, replicas: Option<i32>) -> Deployment {
+fn new_deployment(obj: &Foo, name: &str, replicas: Option<i32>) -> Deployment {
     let labels = std::collections::BTreeMap::from([
         ("app".to_owned(), "nginx".to_owned()),
         (
             "controller".to_owned(),
-            foo.metadata.name.clone().unwrap_or_default(),
+            obj.metadata.name.clone().unwrap_or_default(),
         ),
     ]);
     Deployment {
         metadata: ObjectMeta {
             name: Some(name.to_owned()),
-            namespace: foo.metadata.namespace.clone(),
+            namespace: obj.metadata.namespace.clone(),
             ..Default::default()
         },
         spec: DeploymentSpec {
