@@ -182,28 +182,51 @@ async fn factory_syncs_and_its_listers_see_objects_by_namespace() {
 }
 
 #[tokio::test]
-async fn factory_options_limit_informers_to_a_namespace() {
+async fn factory_options_namespace_tweak_resync_and_transform_reach_the_informers() {
     let seed = [new_foo("a", "one", &[]), new_foo("b", "two", &[])];
     let cs = new_simple_clientset(seed.iter().map(|f| serde_json::to_value(f).unwrap()))
         .await
         .unwrap();
     let options = FactoryOptions::new(Duration::ZERO)
         .namespace("a")
-        .tweak_list_options(|o| o.label_selector = None);
+        .tweak_list_options(|o| o.label_selector = Some("!skip".into()))
+        .custom_resync::<Foo>(Duration::from_secs(7))
+        .transform(|obj: &mut dyn std::any::Any| {
+            if let Some(f) = obj.downcast_mut::<Foo>() {
+                f.metadata.annotations = Some([("seen".to_owned(), "yes".to_owned())].into());
+            }
+        });
     let factory = SharedInformerFactory::with_options(cs.clientset().clone(), options);
     let foos = factory.samplecontroller().v1alpha1().foos();
     let _ = foos.informer();
     factory.start();
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
+    let cached = foos.lister().list(&Selector::everything());
     assert_eq!(
-        names(
-            foos.lister()
-                .list(&Selector::everything())
-                .iter()
-                .map(Arc::as_ref)
-        ),
+        names(cached.iter().map(Arc::as_ref)),
         BTreeSet::from(["one".to_owned()])
     );
+    assert_eq!(
+        cached[0].metadata.annotations.as_ref().unwrap()["seen"],
+        "yes",
+        "the factory's transform ran"
+    );
+    assert_eq!(
+        factory.factory().resync_period_for::<Foo>(),
+        Duration::from_secs(7)
+    );
+    let requests: Vec<_> = cs
+        .actions()
+        .into_iter()
+        .filter(|r| r.resource == "foos")
+        .collect();
+    assert!(!requests.is_empty());
+    for r in requests {
+        assert_eq!(r.namespace, "a", "{r:?}");
+        assert!(r.query.contains("labelSelector=%21skip"), "{r:?}");
+    }
+    let unknown = kube::core::GroupVersionResource::gvr("example.com", "v1", "nothings");
+    assert!(factory.for_resource(&unknown).is_err());
     factory.shutdown().await;
 }
 
