@@ -238,6 +238,13 @@ impl<K: Send + 'static> ListerWatcher<K> for Tweaked<K> {
         (self.tweak)(&mut opts);
         self.inner.list(opts)
     }
+    fn list_deferred(
+        &self,
+        mut opts: ListOptions,
+    ) -> BoxFuture<'static, Result<crate::client::DeferredPage<K>, client::Error>> {
+        (self.tweak)(&mut opts);
+        self.inner.list_deferred(opts)
+    }
     fn watch(
         &self,
         mut opts: ListOptions,

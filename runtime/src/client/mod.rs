@@ -17,11 +17,13 @@
 //! - [`ResourceClient::watch`] decodes frames with a streaming JSON decoder that does not
 //!   rely on newlines; see [`WatchEvent`] for how errors surface.
 //!
-//! It does not retry, cache, or write.
+//! The write path (create, update, patch, apply, delete) lives in its own file; see
+//! [`Patch`] and [`DeleteOptions`]. It does not retry or cache.
 
 mod decode;
 mod pool;
 mod watch;
+mod write;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -36,6 +38,9 @@ use serde::Deserialize;
 use crate::errors::{Status, StatusError};
 
 pub use watch::{Bookmark, WatchEvent, WatchStream};
+pub use write::{
+    DeleteOptions, Deleted, Patch, PatchParams, Preconditions, PropagationPolicy, WriteParams,
+};
 
 /// An error of a [`ResourceClient`] call.
 #[derive(Debug, thiserror::Error)]
@@ -264,6 +269,16 @@ pub(crate) struct WireListMeta {
     continue_: Option<String>,
     #[serde(default)]
     remaining_item_count: Option<i64>,
+}
+
+/// A whole list body decoded at once (the delete-collection answer).
+#[derive(Deserialize)]
+#[serde(bound = "K: DeserializeOwned")]
+pub(crate) struct WireList<K> {
+    #[serde(default)]
+    pub(crate) metadata: Option<WireListMeta>,
+    #[serde(default)]
+    pub(crate) items: Option<Vec<K>>,
 }
 
 /// One listed page whose items may still be decoding (from
