@@ -264,20 +264,23 @@ fn find_kinds(dir: &Path, module_path: &str, out: &mut Vec<(String, String, Stri
         if path.is_dir() {
             find_kinds(&path, &format!("{module_path}::{name}"), out);
         } else if name == "register.rs" {
+            // Whitespace-normalized, so wrapped `impl` lines read like short ones.
             let text = std::fs::read_to_string(&path).unwrap_or_default();
-            let mut pending: Option<String> = None;
-            for line in text.lines() {
-                let line = line.trim();
-                if let Some(rest) = line.strip_prefix(
-                    "impl ::kubegen_runtime::k8s_openapi::Resource for super::types::",
-                ) {
-                    pending = rest.strip_suffix(" {").map(str::to_owned);
-                } else if let Some(rest) = line.strip_prefix("const API_VERSION: &'static str = \"")
-                {
-                    if let (Some(ty), Some(av)) = (pending.take(), rest.strip_suffix("\";")) {
-                        out.push((av.to_owned(), ty.clone(), format!("{module_path}::{ty}")));
-                    }
-                }
+            let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+            let marker = "impl ::kubegen_runtime::k8s_openapi::Resource for super::types::";
+            for (at, _) in text.match_indices(marker) {
+                let rest = &text[at + marker.len()..];
+                let Some((ty, body)) = rest.split_once(" { ") else {
+                    continue;
+                };
+                let Some(av) = body
+                    .strip_prefix("const API_VERSION: &'static str = \"")
+                    .and_then(|b| b.split_once('"'))
+                    .map(|(av, _)| av)
+                else {
+                    continue;
+                };
+                out.push((av.to_owned(), ty.to_owned(), format!("{module_path}::{ty}")));
             }
         }
     }
