@@ -99,6 +99,7 @@ impl Builder {
                 .unwrap_or_else(|| Error::at("", "generation failed", ""))
         })?;
         let text = single_file(&generated.files);
+        // `Config::layout` is ignored here: a build script always gets one file.
         let path = dir.join(self.file_name.as_deref().unwrap_or("kubegen.rs"));
         write_if_changed(&path, &text)?;
         Ok(path)
@@ -126,6 +127,8 @@ pub fn single_file(files: &[GeneratedFile]) -> String {
         };
         let mut out = String::new();
         for line in file.contents.lines() {
+            let indent = &line[..line.len() - line.trim_start().len()];
+            let line = line.trim_start();
             let decl = line
                 .strip_prefix("pub mod ")
                 .map(|r| ("pub mod ", r))
@@ -155,13 +158,16 @@ pub fn single_file(files: &[GeneratedFile]) -> String {
                         let keep = out.trim_end_matches('\n').rfind('\n').map_or(0, |i| i + 1);
                         out.truncate(keep);
                     }
+                    out.push_str(indent);
                     out.push_str(vis);
                     out.push_str(name);
                     out.push_str(" {\n");
                     out.push_str(&child);
+                    out.push_str(indent);
                     out.push_str("}\n");
                 }
                 _ => {
+                    out.push_str(indent);
                     out.push_str(line);
                     out.push('\n');
                 }

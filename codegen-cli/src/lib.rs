@@ -1,5 +1,6 @@
-//! kubegen: generates Rust types (and, later, clientsets, listers and informers) from
-//! CustomResourceDefinitions, the way Kubernetes' code-generator does for Go.
+//! kubegen: generates Rust types, typed clientsets (and fake clientsets), listers and
+//! shared informer factories from CustomResourceDefinitions, the way Kubernetes'
+//! code-generator does for Go.
 //!
 //! The pipeline is one-way: [`input`] reads CRD YAML into the model
 //! (`kubegen_templates::model`), the emitters turn the model into files, and [`output`]
@@ -60,6 +61,19 @@ pub struct Config {
     pub boilerplate: Option<String>,
     /// Group name -> module name overrides.
     pub group_aliases: BTreeMap<String, String>,
+    /// One file per module, or the whole tree in one `mod.rs`.
+    pub layout: Layout,
+}
+
+/// How the generated tree is laid out in files.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Layout {
+    /// One file per module (`apis/<group>/<version>/types.rs`, ...), as checked in.
+    #[default]
+    Tree,
+    /// Every module inline in one `mod.rs` ([`builder::single_file`]), for `include!`
+    /// (what [`Builder`] writes).
+    SingleFile,
 }
 
 impl Config {
@@ -177,8 +191,14 @@ pub fn generate(config: &Config) -> Result<Generated, Vec<Error>> {
     let options = kubegen_templates::emit::Options {
         boilerplate: config.boilerplate.clone(),
     };
-    let out = kubegen_templates::emit::generate(&api, &options)
+    let mut out = kubegen_templates::emit::generate(&api, &options)
         .map_err(|e| vec![Error::at("", e.to_string(), "")])?;
+    if config.layout == Layout::SingleFile {
+        out = vec![GeneratedFile {
+            path: "mod.rs".to_owned(),
+            contents: builder::single_file(&out),
+        }];
+    }
     Ok(Generated {
         files: out,
         input_files: files.len(),

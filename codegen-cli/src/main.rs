@@ -6,7 +6,8 @@ use std::time::Instant;
 
 use clap::{Args, Parser, Subcommand};
 
-/// Generates Rust types for Kubernetes custom resources from their CRDs.
+/// Generates Rust types, clientsets, listers and informers for Kubernetes custom
+/// resources from their CRDs.
 #[derive(Parser)]
 #[command(name = "kubegen", version, after_help = EXAMPLES)]
 struct Cli {
@@ -19,6 +20,7 @@ const EXAMPLES: &str = "Examples:
   kubegen generate -f crds/ -o src/generated --boilerplate hack/boilerplate.txt
   kubegen generate -f crds/ -o src/generated --group-alias gateway.networking.x-k8s.io=gatewayx
   kubegen generate -f crds/ -o src/generated --dry-run
+  kubegen generate -f crds/ -o src/generated --layout single-file   # one mod.rs
   kubegen verify -f crds/ -o src/generated      # exit 1 and a diff when stale";
 
 #[derive(Subcommand)]
@@ -48,6 +50,16 @@ struct Common {
     /// Module name for an API group, as GROUP=MODULE (repeatable).
     #[arg(long = "group-alias", value_name = "GROUP=MODULE")]
     group_alias: Vec<String>,
+    /// `tree`: one file per module; `single-file`: every module inline in -o/mod.rs
+    /// (for `include!`).
+    #[arg(long, value_enum, default_value = "tree")]
+    layout: LayoutArg,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum LayoutArg {
+    Tree,
+    SingleFile,
 }
 
 fn main() -> ExitCode {
@@ -82,6 +94,10 @@ fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
         config.boilerplate = Some(text);
     }
     config.group_aliases = parse_aliases(&common.group_alias)?;
+    config.layout = match common.layout {
+        LayoutArg::Tree => kubegen::Layout::Tree,
+        LayoutArg::SingleFile => kubegen::Layout::SingleFile,
+    };
     let generated = kubegen::generate(&config)?;
     let elapsed = || format!("{:.0?}", start.elapsed());
     if verify {

@@ -32,6 +32,27 @@ pub use k8s_openapi;
 pub use kube;
 pub use serde;
 pub use serde_json;
+pub use tokio_util;
+
+/// Expands its items only when this crate's `testing` feature is on, and to nothing
+/// otherwise.
+///
+/// Generated trees declare their fake clientset with it (`testing_only! { pub mod
+/// fake; }`): the user decides where fakes exist by enabling `kubegen-runtime/testing`
+/// (in `[dev-dependencies]` for tests, or from a feature of their own), and the generated
+/// code names no cfg of the user's crate, so no `unexpected_cfgs` warning can fire.
+#[cfg(feature = "testing")]
+#[macro_export]
+macro_rules! testing_only {
+    ($($item:item)*) => { $($item)* };
+}
+
+/// Expands its items only when this crate's `testing` feature is on (it is off here).
+#[cfg(not(feature = "testing"))]
+#[macro_export]
+macro_rules! testing_only {
+    ($($item:item)*) => {};
+}
 
 pub mod cache;
 pub mod client;

@@ -176,10 +176,20 @@ macro_rules! type_meta_field {
             }
         }
 
-        impl<'de, K> serde::Deserialize<'de> for $name<K> {
+        impl<'de, K: k8s_openapi::Resource> serde::Deserialize<'de> for $name<K> {
             fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                serde::de::IgnoredAny::deserialize(deserializer)?;
-                Ok($name(std::marker::PhantomData))
+                // `null` and "" mean unset (as absent does); any other value must be ours.
+                let value = Option::<String>::deserialize(deserializer)?;
+                match value.as_deref() {
+                    None | Some("") => Ok($name(std::marker::PhantomData)),
+                    Some(v) if v == K::$constant => Ok($name(std::marker::PhantomData)),
+                    Some(v) => Err(serde::de::Error::custom(format_args!(
+                        "{} is {:?}, expected {:?}",
+                        stringify!($constant),
+                        v,
+                        K::$constant
+                    ))),
+                }
             }
         }
     };
@@ -315,7 +325,7 @@ mod tests {
     }
 
     #[test]
-    fn type_meta_fields_write_the_kinds_constants_and_accept_absence() {
+    fn type_meta_fields_write_the_kinds_constants_accept_absence_and_reject_others() {
         let out = serde_json::to_value(Typed::default()).unwrap();
         assert_eq!(
             out,
@@ -324,6 +334,15 @@ mod tests {
         let _: Typed = serde_json::from_str("{}").unwrap();
         let _: Typed =
             serde_json::from_str(r#"{"apiVersion": "example.com/v1", "kind": "Widget"}"#).unwrap();
+        let wrong_version =
+            serde_json::from_str::<Typed>(r#"{"apiVersion": "example.com/v2", "kind": "Widget"}"#)
+                .err()
+                .unwrap();
+        assert!(
+            wrong_version.to_string().contains("example.com/v2"),
+            "{wrong_version}"
+        );
+        assert!(serde_json::from_str::<Typed>(r#"{"kind": "Gadget"}"#).is_err());
         assert_eq!(
             format!("{:?}", ApiVersion::<Widget>::default()),
             r#""example.com/v1""#

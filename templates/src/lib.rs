@@ -6,8 +6,9 @@
 //! so the same model always yields byte-identical files.
 //!
 //! - [`model`]: groups -> versions -> kinds, and the type definitions of each version;
-//! - [`emit`]: `types.rs`, `register.rs`, `zz_generated_deepcopy.rs` and the `mod.rs`
-//!   files, each as `TokenStream` -> prettyplease -> `String`;
+//! - [`emit`]: `types.rs`, `register.rs`, `zz_generated_deepcopy.rs`, the clientset,
+//!   listers, informer factory, fake clientset and the `mod.rs` files, each as
+//!   `TokenStream` -> prettyplease -> `String`;
 //! - [`docs`]: schema descriptions -> doc comments that never run as doctests;
 //! - [`names`]: Rust identifiers from wire names (keywords, case, collisions).
 #![deny(missing_docs)]

@@ -1,5 +1,6 @@
 //! `kubegen::Builder` from a build script (tests/build.rs): the single-file tree it
-//! writes into OUT_DIR mounts with `include!` and works like the checked-in tree.
+//! writes into OUT_DIR mounts with `include!` and works like the checked-in tree: types,
+//! clientset, informer factory, listers and the fake clientset.
 
 // A test binary uses only part of the generated API; a user's library exports it all.
 #[allow(dead_code)]
@@ -41,4 +42,33 @@ fn single_file_nests_every_module() {
         !text.lines().any(|l| l.trim_end().ends_with("mod types;")),
         "every declaration expanded"
     );
+}
+
+#[tokio::test]
+async fn single_file_clientset_factory_and_fake_behave_like_the_tree() {
+    use generated::apis::samplecontroller::v1alpha1::FooSpec;
+    use generated::informers::SharedInformerFactory;
+    use kubegen_runtime::client::WriteParams;
+    use kubegen_runtime::labels::Selector;
+
+    let cs = generated::fake::new_simple_clientset(Vec::new())
+        .await
+        .unwrap();
+    let mut obj = Foo::new("web", FooSpec::default());
+    obj.metadata.namespace = Some("ns".into());
+    let created = cs
+        .samplecontroller_v1alpha1()
+        .foos("ns")
+        .create(&obj, &WriteParams::default())
+        .await
+        .unwrap();
+    let factory = SharedInformerFactory::new(cs.clientset().clone(), Default::default());
+    let foos = factory.samplecontroller().v1alpha1().foos();
+    let _ = foos.informer();
+    factory.start();
+    assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
+    assert_eq!(*foos.lister().foos("ns").get("web").unwrap(), created);
+    assert_eq!(foos.lister().list(&Selector::everything()).len(), 1);
+    assert_eq!(cs.actions()[0].verb, "create");
+    factory.shutdown().await;
 }

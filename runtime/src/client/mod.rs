@@ -17,9 +17,11 @@
 //! - [`ResourceClient::watch`] decodes frames with a streaming JSON decoder that does not
 //!   rely on newlines; see [`WatchEvent`] for how errors surface.
 //!
-//! It does not retry, cache, or write.
+//! The write path (create, update, patch, apply, delete) lives in its own file; see
+//! [`Patch`] and [`DeleteOptions`]. It does not retry or cache.
 
 mod watch;
+mod write;
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -33,6 +35,9 @@ use serde::Deserialize;
 use crate::errors::{Status, StatusError};
 
 pub use watch::{Bookmark, WatchEvent, WatchStream};
+pub use write::{
+    DeleteOptions, Deleted, Patch, PatchParams, Preconditions, PropagationPolicy, WriteParams,
+};
 
 /// An error of a [`ResourceClient`] call.
 #[derive(Debug, thiserror::Error)]

@@ -16,6 +16,7 @@ use super::select::Filter;
 use super::server::{Inner, Propagation};
 use super::store::Stored;
 use super::watch;
+use super::writes::{DeleteOpts, PatchKind, WriteOpts};
 
 /// The query parameters of a list or watch.
 #[derive(Debug, Default, Clone)]
@@ -31,6 +32,10 @@ pub(crate) struct Query {
     pub allow_watch_bookmarks: bool,
     pub send_initial_events: Option<bool>,
     pub propagation_policy: Option<String>,
+    pub dry_run: bool,
+    pub field_manager: Option<String>,
+    pub force: bool,
+    pub grace_period_seconds: Option<i64>,
 }
 
 fn percent_decode(s: &str) -> String {
@@ -92,6 +97,10 @@ impl Query {
                     out.send_initial_events = Some(parse_bool(&v))
                 }
                 "propagationPolicy" => out.propagation_policy = some(v),
+                "dryRun" => out.dry_run = v == "All",
+                "fieldManager" => out.field_manager = some(v),
+                "force" => out.force = parse_bool(&v),
+                "gracePeriodSeconds" => out.grace_period_seconds = v.parse().ok(),
                 _ => {}
             }
         }
@@ -380,6 +389,20 @@ pub(crate) async fn handle(
     }
 }
 
+fn verb_of(target: &Target, method: &Method, watch: bool) -> &'static str {
+    match (target, method) {
+        (Target::Collection { .. }, &Method::GET) if watch => "watch",
+        (Target::Collection { .. }, &Method::GET) => "list",
+        (Target::Collection { .. }, &Method::POST) => "create",
+        (Target::Collection { .. }, &Method::DELETE) => "deletecollection",
+        (Target::Object { .. }, &Method::GET) => "get",
+        (Target::Object { .. }, &Method::PUT) => "update",
+        (Target::Object { .. }, &Method::PATCH) => "patch",
+        (Target::Object { .. }, &Method::DELETE) => "delete",
+        _ => "",
+    }
+}
+
 async fn respond(
     inner: Arc<Inner>,
     req: Request<Bytes>,
@@ -388,6 +411,60 @@ async fn respond(
     let target = route(&inner, req.uri().path())?;
     let q = Query::parse(req.uri().query())?;
     let method = req.method().clone();
+    let verb = verb_of(&target, &method, q.watch);
+    if !verb.is_empty() {
+        let (idx, ns, name, sub) = match &target {
+            Target::Collection { idx, ns } => (
+                *idx,
+                ns.clone().unwrap_or_default(),
+                String::new(),
+                String::new(),
+            ),
+            Target::Object { idx, ns, name, sub } => (
+                *idx,
+                ns.clone(),
+                name.clone(),
+                sub.clone().unwrap_or_default(),
+            ),
+            _ => (0, String::new(), String::new(), String::new()),
+        };
+        let body = if req.body().is_empty() {
+            None
+        } else {
+            serde_json::from_slice(req.body()).ok().or_else(|| {
+                Some(Value::String(
+                    String::from_utf8_lossy(req.body()).into_owned(),
+                ))
+            })
+        };
+        let record = super::faults::RequestRecord {
+            verb: verb.into(),
+            resource: inner.registration(idx).plural.clone(),
+            subresource: sub,
+            namespace: ns,
+            name,
+            content_type: req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_owned(),
+            query: req.uri().query().unwrap_or_default().to_owned(),
+            body,
+        };
+        let reaction = inner.faults.observe(record);
+        if let Some(d) = reaction.delay {
+            tokio::time::sleep(d).await;
+        }
+        if let Some(e) = reaction.error {
+            return Err(e);
+        }
+    }
+    let wopts = WriteOpts {
+        dry_run: q.dry_run,
+        field_manager: q.field_manager.clone(),
+        force: q.force,
+    };
     match (target, method) {
         (Target::Version, Method::GET) => Ok(json_response(StatusCode::OK, version())),
         (Target::Api, Method::GET) => Ok(json_response(StatusCode::OK, api_versions())),
@@ -405,14 +482,49 @@ async fn respond(
         }
         (Target::Collection { idx, ns }, Method::POST) => {
             let obj = body_object(req.body())?;
-            let s = inner.create(idx, ns.as_deref().unwrap_or_default(), obj)?;
+            let s = inner.create(idx, ns.as_deref().unwrap_or_default(), obj, &wopts)?;
             Ok(object_response(StatusCode::CREATED, &s))
+        }
+        (Target::Collection { idx, ns }, Method::DELETE) => {
+            let opts = delete_options(&q, req.body())?;
+            let reg = inner.registration(idx);
+            let filter = Filter::parse(
+                &reg,
+                q.label_selector.as_deref(),
+                q.field_selector.as_deref(),
+            )?;
+            let items = inner.delete_collection(
+                idx,
+                ns.as_deref(),
+                |o| filter.matches(&o.labels, &o.fields),
+                &opts,
+            )?;
+            let head = format!(
+                "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{{\"resourceVersion\":\"{}\"}},\"items\":[",
+                Value::String(reg.list_kind.clone()),
+                Value::String(reg.api_version()),
+                inner.state.read().rv
+            );
+            let mut r = Response::new(Body::list(
+                Bytes::from(head),
+                items,
+                reg.list_items_type_meta,
+                Bytes::from_static(b"]}"),
+            ));
+            r.headers_mut().insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("application/json"),
+            );
+            Ok(r)
         }
         (Target::Object { idx, ns, name, sub }, m) => {
             let reg = inner.registration(idx);
             let status_only = match sub.as_deref() {
                 None => false,
                 Some("status") if reg.status => true,
+                Some("scale") if reg.scale => {
+                    return scale_request(&inner, idx, &ns, &name, &m, &req, &wopts);
+                }
                 Some(_) => {
                     return Err(StatusError::new(
                         404,
@@ -425,30 +537,76 @@ async fn respond(
                 Method::GET => get(&inner, idx, &reg, &ns, &name),
                 Method::PUT => {
                     let obj = body_object(req.body())?;
-                    let s = inner.update(idx, &ns, &name, obj, status_only)?;
+                    let s = inner.update(idx, &ns, &name, obj, status_only, &wopts)?;
                     Ok(object_response(StatusCode::OK, &s))
                 }
-                Method::DELETE if !status_only => {
-                    let mut policy = q.propagation_policy.clone();
-                    if !req.body().is_empty() {
-                        let opts: Value = serde_json::from_slice(req.body())
-                            .map_err(|e| StatusError::bad_request(e.to_string()))?;
-                        if let Some(p) = opts.get("propagationPolicy").and_then(Value::as_str) {
-                            policy = Some(p.to_owned());
-                        }
+                Method::PATCH => {
+                    let ct = req
+                        .headers()
+                        .get(header::CONTENT_TYPE)
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default();
+                    let kind = PatchKind::from_content_type(ct).ok_or_else(|| {
+                        StatusError::unsupported_media_type(format!(
+                            "the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml{}",
+                            if reg.supports_strategic_merge() { ", application/strategic-merge-patch+json" } else { "" }
+                        ))
+                    })?;
+                    let body = patch_body(kind, req.body())?;
+                    if q.force && kind != PatchKind::Apply {
+                        return Err(StatusError::invalid(
+                            "meta.k8s.io",
+                            "PatchOptions",
+                            "",
+                            vec![StatusCause {
+                                reason: cause::FIELD_VALUE_FORBIDDEN.into(),
+                                message: "Forbidden: may not be specified for non-apply patch"
+                                    .into(),
+                                field: "force".into(),
+                            }],
+                        ));
                     }
-                    let propagation = match policy.as_deref() {
-                        Some("Foreground") => Propagation::Foreground,
-                        Some("Orphan") => Propagation::Orphan,
-                        _ => Propagation::Background,
-                    };
-                    let (s, pending) = inner.delete(idx, &ns, &name, propagation)?;
-                    let code = if pending {
-                        StatusCode::ACCEPTED
+                    let (s, created) =
+                        inner.patch(idx, &ns, &name, kind, &body, status_only, &wopts)?;
+                    let code = if created {
+                        StatusCode::CREATED
                     } else {
                         StatusCode::OK
                     };
                     Ok(object_response(code, &s))
+                }
+                Method::DELETE if !status_only => {
+                    let opts = delete_options(&q, req.body())?;
+                    let (s, pending) = inner.delete(idx, &ns, &name, &opts)?;
+                    // A pending deletion answers 200 with the object, as the real server
+                    // does unless orphanDependents=false was sent.
+                    if pending {
+                        return Ok(object_response(StatusCode::OK, &s));
+                    }
+                    if reg.return_deleted_object {
+                        return Ok(object_response(StatusCode::OK, &s));
+                    }
+                    let uid = s
+                        .to_value()
+                        .ok()
+                        .and_then(|v| {
+                            v.get("metadata")
+                                .and_then(|m| m.get("uid"))
+                                .and_then(Value::as_str)
+                                .map(str::to_owned)
+                        })
+                        .unwrap_or_default();
+                    let status = json!({
+                        "kind": "Status",
+                        "apiVersion": "v1",
+                        "metadata": {},
+                        "status": "Success",
+                        "details": {"name": name, "group": reg.group, "kind": reg.plural, "uid": uid},
+                    });
+                    Ok(json_response(
+                        StatusCode::OK,
+                        status.to_string().into_bytes(),
+                    ))
                 }
                 other => Err(StatusError::method_not_allowed(format!(
                     "the server does not allow this method on the requested resource: {other}"
@@ -459,6 +617,120 @@ async fn respond(
             "the server does not allow this method on the requested resource: {other}"
         ))),
     }
+}
+
+/// GET, PUT and PATCH (JSON or merge) of the `scale` subresource.
+fn scale_request(
+    inner: &Inner,
+    idx: usize,
+    ns: &str,
+    name: &str,
+    m: &Method,
+    req: &Request<Bytes>,
+    wopts: &WriteOpts,
+) -> Result<Response<Body>, StatusError> {
+    let scale = match *m {
+        Method::GET => inner.get_scale(idx, ns, name)?,
+        Method::PUT => {
+            let body = Value::Object(body_object(req.body())?);
+            inner.update_scale(idx, ns, name, &body, wopts)?
+        }
+        Method::PATCH => {
+            let ct = req
+                .headers()
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default();
+            let kind = PatchKind::from_content_type(ct);
+            let body = patch_body(PatchKind::Merge, req.body())?;
+            let mut cur = inner.get_scale(idx, ns, name)?;
+            match kind {
+                Some(PatchKind::Merge) | Some(PatchKind::Strategic) => {
+                    super::patch::merge_patch(&mut cur, &body)
+                }
+                Some(PatchKind::Json) => cur = super::patch::json_patch(&cur, &body)?,
+                _ => {
+                    return Err(StatusError::unsupported_media_type(
+                        "the scale subresource accepts application/json-patch+json, application/merge-patch+json and application/strategic-merge-patch+json",
+                    ))
+                }
+            }
+            inner.update_scale(idx, ns, name, &cur, wopts)?
+        }
+        ref other => {
+            return Err(StatusError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {other}"
+            )))
+        }
+    };
+    Ok(json_response(
+        StatusCode::OK,
+        scale.to_string().into_bytes(),
+    ))
+}
+
+fn patch_body(kind: PatchKind, body: &Bytes) -> Result<Value, StatusError> {
+    match serde_json::from_slice::<Value>(body) {
+        Ok(v) => Ok(v),
+        Err(e) if kind == PatchKind::Apply => serde_yaml::from_slice::<Value>(body).map_err(|y| {
+            StatusError::bad_request(format!("error decoding YAML: {y} (as JSON: {e})"))
+        }),
+        Err(e) => Err(StatusError::bad_request(format!(
+            "the body of the request was in an unknown format: {e}"
+        ))),
+    }
+}
+
+/// DeleteOptions from the body, with query parameters as fallbacks.
+fn delete_options(q: &Query, body: &Bytes) -> Result<DeleteOpts, StatusError> {
+    let mut policy = q.propagation_policy.clone();
+    let mut opts = DeleteOpts {
+        grace_period_seconds: q.grace_period_seconds,
+        dry_run: q.dry_run,
+        ..Default::default()
+    };
+    if !body.is_empty() {
+        let v: Value =
+            serde_json::from_slice(body).map_err(|e| StatusError::bad_request(e.to_string()))?;
+        if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
+            policy = Some(p.to_owned());
+        }
+        if v.get("orphanDependents").and_then(Value::as_bool) == Some(true) && policy.is_none() {
+            policy = Some("Orphan".into());
+        }
+        if let Some(g) = v.get("gracePeriodSeconds").and_then(Value::as_i64) {
+            opts.grace_period_seconds = Some(g);
+        }
+        if let Some(p) = v.get("preconditions") {
+            opts.uid = p.get("uid").and_then(Value::as_str).map(str::to_owned);
+            opts.resource_version = p
+                .get("resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+        if let Some(d) = v.get("dryRun").and_then(Value::as_array) {
+            opts.dry_run |= d.iter().any(|x| x == "All");
+        }
+    }
+    opts.propagation = match policy.as_deref() {
+        None => None,
+        Some("Foreground") => Some(Propagation::Foreground),
+        Some("Orphan") => Some(Propagation::Orphan),
+        Some("Background") => Some(Propagation::Background),
+        Some(other) => {
+            return Err(StatusError::invalid(
+                "meta.k8s.io",
+                "DeleteOptions",
+                "",
+                vec![not_supported(
+                    "propagationPolicy",
+                    other,
+                    &["Foreground", "Background", "Orphan"],
+                )],
+            ))
+        }
+    };
+    Ok(opts)
 }
 
 fn body_object(body: &Bytes) -> Result<Map<String, Value>, StatusError> {
@@ -718,7 +990,7 @@ fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
             "singularName": r.singular,
             "namespaced": r.namespaced,
             "kind": r.kind,
-            "verbs": ["create", "delete", "get", "list", "update", "watch"],
+            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             "shortNames": r.short_names,
         }));
         if r.status {
@@ -727,7 +999,7 @@ fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
                 "singularName": "",
                 "namespaced": r.namespaced,
                 "kind": r.kind,
-                "verbs": ["get", "update"],
+                "verbs": ["get", "patch", "update"],
             }));
         }
         if r.scale {
@@ -738,7 +1010,7 @@ fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
                 "group": "autoscaling",
                 "version": "v1",
                 "kind": "Scale",
-                "verbs": ["get", "update"],
+                "verbs": ["get", "patch", "update"],
             }));
         }
     }

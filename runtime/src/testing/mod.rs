@@ -22,18 +22,35 @@
 //! - Objects are kept as serialized JSON plus parsed metadata; lists copy stored bytes
 //!   into the response, and watch frames are encoded once per change.
 //!
-//! Writes here are minimal (create, update, status update, delete with finalizers);
-//! patches, server-side apply, admission and garbage collection are not implemented.
-//! There is no authentication or authorization.
+//! - Writes: create (generateName, uid, DNS-1123 names), update with optimistic
+//!   concurrency, the status subresource split, `metadata.generation`, the four PATCH
+//!   types (strategic merge for built-in types only, 415 for custom resources),
+//!   server-side apply with managedFields and conflicts, deletion with finalizers,
+//!   preconditions, propagation policies and a minimal garbage collector, delete
+//!   collection, `dryRun=All`, and optionally strict namespaces (see the `writes`,
+//!   `patch` and `apply` modules' contracts).
+//! - Custom resources registered from their CRD ([`ApiServer::register_crd`]) are
+//!   pruned, defaulted and validated against their structural schema (CEL rules are
+//!   not evaluated).
+//! - For tests: a request log, [`Reactor`]s injecting errors and delays,
+//!   [`ApiServer::drop_watches`] and [`ApiServer::expire_next_watch`].
+//!
+//! Admission plugins, quotas, defaulting of built-in types and conversion between
+//! versions are not implemented. There is no authentication or authorization.
 
+mod apply;
 mod body;
+mod crd;
+mod faults;
 mod http;
+mod patch;
 mod registry;
 mod select;
 mod server;
 mod store;
 mod tcp;
 mod watch;
+mod writes;
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -45,7 +62,9 @@ use http_body_util::BodyExt;
 use tokio_util::sync::CancellationToken;
 
 pub use body::Body;
-pub use registry::{builtin, Registration};
+pub use faults::{Reactor, RequestRecord};
+pub use patch::MERGE_KEYS;
+pub use registry::{builtin, Registration, ScalePaths, BUILTIN_GROUPS};
 pub use server::{ApiServer, ApiServerBuilder};
 pub use tcp::{ConfigError, TcpServer};
 

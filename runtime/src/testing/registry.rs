@@ -45,11 +45,22 @@ pub struct Registration {
     pub status: bool,
     /// Whether `<name>/scale` is served.
     pub scale: bool,
+    /// Where the scale subresource reads and writes (JSON paths such as
+    /// `.spec.replicas`).
+    pub scale_paths: ScalePaths,
     /// Fields a field selector may use besides `metadata.name` and `metadata.namespace`.
     pub selectable_fields: Vec<String>,
     /// Whether list items carry `kind` and `apiVersion` (custom resources do; built-in
     /// types do not).
     pub list_items_type_meta: bool,
+    /// Whether this is a custom resource (no strategic merge patch, 415).
+    pub custom: bool,
+    /// Whether a DELETE that removes the object at once answers with the object (as for
+    /// pods) rather than a `Status` of `Success`.
+    pub return_deleted_object: bool,
+    /// The structural schema (`openAPIV3Schema`) of a custom resource version: objects
+    /// are pruned, defaulted and validated against it on create and update.
+    pub schema: Option<serde_json::Value>,
 }
 
 impl Registration {
@@ -67,8 +78,12 @@ impl Registration {
             short_names: Vec::new(),
             status: false,
             scale: false,
+            scale_paths: ScalePaths::default(),
             selectable_fields: Vec::new(),
             list_items_type_meta: false,
+            custom: false,
+            return_deleted_object: false,
+            schema: None,
         }
     }
 
@@ -139,6 +154,30 @@ impl Registration {
         self
     }
 
+    /// Marks the resource as a custom resource (strategic merge patches get 415).
+    pub fn custom(mut self, yes: bool) -> Self {
+        self.custom = yes;
+        self
+    }
+
+    /// Sets whether an immediate DELETE answers with the deleted object.
+    pub fn return_deleted_object(mut self, yes: bool) -> Self {
+        self.return_deleted_object = yes;
+        self
+    }
+
+    /// Sets the structural schema objects are pruned, defaulted and validated against.
+    pub fn schema(mut self, schema: serde_json::Value) -> Self {
+        self.schema = Some(schema);
+        self
+    }
+
+    /// Whether strategic merge patches apply: built-in groups only, never custom
+    /// resources.
+    pub fn supports_strategic_merge(&self) -> bool {
+        !self.custom && BUILTIN_GROUPS.contains(&self.group.as_str())
+    }
+
     /// `v1` for the core group, `<group>/<version>` otherwise.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {
@@ -156,6 +195,55 @@ impl Registration {
     }
 }
 
+/// The fields behind a `scale` subresource (a CRD's `subresources.scale`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScalePaths {
+    /// `specReplicasPath` (`.spec.replicas`).
+    pub spec_replicas: String,
+    /// `statusReplicasPath` (`.status.replicas`).
+    pub status_replicas: String,
+    /// `labelSelectorPath`: a string field, or for built-in types the `LabelSelector`
+    /// at `.spec.selector`; empty: none.
+    pub label_selector: String,
+}
+
+impl Default for ScalePaths {
+    fn default() -> Self {
+        ScalePaths {
+            spec_replicas: ".spec.replicas".into(),
+            status_replicas: ".status.replicas".into(),
+            label_selector: ".spec.selector".into(),
+        }
+    }
+}
+
+/// The API groups of built-in Kubernetes types (served by kube-apiserver itself).
+pub const BUILTIN_GROUPS: &[&str] = &[
+    "",
+    "apps",
+    "batch",
+    "autoscaling",
+    "policy",
+    "admissionregistration.k8s.io",
+    "apiextensions.k8s.io",
+    "apiregistration.k8s.io",
+    "authentication.k8s.io",
+    "authorization.k8s.io",
+    "certificates.k8s.io",
+    "coordination.k8s.io",
+    "discovery.k8s.io",
+    "events.k8s.io",
+    "flowcontrol.apiserver.k8s.io",
+    "internal.apiserver.k8s.io",
+    "networking.k8s.io",
+    "node.k8s.io",
+    "rbac.authorization.k8s.io",
+    "resource.k8s.io",
+    "scheduling.k8s.io",
+    "storage.k8s.io",
+    "storagemigration.k8s.io",
+];
+
 /// Registrations for the common built-in resources, with the selectable fields the real
 /// API server allows.
 pub fn builtin() -> Vec<Registration> {
@@ -163,6 +251,7 @@ pub fn builtin() -> Vec<Registration> {
     vec![
         core("pods", "Pod")
             .short_names(&["po"])
+            .return_deleted_object(true)
             .status_subresource()
             .selectable_field("spec.nodeName")
             .selectable_field("spec.restartPolicy")

@@ -8,10 +8,10 @@ use serde_json::{Map, Value};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
-use crate::errors::{cause, GroupResource, StatusCause, StatusError};
+use crate::errors::{GroupResource, StatusError};
 
 use super::registry::{builtin, Registration};
-use super::store::{encode, respliced, storage_key, EventType, State, Stored};
+use super::store::{respliced, storage_key, EventType, State, Stored};
 use super::ApiService;
 
 /// The in-memory Kubernetes API server.
@@ -48,6 +48,10 @@ pub(crate) struct Inner {
     pub bookmark_interval: Duration,
     pub rv_wait: Duration,
     pub shutdown: CancellationToken,
+    /// Writes into a namespace that does not exist get 404.
+    pub strict_namespaces: bool,
+    /// Requests seen and the faults to inject.
+    pub faults: super::faults::Faults,
 }
 
 /// Configuration of an [`ApiServer`], as a plain builder.
@@ -68,6 +72,7 @@ pub struct ApiServerBuilder {
     history_limit: usize,
     bookmark_interval: Duration,
     rv_wait: Duration,
+    strict_namespaces: bool,
 }
 
 impl Default for ApiServerBuilder {
@@ -77,6 +82,7 @@ impl Default for ApiServerBuilder {
             history_limit: 100_000,
             bookmark_interval: Duration::from_secs(60),
             rv_wait: Duration::from_millis(250),
+            strict_namespaces: false,
         }
     }
 }
@@ -114,6 +120,13 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Makes namespaces strict: creating an object in a namespace that does not exist
+    /// fails with 404 `namespaces "x" not found` (default: namespaces are optional).
+    pub fn strict_namespaces(mut self, strict: bool) -> Self {
+        self.strict_namespaces = strict;
+        self
+    }
+
     /// Builds the server.
     pub fn build(self) -> ApiServer {
         let mut state = State::new(self.history_limit);
@@ -128,6 +141,8 @@ impl ApiServerBuilder {
                 bookmark_interval: self.bookmark_interval,
                 rv_wait: self.rv_wait,
                 shutdown: CancellationToken::new(),
+                strict_namespaces: self.strict_namespaces,
+                faults: Default::default(),
             }),
         }
     }
@@ -141,7 +156,7 @@ impl Default for ApiServer {
 
 const CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
 
-fn random_suffix() -> String {
+pub(crate) fn random_suffix() -> String {
     use rand::Rng;
     let mut rng = rand::rng();
     (0..5)
@@ -149,7 +164,7 @@ fn random_suffix() -> String {
         .collect()
 }
 
-fn uid() -> String {
+pub(crate) fn uid() -> String {
     let b: [u8; 16] = rand::random();
     let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
     format!(
@@ -162,13 +177,15 @@ fn uid() -> String {
     )
 }
 
-fn now() -> String {
+pub(crate) fn now() -> String {
     k8s_openapi::jiff::Timestamp::now()
         .strftime("%Y-%m-%dT%H:%M:%SZ")
         .to_string()
 }
 
-fn meta_mut(obj: &mut Map<String, Value>) -> Result<&mut Map<String, Value>, StatusError> {
+pub(crate) fn meta_mut(
+    obj: &mut Map<String, Value>,
+) -> Result<&mut Map<String, Value>, StatusError> {
     let m = obj
         .entry("metadata")
         .or_insert_with(|| Value::Object(Map::new()));
@@ -179,14 +196,14 @@ fn meta_mut(obj: &mut Map<String, Value>) -> Result<&mut Map<String, Value>, Sta
         .ok_or_else(|| StatusError::bad_request("metadata must be an object"))
 }
 
-fn meta_str<'a>(obj: &'a Map<String, Value>, k: &str) -> &'a str {
+pub(crate) fn meta_str<'a>(obj: &'a Map<String, Value>, k: &str) -> &'a str {
     obj.get("metadata")
         .and_then(|m| m.get(k))
         .and_then(Value::as_str)
         .unwrap_or_default()
 }
 
-fn has_finalizers(obj: &Map<String, Value>) -> bool {
+pub(crate) fn has_finalizers(obj: &Map<String, Value>) -> bool {
     obj.get("metadata")
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
@@ -236,240 +253,6 @@ impl Inner {
         tokio::time::timeout(self.rv_wait, rx.wait_for(|v| *v >= rv))
             .await
             .is_ok_and(|r| r.is_ok())
-    }
-
-    /// Creates an object in namespace `ns` (`""`: the object's own namespace).
-    pub(crate) fn create(
-        &self,
-        idx: usize,
-        ns: &str,
-        mut obj: Map<String, Value>,
-    ) -> Result<Arc<Stored>, StatusError> {
-        let reg = self.registration(idx);
-        let gr = GroupResource {
-            group: &reg.group,
-            resource: &reg.plural,
-        };
-        {
-            let meta = meta_mut(&mut obj)?;
-            if reg.namespaced {
-                let own = meta
-                    .get("namespace")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                if !ns.is_empty() && !own.is_empty() && own != ns {
-                    return Err(StatusError::bad_request(
-                        "the namespace of the provided object does not match the namespace sent on the request",
-                    ));
-                }
-                let ns = if ns.is_empty() { own } else { ns.to_owned() };
-                if ns.is_empty() {
-                    return Err(StatusError::bad_request(
-                        "the server could not find the requested resource: a namespace is required",
-                    ));
-                }
-                meta.insert("namespace".into(), Value::String(ns));
-            } else {
-                meta.remove("namespace");
-            }
-            let name = meta
-                .get("name")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
-            if name.is_empty() {
-                let generate = meta
-                    .get("generateName")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_owned();
-                if generate.is_empty() {
-                    return Err(StatusError::invalid(
-                        &reg.group,
-                        &reg.kind,
-                        "",
-                        vec![StatusCause {
-                            reason: cause::FIELD_VALUE_REQUIRED.into(),
-                            message: "Required value: name or generateName is required".into(),
-                            field: "metadata.name".into(),
-                        }],
-                    ));
-                }
-                let prefix: String = generate.chars().take(58).collect();
-                meta.insert(
-                    "name".into(),
-                    Value::String(format!("{prefix}{}", random_suffix())),
-                );
-            }
-            meta.insert("uid".into(), Value::String(uid()));
-            meta.insert("creationTimestamp".into(), Value::String(now()));
-            meta.insert("generation".into(), Value::from(1));
-            meta.remove("deletionTimestamp");
-        }
-        let key = storage_key(meta_str(&obj, "namespace"), meta_str(&obj, "name"));
-        let mut st = self.state.write();
-        if st.collections[idx].objects.contains_key(&key) {
-            return Err(StatusError::already_exists(gr, meta_str(&obj, "name")));
-        }
-        let rv = st.rv + 1;
-        let (frame, stored) = encode(&reg, &obj, rv, EventType::Added)?;
-        st.rv = rv;
-        let out = st.commit(idx, EventType::Added, frame, stored);
-        self.committed(&st);
-        Ok(out)
-    }
-
-    /// Replaces an object (`status_only`: only its status, for the status subresource).
-    pub(crate) fn update(
-        &self,
-        idx: usize,
-        ns: &str,
-        name: &str,
-        mut obj: Map<String, Value>,
-        status_only: bool,
-    ) -> Result<Arc<Stored>, StatusError> {
-        let reg = self.registration(idx);
-        let gr = GroupResource {
-            group: &reg.group,
-            resource: &reg.plural,
-        };
-        let body_name = meta_str(&obj, "name").to_owned();
-        if !body_name.is_empty() && body_name != name {
-            return Err(StatusError::bad_request(format!(
-                "the name of the object ({body_name}) does not match the name on the URL ({name})"
-            )));
-        }
-        let key = storage_key(if reg.namespaced { ns } else { "" }, name);
-        let mut st = self.state.write();
-        let old = st.collections[idx]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| StatusError::not_found(gr, name))?;
-        let want_rv = meta_str(&obj, "resourceVersion");
-        if !want_rv.is_empty() && want_rv != old.rv.to_string() {
-            return Err(StatusError::conflict(
-                gr,
-                name,
-                StatusError::OPTIMISTIC_LOCK_MESSAGE,
-            ));
-        }
-        let mut prev = old.to_value()?;
-        let new = if status_only {
-            match obj.remove("status") {
-                Some(s) => prev.insert("status".into(), s),
-                None => prev.remove("status"),
-            };
-            prev
-        } else {
-            let prev_meta = meta_mut(&mut prev)?.clone();
-            let changed = prev.get("spec") != obj.get("spec");
-            {
-                let meta = meta_mut(&mut obj)?;
-                meta.insert("name".into(), Value::String(name.to_owned()));
-                for k in [
-                    "uid",
-                    "creationTimestamp",
-                    "namespace",
-                    "deletionTimestamp",
-                    "deletionGracePeriodSeconds",
-                ] {
-                    match prev_meta.get(k) {
-                        Some(v) => meta.insert(k.into(), v.clone()),
-                        None => meta.remove(k),
-                    };
-                }
-                let generation = prev_meta
-                    .get("generation")
-                    .and_then(Value::as_i64)
-                    .unwrap_or(1);
-                meta.insert(
-                    "generation".into(),
-                    Value::from(generation + i64::from(changed)),
-                );
-            }
-            if reg.status {
-                match prev.get("status") {
-                    Some(s) => obj.insert("status".into(), s.clone()),
-                    None => obj.remove("status"),
-                };
-            }
-            obj
-        };
-        let rv = st.rv + 1;
-        let deleting = !meta_str(&new, "deletionTimestamp").is_empty() && !has_finalizers(&new);
-        let ty = if deleting {
-            EventType::Deleted
-        } else {
-            EventType::Modified
-        };
-        let (frame, stored) = encode(&reg, &new, rv, ty)?;
-        st.rv = rv;
-        let out = st.commit(idx, ty, frame, stored);
-        self.committed(&st);
-        Ok(out)
-    }
-
-    /// Deletes an object; one with finalizers only gets a deletionTimestamp. Returns the
-    /// object and whether its deletion is still pending.
-    pub(crate) fn delete(
-        &self,
-        idx: usize,
-        ns: &str,
-        name: &str,
-        propagation: Propagation,
-    ) -> Result<(Arc<Stored>, bool), StatusError> {
-        let reg = self.registration(idx);
-        let gr = GroupResource {
-            group: &reg.group,
-            resource: &reg.plural,
-        };
-        let key = storage_key(if reg.namespaced { ns } else { "" }, name);
-        let mut st = self.state.write();
-        let old = st.collections[idx]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| StatusError::not_found(gr, name))?;
-        let mut obj = old.to_value()?;
-        let finalizer = match propagation {
-            Propagation::Foreground => Some("foregroundDeletion"),
-            Propagation::Orphan => Some("orphan"),
-            Propagation::Background => None,
-        };
-        if let Some(f) = finalizer {
-            let meta = meta_mut(&mut obj)?;
-            let list = meta
-                .entry("finalizers")
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if let Some(a) = list.as_array_mut() {
-                if !a.iter().any(|v| v == f) {
-                    a.push(Value::String(f.into()));
-                }
-            }
-        }
-        let rv = st.rv + 1;
-        if has_finalizers(&obj) {
-            if !meta_str(&obj, "deletionTimestamp").is_empty() && finalizer.is_none() {
-                return Ok((old, true));
-            }
-            let meta = meta_mut(&mut obj)?;
-            if !meta.contains_key("deletionTimestamp") {
-                meta.insert("deletionTimestamp".into(), Value::String(now()));
-                meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-            }
-            let (frame, stored) = encode(&reg, &obj, rv, EventType::Modified)?;
-            st.rv = rv;
-            let out = st.commit(idx, EventType::Modified, frame, stored);
-            self.committed(&st);
-            return Ok((out, true));
-        }
-        let (frame, stored) = respliced(&old, rv, EventType::Deleted);
-        st.rv = rv;
-        let out = st.commit(idx, EventType::Deleted, frame, stored);
-        self.committed(&st);
-        Ok((out, false))
     }
 
     /// MODIFIED changes that only bump each object's resourceVersion, under one lock,
@@ -533,6 +316,17 @@ impl ApiServer {
         self.inner.state.write().register(reg);
     }
 
+    /// Registers every served version of a CustomResourceDefinition (YAML or JSON, see
+    /// [`Registration::from_crd`]) and returns the registrations.
+    pub fn register_crd(&self, crd: &str) -> Result<Vec<Registration>, StatusError> {
+        let regs = Registration::from_crd(crd)?;
+        let mut st = self.inner.state.write();
+        for r in &regs {
+            st.register(r.clone());
+        }
+        Ok(regs)
+    }
+
     /// The tower Service serving this server in-process, for
     /// `kube::Client::new(server.service(), "default")`.
     pub fn service(&self) -> ApiService {
@@ -548,7 +342,40 @@ impl ApiServer {
     /// stored; its namespace is the object's own.
     pub fn create(&self, resource: &str, obj: Value) -> Result<Value, StatusError> {
         let idx = self.inner.resolve(resource)?;
-        to_value(&*self.inner.create(idx, "", to_map(obj)?)?)
+        to_value(
+            &*self
+                .inner
+                .create(idx, "", to_map(obj)?, &Default::default())?,
+        )
+    }
+
+    /// Creates an object of whatever registered resource its `apiVersion` and `kind`
+    /// name (for loading manifests); a CustomResourceDefinition also registers its
+    /// resource.
+    pub fn create_object(&self, obj: Value) -> Result<Value, StatusError> {
+        let av = obj
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+        let idx = {
+            let st = self.inner.state.read();
+            st.collections
+                .iter()
+                .position(|c| c.reg.api_version() == av && c.reg.kind == kind)
+        };
+        let idx = idx.ok_or_else(|| {
+            StatusError::new(
+                404,
+                crate::errors::reason::NOT_FOUND,
+                format!("no resource is registered for kind {kind:?} in {av:?}"),
+            )
+        })?;
+        to_value(
+            &*self
+                .inner
+                .create(idx, "", to_map(obj)?, &Default::default())?,
+        )
     }
 
     /// Replaces an object (409 Conflict if it carries a stale resourceVersion).
@@ -557,14 +384,18 @@ impl ApiServer {
         let obj = to_map(obj)?;
         let ns = meta_str(&obj, "namespace").to_owned();
         let name = meta_str(&obj, "name").to_owned();
-        to_value(&*self.inner.update(idx, &ns, &name, obj, false)?)
+        to_value(
+            &*self
+                .inner
+                .update(idx, &ns, &name, obj, false, &Default::default())?,
+        )
     }
 
     /// Deletes an object (an object with finalizers only gets a deletionTimestamp).
     pub fn delete(&self, resource: &str, namespace: &str, name: &str) -> Result<(), StatusError> {
         let idx = self.inner.resolve(resource)?;
         self.inner
-            .delete(idx, namespace, name, Propagation::Background)
+            .delete(idx, namespace, name, &Default::default())
             .map(|_| ())
     }
 
@@ -591,7 +422,9 @@ impl ApiServer {
     {
         let idx = self.resolve_type::<K>()?;
         let value = serde_json::to_value(obj).map_err(StatusError::internal)?;
-        let stored = self.inner.create(idx, "", to_map(value)?)?;
+        let stored = self
+            .inner
+            .create(idx, "", to_map(value)?, &Default::default())?;
         serde_json::from_slice(&stored.bytes).map_err(StatusError::internal)
     }
 
@@ -619,7 +452,8 @@ impl ApiServer {
     ) -> Result<u64, StatusError> {
         let idx = self.inner.resolve(resource)?;
         for i in 0..n {
-            self.inner.create(idx, "", to_map(make(i))?)?;
+            self.inner
+                .create(idx, "", to_map(make(i))?, &Default::default())?;
         }
         Ok(self.resource_version())
     }
@@ -661,6 +495,42 @@ impl ApiServer {
     /// from older versions, and continue tokens issued before, get 410 Expired.
     pub fn compact(&self) {
         self.inner.state.write().compact();
+    }
+
+    /// Every request answered so far (since the last [`ApiServer::clear_requests`]).
+    pub fn requests(&self) -> Vec<super::RequestRecord> {
+        self.inner.faults.requests()
+    }
+
+    /// Forgets the logged requests.
+    pub fn clear_requests(&self) {
+        self.inner.faults.clear_requests();
+    }
+
+    /// Adds a reactor: matching requests are delayed or fail (see [`super::Reactor`]).
+    pub fn react(&self, reactor: super::Reactor) {
+        self.inner.faults.add_reactor(reactor);
+    }
+
+    /// Removes every reactor.
+    pub fn clear_reactors(&self) {
+        self.inner.faults.clear_reactors();
+    }
+
+    /// Ends every watch open now (watches started later are not affected).
+    pub fn drop_watches(&self) {
+        self.inner.faults.drop_watches();
+    }
+
+    /// Makes the next watch request answer with a 410 Expired ERROR event and end.
+    pub fn expire_next_watch(&self) {
+        self.inner.faults.expire_next_watches(1);
+    }
+
+    /// Makes every watch starting from a resourceVersion at or below `rv` answer with a
+    /// 410 Expired ERROR event (without compacting anything) until called with `None`.
+    pub fn expire_watches_up_to(&self, rv: Option<u64>) {
+        self.inner.faults.expire_watches_up_to(rv);
     }
 
     /// Ends every watch and stops every TCP listener of this server.

@@ -109,11 +109,17 @@ pub(crate) async fn start(
             }
         }
     }
+    if expired.is_none() && inner.faults.take_expire(start_rv) {
+        let cur = inner.state.read().rv;
+        expired = Some(too_old(start_rv.unwrap_or(0), cur));
+        initial.clear();
+    }
     let end_bookmark = q.send_initial_events == Some(true) && q.allow_watch_bookmarks;
     let (tx, rx) = mpsc::channel(16);
     w.tx = tx;
     let timeout = q.timeout_seconds.map(Duration::from_secs);
-    tokio::spawn(w.run(initial, end_bookmark, expired, timeout, stop));
+    let dropped = inner.faults.watch_token();
+    tokio::spawn(w.run(initial, end_bookmark, expired, timeout, stop, dropped));
     let mut r = Response::new(Body::watch(rx));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
@@ -278,6 +284,7 @@ impl Watcher {
         expired: Option<StatusError>,
         timeout: Option<Duration>,
         stop: CancellationToken,
+        dropped: CancellationToken,
     ) {
         let work = async {
             if let Some(err) = expired {
@@ -335,6 +342,7 @@ impl Watcher {
             _ = work => {}
             _ = deadline => {}
             _ = stop.cancelled() => {}
+            _ = dropped.cancelled() => {}
         }
     }
 }

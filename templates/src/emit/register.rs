@@ -11,7 +11,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::{ident, inner_doc_attrs};
-use crate::model::{Group, Kind, KindSource, PrinterColumn, Scope, Version};
+use crate::model::{Group, Kind, KindSource, PrinterColumn, Scope, TypeDef, Version};
 
 /// The whole `register.rs` of a version.
 pub fn register_file(group: &Group, version: &Version) -> TokenStream {
@@ -58,6 +58,7 @@ pub fn kind_items(group: &Group, version: &Version, kind: &Kind, type_name: &str
     };
     let list_doc = format!(" A list of `{kind_name}` objects (`{list_kind}` on the wire).");
     let info = resource_info(group, version, kind);
+    let new_fn = new_fn(version, kind_name, type_name);
     quote! {
         impl ::kubegen_runtime::k8s_openapi::Resource for super::types::#ty {
             const API_VERSION: &'static str = #api_version;
@@ -91,6 +92,8 @@ pub fn kind_items(group: &Group, version: &Version, kind: &Kind, type_name: &str
             /// Names, scope, subresources and printer columns, as the schema declares them.
             pub const RESOURCE_INFO: ::kubegen_runtime::types::ResourceInfo = #info;
 
+            #new_fn
+
             /// The group, version and kind.
             pub fn group_version_kind() -> ::kubegen_runtime::kube::core::GroupVersionKind {
                 ::kubegen_runtime::kube::core::GroupVersionKind::gvk(#group_name, #version_name, #kind_name)
@@ -99,6 +102,60 @@ pub fn kind_items(group: &Group, version: &Version, kind: &Kind, type_name: &str
             /// The group, version and resource (plural).
             pub fn group_version_resource() -> ::kubegen_runtime::kube::core::GroupVersionResource {
                 ::kubegen_runtime::kube::core::GroupVersionResource::gvr(#group_name, #version_name, #plural)
+            }
+        }
+    }
+}
+
+/// `new(name, spec)` (or `new(name)` for a kind without `spec`), as kube-derive gives.
+fn new_fn(version: &Version, kind_name: &str, type_name: &str) -> TokenStream {
+    let spec = version.types.iter().find_map(|t| match t {
+        TypeDef::Struct(s) if s.name == type_name => {
+            s.fields.iter().find(|f| f.json_name == "spec").cloned()
+        }
+        _ => None,
+    });
+    let meta = quote! {
+        metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: ::std::option::Option::Some(::std::string::String::from(name)),
+            ..::std::default::Default::default()
+        },
+    };
+    match spec {
+        Some(f) => {
+            let ty = super::ty_tokens(&f.ty, &quote!(super::types::));
+            let n = ident(&f.rust_name);
+            // The parameter is named like the field, so a required spec is shorthand.
+            let value = if f.optional {
+                quote!(#n: ::std::option::Option::Some(spec),)
+            } else if f.rust_name == "spec" {
+                quote!(spec,)
+            } else {
+                quote!(#n: spec,)
+            };
+            let doc =
+                format!(" A `{kind_name}` named `name` with `spec`; everything else default.");
+            quote! {
+                #[doc = #doc]
+                pub fn new(name: &str, spec: #ty) -> Self {
+                    Self {
+                        #meta
+                        #value
+                        ..::std::default::Default::default()
+                    }
+                }
+            }
+        }
+        None => {
+            let doc = format!(" A `{kind_name}` named `name`; everything else default.");
+            quote! {
+                #[doc = #doc]
+                pub fn new(name: &str) -> Self {
+                    Self {
+                        #meta
+                        ..::std::default::Default::default()
+                    }
+                }
             }
         }
     }
