@@ -1,8 +1,18 @@
 #!/usr/bin/env bash
 # Runs every test of the workspace, in stages, printing each stage's time.
 # This is the README's test command; .ci/run runs it after the fmt and clippy checks.
+#
+# Usage: hack/test.sh [fast|corpus|all]   (default fast: what CI runs)
+#   fast:   SEMANTICS coverage, unit and integration tests (goldens included), verify.
+#   corpus: hack/check-corpus.sh on the real-CRD corpus, CORPUS_DIR (default
+#           ../shared/crds): generate, compile, doctest, round-trip every file and version.
+#           Not in CI yet: 52 of 164 versions fail their round-trip on one known generator
+#           bug (meta/v1 Condition's lastTransitionTime loses fractions and offsets); it
+#           joins CI when that is fixed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+what=${1:-fast}
+case $what in fast|corpus|all) ;; *) echo "usage: hack/test.sh [fast|corpus|all]" >&2; exit 2;; esac
 
 stage() {
   local name=$1; shift
@@ -17,8 +27,14 @@ FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus"
 
 # Every SEMANTICS case of the sections built so far is named in a test or listed in
 # docs/SEMANTICS-NA.md.
-stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9
-stage "unit and integration tests" cargo test --workspace --locked --features "$FEATURES"
-if [ -x hack/verify-codegen.sh ]; then
-  stage "verify generated code is current" hack/verify-codegen.sh
+if [ "$what" != corpus ]; then
+  stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9
+  stage "unit and integration tests" cargo test --workspace --locked --features "$FEATURES"
+  if [ -x hack/verify-codegen.sh ]; then
+    stage "verify generated code is current" hack/verify-codegen.sh
+  fi
+fi
+
+if [ "$what" != fast ]; then
+  stage "corpus (hack/check-corpus.sh)" hack/check-corpus.sh "${CORPUS_DIR:-../shared/crds}"
 fi

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# Usage: hack/check-corpus.sh [DIR]      (DIR defaults to ../shared/crds)
+#
+# Proves kubegen on a corpus of real CRDs: for every CRD file in DIR it
+#   1. generates all versions and all artifacts (`kubegen generate`, one tree per file),
+#   2. `cargo check`s the trees in batches of CORPUS_BATCH files (default 12) in one
+#      scratch crate under target/corpus-check whose target dir every batch shares
+#      (the whole corpus in one crate needs more than 21 GiB of memory),
+#   3. runs the batch's doctests (generated code must have none; the run must succeed),
+#   4. round-trips objects that corpus-objects synthesizes from the raw CRD YAML
+#      (independent of kubegen's model) through the generated types.
+# Prints one line per file and version (generate / compile / doctest / round-trip) and a
+# summary on stdout; progress and timings on stderr. Exits 1 on any failure.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+DIR=$(cd "${1:-$ROOT/../shared/crds}" && pwd)
+BATCH=${CORPUS_BATCH:-12}
+TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
+WORK=$TARGET/corpus-check
+CRATE=$WORK/crate
+start_all=$SECONDS
+
+log() { echo "[check-corpus $((SECONDS - start_all))s] $*" >&2; }
+
+log "building kubegen and corpus-objects (release)"
+(cd "$ROOT" && cargo build --release --locked -q -p kubegen -p corpus-objects)
+KUBEGEN=$TARGET/release/kubegen
+OBJECTS=$TARGET/release/corpus-objects
+
+mapfile -t FILES < <(find "$DIR" -maxdepth 1 -type f \( -name '*.yaml' -o -name '*.yml' \) | sort)
+[ "${#FILES[@]}" -gt 0 ] || { echo "no *.yaml files in $DIR" >&2; exit 1; }
+module_of() { local b; b=$(basename "$1"); b=${b%.*}; echo "f_$(echo "$b" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/_/g')"; }
+
+rm -rf "$WORK/gen" "$CRATE/src" "$WORK/logs"
+mkdir -p "$WORK/gen" "$CRATE/src" "$WORK/logs"
+declare -A GEN COMPILE DOCTEST MODULE
+: >"$WORK/objects.jsonl"
+: >"$WORK/results.jsonl"
+
+# 1. Generate, and synthesize the objects (from the YAML, not from kubegen).
+t=$SECONDS
+for f in "${FILES[@]}"; do
+  m=$(module_of "$f"); MODULE[$f]=$m
+  if "$KUBEGEN" generate -f "$f" -o "$WORK/gen/$m" 2>"$WORK/logs/$m.generate"; then
+    GEN[$f]=ok
+  else
+    GEN[$f]=FAIL; log "generate failed: $f: $(tail -n 3 "$WORK/logs/$m.generate")"
+  fi
+  if ! "$OBJECTS" synth "$f" >>"$WORK/objects.jsonl" 2>"$WORK/logs/$m.synth"; then
+    log "cannot synthesize objects for $f: $(cat "$WORK/logs/$m.synth")"
+    echo "{\"id\":\"$m#synth\",\"file\":\"$f\",\"version\":\"?\",\"variant\":\"synth\",\"object\":null}" >>"$WORK/objects.jsonl"
+  fi
+done
+log "generated ${#FILES[@]} files in $((SECONDS - t))s"
+
+cp "$ROOT/Cargo.lock" "$CRATE/Cargo.lock"
+cat >"$CRATE/Cargo.toml" <<EOF
+[package]
+name = "corpus-batch"
+version = "0.0.0"
+edition = "2021"
+publish = false
+
+[lib]
+path = "src/lib.rs"
+
+[[bin]]
+name = "runner"
+path = "src/main.rs"
+
+[dependencies]
+kubegen-runtime = { path = "$ROOT/runtime" }
+k8s-openapi = { version = "0.29.0", features = ["latest"] }
+
+[profile.dev]
+debug = false
+
+[workspace]
+EOF
+
+write_lib() { # modules...
+  {
+    echo "//! One batch of the corpus check: generated trees, one module per CRD file."
+    for m in "$@"; do echo "#[path = \"../../gen/$m/mod.rs\"] pub mod $m;"; done
+  } >"$CRATE/src/lib.rs"
+}
+cargo_crate() { (cd "$CRATE" && CARGO_TARGET_DIR="$WORK/target" cargo "$@"); }
+
+# 2-4. Batches: check, doctests, round trips.
+OK_FILES=()
+for f in "${FILES[@]}"; do [ "${GEN[$f]}" = ok ] && OK_FILES+=("$f"); done
+doctests=0; check_s=0; doc_s=0; build_s=0
+for ((i = 0; i < ${#OK_FILES[@]}; i += BATCH)); do
+  batch=("${OK_FILES[@]:i:BATCH}")
+  mods=(); for f in "${batch[@]}"; do mods+=("${MODULE[$f]}"); done
+  n=$((i / BATCH + 1))
+  write_lib "${mods[@]}"
+  "$OBJECTS" dispatch "$WORK/gen" "${mods[@]}" >"$CRATE/src/main.rs"
+  t=$SECONDS
+  if cargo_crate check --lib -q 2>"$WORK/logs/batch$n.check"; then
+    for f in "${batch[@]}"; do COMPILE[$f]=ok; done
+  else
+    log "batch $n failed to compile; checking its files one by one"
+    for f in "${batch[@]}"; do
+      write_lib "${MODULE[$f]}"
+      if cargo_crate check --lib -q 2>"$WORK/logs/${MODULE[$f]}.check"; then COMPILE[$f]=ok; else
+        COMPILE[$f]=FAIL; log "compile failed: $f: $(grep -m3 -A5 '^error' "$WORK/logs/${MODULE[$f]}.check")"
+      fi
+    done
+    good=(); for f in "${batch[@]}"; do [ "${COMPILE[$f]}" = ok ] && good+=("${MODULE[$f]}"); done
+    batch_ok=(); for f in "${batch[@]}"; do [ "${COMPILE[$f]}" = ok ] && batch_ok+=("$f"); done
+    batch=("${batch_ok[@]}"); mods=("${good[@]}")
+    [ "${#mods[@]}" -gt 0 ] || continue
+    write_lib "${mods[@]}"
+    "$OBJECTS" dispatch "$WORK/gen" "${mods[@]}" >"$CRATE/src/main.rs"
+  fi
+  check_s=$((check_s + SECONDS - t))
+  log "batch $n (${#batch[@]} files): check $((SECONDS - t))s"
+  t=$SECONDS
+  if cargo_crate test --doc >"$WORK/logs/batch$n.doctest" 2>&1; then
+    ran=$(grep -o 'running [0-9]* tests' "$WORK/logs/batch$n.doctest" | awk '{s += $2} END {print s + 0}')
+    doctests=$((doctests + ran))
+    for f in "${batch[@]}"; do DOCTEST[$f]=ok; done
+  else
+    log "batch $n doctests failed: $(grep -m5 -A5 -E '^error|FAILED' "$WORK/logs/batch$n.doctest")"
+    for f in "${batch[@]}"; do DOCTEST[$f]=FAIL; done
+  fi
+  doc_s=$((doc_s + SECONDS - t))
+  log "batch $n: doctests $((SECONDS - t))s"
+  t=$SECONDS
+  pattern=$(printf '"module":"%s",|' "${mods[@]}"); pattern=${pattern%|}
+  if cargo_crate build --bin runner -q 2>"$WORK/logs/batch$n.runner"; then
+    grep -E "$pattern" "$WORK/objects.jsonl" | "$CRATE/../target/debug/runner" >>"$WORK/results.jsonl" \
+      || log "batch $n: the runner failed"
+  else
+    log "batch $n: the round-trip runner does not build: $(grep -m3 -A5 '^error' "$WORK/logs/batch$n.runner")"
+  fi
+  build_s=$((build_s + SECONDS - t))
+  log "batch $n: runner build and round trips $((SECONDS - t))s"
+done
+
+echo "check_seconds=$check_s doctest_seconds=$doc_s runner_build_and_run_seconds=$build_s batch=$BATCH files=${#OK_FILES[@]}" >"$WORK/timings.txt"
+log "cargo check of all batches: ${check_s}s; doctests (full build of the library): ${doc_s}s; runner builds and round trips: ${build_s}s"
+
+# Report: one line per file and version.
+set +e
+"$OBJECTS" compare "$WORK/objects.jsonl" "${FILES[@]}" <"$WORK/results.jsonl" >"$WORK/roundtrip.txt"
+set -e
+declare -A RT
+while read -r name version _ status rest; do RT["$name $version"]="$status $rest"; done <"$WORK/roundtrip.txt"
+for key in "${!RT[@]}"; do
+  name=${key% *}; v=${key#* }; f=$DIR/$name
+  rt=${RT[$key]}; [ "${rt%% *}" = ok ] && rt=ok
+  echo "$name $v: generate ${GEN[$f]:-?} / compile ${COMPILE[$f]:-skipped} / doctest ${DOCTEST[$f]:-skipped} / round-trip $rt"
+done | sort >"$WORK/report.txt"
+cat "$WORK/report.txt"
+total=${#FILES[@]}
+versions=$(wc -l <"$WORK/report.txt")
+versions_ok=$(grep -c 'generate ok / compile ok / doctest ok / round-trip ok$' "$WORK/report.txt" || true)
+objs=$(awk '/ round-trip ok /{s += $5} / round-trip FAIL /{s += $7} END {print s + 0}' "$WORK/roundtrip.txt")
+objs_bad=$(awk '/ round-trip FAIL /{s += $5} END {print s + 0}' "$WORK/roundtrip.txt")
+gen_ok=0; comp_ok=0; doc_ok=0
+for f in "${FILES[@]}"; do
+  [ "${GEN[$f]}" = ok ] && gen_ok=$((gen_ok + 1))
+  [ "${COMPILE[$f]:-}" = ok ] && comp_ok=$((comp_ok + 1))
+  [ "${DOCTEST[$f]:-}" = ok ] && doc_ok=$((doc_ok + 1))
+done
+echo "summary: files $total; generate $gen_ok/$total, compile $comp_ok/$total, doctest $doc_ok/$total ($doctests doctests ran);" \
+  "versions $versions_ok/$versions passing; round-trip objects $((objs - objs_bad))/$objs; $((SECONDS - start_all))s"
+[ "$gen_ok" = "$total" ] && [ "$comp_ok" = "$total" ] && [ "$doc_ok" = "$total" ] \
+  && [ "$versions_ok" = "$versions" ] && [ "$objs_bad" = 0 ] && [ "$objs" -gt 0 ]
