@@ -11,6 +11,7 @@
 //! - [`cache`]: the thread-safe store and indexer, listers, the DeltaFIFO;
 //! - [`workqueue`]: the rate-limited workqueue and its rate limiters;
 //! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
+//! - [`leaderelection`]: leader election on a coordination.k8s.io/v1 Lease;
 //! - `testing` (feature `testing`): an in-memory Kubernetes API server.
 //!
 //! # Cargo features
@@ -59,6 +60,7 @@ pub mod client;
 pub mod errors;
 pub mod fields;
 pub mod labels;
+pub mod leaderelection;
 pub mod object;
 #[cfg(feature = "testing")]
 pub mod testing;
