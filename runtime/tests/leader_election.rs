@@ -693,6 +693,8 @@ struct Timing {
     lease: Duration,
     renew: Duration,
     retry: Duration,
+    /// How many lease durations the first leader leads before it is cancelled.
+    hold: u32,
 }
 
 /// Two electors on one Lease: the first to lead leads alone until cancelled (without
@@ -739,17 +741,25 @@ async fn two_electors(client: kube::Client, t: Timing) {
         electors.push((id, le, token, run));
     }
 
-    let (first, _) = rx.recv().await.unwrap();
+    // A guard against hanging forever when the election is broken: 20 lease durations.
+    let guard = t.lease * 20;
+    let (first, _) = tokio::time::timeout(guard, rx.recv())
+        .await
+        .unwrap()
+        .unwrap();
     let (a, b) = if first == "alpha" { (0, 1) } else { (1, 0) };
-    // The first leads alone for three lease durations.
-    tokio::time::sleep(t.lease * 3).await;
+    // The first leads alone for a while.
+    tokio::time::sleep(t.lease * t.hold).await;
     assert!(electors[a].1.is_leader());
     assert!(!electors[b].1.is_leader());
     assert_eq!(electors[b].1.get_leader(), first);
     assert!(rx.try_recv().is_err(), "the standby must not lead");
 
     electors[a].2.cancel();
-    let (second, took_over_at) = rx.recv().await.unwrap();
+    let (second, took_over_at) = tokio::time::timeout(guard, rx.recv())
+        .await
+        .expect("the standby takes over")
+        .unwrap();
     assert_eq!(second, electors[b].0);
     assert_eq!(max_active.load(Ordering::SeqCst), 1, "two leaders at once");
 
@@ -779,7 +789,7 @@ async fn two_electors(client: kube::Client, t: Timing) {
 
     electors[b].2.cancel();
     for (_, _, _, run) in electors {
-        run.await.unwrap();
+        tokio::time::timeout(guard, run).await.unwrap().unwrap();
     }
     assert_eq!(active.load(Ordering::SeqCst), 0);
 }
@@ -794,6 +804,7 @@ async fn two_electors_over_the_tower_service() {
             lease: secs(15),
             renew: secs(10),
             retry: secs(2),
+            hold: 3,
         },
     )
     .await;
@@ -803,16 +814,18 @@ async fn two_electors_over_the_tower_service() {
 async fn two_electors_over_tcp() {
     // SEMANTICS 10.14 over real TCP through kube::Client, in real time (a paused clock
     // would jump while requests are on the wire, which breaks the election's timing
-    // assumption just as a stalled process would).
+    // assumption just as a stalled process would). The lease is long enough that only a
+    // stall of seconds could break that assumption on a loaded machine.
     let server = ApiServer::new();
     let tcp = server.serve_tcp().await.unwrap();
     let client = tcp.client().await.unwrap();
     two_electors(
         client,
         Timing {
-            lease: secs(2),
-            renew: secs(1),
-            retry: Duration::from_millis(200),
+            lease: secs(5),
+            renew: secs(2),
+            retry: Duration::from_millis(500),
+            hold: 1,
         },
     )
     .await;
