@@ -120,7 +120,8 @@ pub struct LeaderCallbacks {
     pub on_stopped_leading: Option<StoppedFn>,
     /// Called, in a task of its own, with the holder's identity each time an attempt
     /// observes a holder other than the last one reported (this candidate included; the
-    /// empty identity of a released lock included).
+    /// empty identity of a released lock included, except as the very first observation,
+    /// since "no leader" is where reporting starts).
     pub on_new_leader: Option<NewLeaderFn>,
 }
 
@@ -196,8 +197,10 @@ impl LeaderCallbacks {
 pub struct LeaderElectionConfig {
     /// The lock candidates compete for.
     pub lock: Arc<dyn ResourceLock>,
-    /// How long a standby waits, after it last saw the record change, before taking over
-    /// (written to the lock in whole seconds). Default 15 s.
+    /// How long a standby waits, after it last saw the record change, before taking over.
+    /// It is written to the lock in whole seconds, truncated, and standbys go by the
+    /// written value: anything under 1 s writes 0 and lets any candidate take over at
+    /// once (as in client-go). Default 15 s.
     pub lease_duration: Duration,
     /// How long the leader keeps retrying a failing renewal before it gives up. Default
     /// 10 s.
