@@ -36,8 +36,12 @@ use rand::{Rng, SeedableRng};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
-/// Seeds run when `KUBEGEN_CONVERGE_SEED` is not set.
-const DEFAULT_SEEDS: [u64; 3] = [0x5EED_0001, 20_261_122, 7];
+/// Seeds run when `KUBEGEN_CONVERGE_SEED` is not set. Between them they draw every
+/// configuration: a short history (0x5EED_0001, 526), pages of 5 and 17 and unpaginated
+/// lists, streaming lists (526, 523) and a label selector (7, 523). Changing the order
+/// of the draws in `scenario` re-rolls them: print the configurations (`--nocapture`)
+/// and pick again.
+const DEFAULT_SEEDS: [u64; 5] = [0x5EED_0001, 20_261_122, 7, 526, 523];
 /// Operations (writes, faults and pauses) per run unless `KUBEGEN_CONVERGE_OPS` says.
 const DEFAULT_OPS: usize = 400;
 const NAMESPACES: [&str; 3] = ["ns-a", "ns-b", "ns-c"];
@@ -176,12 +180,15 @@ impl ResourceEventHandler<Pod> for Recorder {
     }
 }
 
-fn pod(ns: &str, name: &str, generation: usize) -> Value {
+/// The label selector of runs that watch only part of the Pods.
+const SELECTOR: &str = "tier=keep";
+
+fn pod(ns: &str, name: &str, generation: usize, tier: &str) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Pod",
         "metadata": {
             "name": name, "namespace": ns,
-            "labels": {"app": "converge", "gen": generation.to_string()},
+            "labels": {"app": "converge", "gen": generation.to_string(), "tier": tier},
         },
         "spec": {"containers": [{"name": "c", "image": "nginx"}]},
     })
@@ -412,9 +419,13 @@ fn inject_fault(server: &ApiServer, rng: &mut StdRng, expire_until: &mut Option<
 async fn scenario(seed: u64, transport: Transport) {
     let _guard = SeedGuard { seed, transport };
     let mut rng = StdRng::seed_from_u64(seed);
+    // A short history in some runs: watchers that fall behind and lists of older
+    // versions get 410 without any injected fault, as on a busy cluster.
+    let history = [100_000, 100_000, 48][rng.random_range(0..3)];
     let server = ApiServer::builder()
         // Frequent bookmarks also move the informer's resourceVersion (SEMANTICS 3.8).
         .bookmark_interval(Duration::from_millis(rng.random_range(20..200)))
+        .history_limit(history)
         .build();
     let tcp = match transport {
         Transport::Service => None,
@@ -425,18 +436,27 @@ async fn scenario(seed: u64, transport: Transport) {
         Some(t) => t.client().await.unwrap(),
     };
 
-    // The model: what the server holds, key -> resourceVersion, from the admin API's
-    // answers. The generation counter makes every update a real change.
-    let mut model: BTreeMap<String, u64> = BTreeMap::new();
+    // Some runs watch through a label selector while updates move Pods in and out of it:
+    // the server turns those updates into ADDED and DELETED events for the watch, and a
+    // relist simply no longer lists a Pod that left.
+    let selective = rng.random_bool(0.3);
+    let tier = |rng: &mut StdRng| if rng.random_bool(0.7) { "keep" } else { "drop" };
+    // The model: what the server holds, key -> (resourceVersion, tier), from the admin
+    // API's answers. The generation counter makes every update a real change.
+    let mut model: BTreeMap<String, (u64, &str)> = BTreeMap::new();
     let mut stats = Stats::default();
     let mut generation = 0usize;
     let all_keys: Vec<(&str, String)> = NAMESPACES
         .iter()
         .flat_map(|ns| (0..NAMES).map(move |i| (*ns, format!("p{i}"))))
         .collect();
-    for (ns, name) in all_keys.iter().filter(|_| rng.random_bool(0.4)) {
-        let v = server.create("pods", pod(ns, name, 0)).unwrap();
-        model.insert(format!("{ns}/{name}"), value_rv(&v));
+    for (ns, name) in &all_keys {
+        if !rng.random_bool(0.4) {
+            continue;
+        }
+        let t = tier(&mut rng);
+        let v = server.create("pods", pod(ns, name, 0, t)).unwrap();
+        model.insert(format!("{ns}/{name}"), (value_rv(&v), t));
     }
 
     // Small pages in some runs, so that relists paginate from snapshots and continuation
@@ -451,6 +471,9 @@ async fn scenario(seed: u64, transport: Transport) {
     ));
     if let Some(n) = page_size {
         reflector = reflector.page_size(n);
+    }
+    if selective {
+        reflector = reflector.label_selector(SELECTOR);
     }
     // Some runs stream their lists (`sendInitialEvents`): the watch-list path must
     // converge under the same faults (SEMANTICS 3.18, 3.20).
@@ -506,8 +529,13 @@ async fn scenario(seed: u64, transport: Transport) {
                     (true, 0..=44) => {
                         let mut v = server.get("pods", ns, name).unwrap().unwrap();
                         v["metadata"]["labels"]["gen"] = json!(generation.to_string());
+                        let mut t = model[&key].1;
+                        if selective && rng.random_bool(0.3) {
+                            t = tier(&mut rng);
+                            v["metadata"]["labels"]["tier"] = json!(t);
+                        }
                         let v = server.update("pods", v).unwrap();
-                        model.insert(key, value_rv(&v));
+                        model.insert(key, (value_rv(&v), t));
                         stats.updates += 1;
                     }
                     (true, _) => {
@@ -516,8 +544,9 @@ async fn scenario(seed: u64, transport: Transport) {
                         stats.deletes += 1;
                     }
                     (false, _) => {
-                        let v = server.create("pods", pod(ns, name, generation)).unwrap();
-                        model.insert(key, value_rv(&v));
+                        let t = tier(&mut rng);
+                        let v = server.create("pods", pod(ns, name, generation, t)).unwrap();
+                        model.insert(key, (value_rv(&v), t));
                         stats.creates += 1;
                     }
                 }
@@ -573,9 +602,9 @@ async fn scenario(seed: u64, transport: Transport) {
     // queued behind all of them, and each handler's notifications arrive in order, so
     // once every handler has seen the barrier's add, they have seen everything before.
     let v = server
-        .create("pods", pod("ns-barrier", "barrier", 0))
+        .create("pods", pod("ns-barrier", "barrier", 0, "keep"))
         .unwrap();
-    model.insert("ns-barrier/barrier".into(), value_rv(&v));
+    model.insert("ns-barrier/barrier".into(), (value_rv(&v), "keep"));
     let delivered = poll(|| {
         [&plain, &resyncing, &late]
             .iter()
@@ -595,19 +624,28 @@ async fn scenario(seed: u64, transport: Transport) {
         .iter()
         .map(|p| (key_of(p), rv_of(p)))
         .collect();
+    let mut params = kube::api::ListParams::default();
+    if selective {
+        params = params.labels(SELECTOR);
+    }
     let listed: BTreeMap<String, u64> = kube::Api::<Pod>::all(client.clone())
-        .list(&Default::default())
+        .list(&params)
         .await
         .unwrap()
         .items
         .iter()
         .map(|p| (key_of(p), rv_of(p)))
         .collect();
+    let expected: BTreeMap<String, u64> = model
+        .iter()
+        .filter(|(_, (_, t))| !selective || *t == "keep")
+        .map(|(k, (rv, _))| (k.clone(), *rv))
+        .collect();
     let mut bad = Vec::new();
-    if listed != model {
+    if listed != expected {
         bad.push(format!(
             "the test's model differs from the server's list:\n{}",
-            diff(&model, &listed)
+            diff(&expected, &listed)
         ));
     }
     if cached != listed {
@@ -661,7 +699,7 @@ async fn scenario(seed: u64, transport: Transport) {
         }
     }
     println!(
-        "converge seed {seed} over {transport:?} (page size {page_size:?}, watch-list {watch_list}): {} objects at the end; {stats:?}",
+        "converge seed {seed} over {transport:?} (history {history}, page size {page_size:?}, watch-list {watch_list}, selector {selective}): {} objects at the end; {stats:?}",
         listed.len()
     );
     assert!(
