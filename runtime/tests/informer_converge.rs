@@ -124,7 +124,7 @@ fn value_rv(v: &Value) -> u64 {
 /// One notification as a handler received it, reduced to what the checks need.
 #[derive(Clone, Debug)]
 enum Seen {
-    Add { rv: u64 },
+    Add { rv: u64, initial: bool },
     Update { old: u64, new: u64 },
     Delete { rv: Option<u64>, tombstone: bool },
 }
@@ -149,10 +149,14 @@ impl Recorder {
 }
 
 impl ResourceEventHandler<Pod> for Recorder {
-    fn on_add(&self, obj: &Arc<Pod>, _is_in_initial_list: bool) {
-        self.events
-            .lock()
-            .push((key_of(obj), Seen::Add { rv: rv_of(obj) }));
+    fn on_add(&self, obj: &Arc<Pod>, is_in_initial_list: bool) {
+        self.events.lock().push((
+            key_of(obj),
+            Seen::Add {
+                rv: rv_of(obj),
+                initial: is_in_initial_list,
+            },
+        ));
     }
 
     fn on_update(&self, old: &Arc<Pod>, new: &Arc<Pod>) {
@@ -222,11 +226,20 @@ fn check_log(
     let mut ever_added: BTreeSet<String> = BTreeSet::new();
     let mut last_was_delete: BTreeMap<String, bool> = BTreeMap::new();
     let mut syncs = 0usize;
+    let mut later_add_seen = false;
     for (i, (key, seen)) in log.iter().enumerate() {
         let prev_high = high.get(key).copied();
         let cur = view.get(key).copied();
         let (shown, may_equal) = match *seen {
-            Seen::Add { rv } => {
+            Seen::Add { rv, initial } => {
+                // The initial list's adds (or a late handler's replay of the cache) come
+                // before any later add (SEMANTICS 4.1, 4.2).
+                if initial && later_add_seen {
+                    bad.push(format!(
+                        "{who}: event {i}: initial-list add of {key} after a later add"
+                    ));
+                }
+                later_add_seen |= !initial;
                 if let Some(c) = cur {
                     bad.push(format!(
                         "{who}: event {i}: add of {key} at {rv} while it holds {c}"
