@@ -480,8 +480,13 @@ impl<K: Object> SharedIndexInformer<K> {
         let listener = Listener::new(handler, requested, effective);
         let registration = self.registration(&listener);
         if !st.started {
-            drop(st);
+            // Registered while still holding the state lock: `run` marks the informer
+            // started under that lock before any delta can flow, so a handler that saw
+            // "not started" is a listener before the first notification is distributed
+            // (released earlier, a `run` starting in between could hand the initial list
+            // to the other listeners only).
             self.inner.processor.add_listener(listener);
+            drop(st);
             return Ok(registration);
         }
         drop(st);

@@ -680,3 +680,60 @@ async fn managed_fields_are_dropped_unless_kept() {
         running.stop().await;
     }
 }
+
+/// Handlers added on other threads while `run` starts must each get every listed object
+/// once, whichever side of the start they land on: before, as the initial list; after,
+/// as the cache replayed to a late handler. Registration used to release the informer's
+/// state lock before joining the processor, so a `run` starting in that gap distributed
+/// the initial list without the handler, which then never heard of those objects. The
+/// gap is a few instructions wide: this test tries many interleavings rather than
+/// forcing that one (on the old code it failed in roughly one run out of five).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn handler_added_while_run_starts_gets_every_object_once() {
+    const ADDERS: usize = 4;
+    let pods: Vec<Pod> = (1..=20)
+        .map(|i| pod(&format!("pod{i:02}"), &i.to_string()))
+        .collect();
+    let expected: Vec<String> = pods
+        .iter()
+        .map(|p| format!("add {} initial", describe(p)))
+        .collect();
+    for round in 0..800usize {
+        let source = FakeSource::new(pods.clone());
+        let inf = informer(&source, ZERO);
+        let go = Arc::new(std::sync::Barrier::new(ADDERS + 1));
+        let adders: Vec<_> = (0..ADDERS)
+            .map(|a| {
+                let inf = inf.clone();
+                let go = Arc::clone(&go);
+                std::thread::spawn(move || {
+                    go.wait();
+                    // Vary where each registration falls relative to the start.
+                    for _ in 0..((round * 37 + a * 101) % 400) {
+                        std::hint::spin_loop();
+                    }
+                    let rec = Recorder::new();
+                    inf.add_event_handler(Rec(Arc::clone(&rec))).unwrap();
+                    rec
+                })
+            })
+            .collect();
+        tokio::task::spawn_blocking(move || go.wait())
+            .await
+            .unwrap();
+        let running = run(&inf);
+        let recs = tokio::task::spawn_blocking(move || {
+            adders
+                .into_iter()
+                .map(|t| t.join().unwrap())
+                .collect::<Vec<_>>()
+        })
+        .await
+        .unwrap();
+        for (a, rec) in recs.iter().enumerate() {
+            let seen = sorted(rec.wait_for(pods.len()).await);
+            assert_eq!(seen, expected, "round {round}, handler {a}");
+        }
+        running.stop().await;
+    }
+}
