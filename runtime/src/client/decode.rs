@@ -63,6 +63,118 @@ fn decode_plain<K: DeserializeOwned>(
     Ok(obj)
 }
 
+/// Bodies of at least this size whose metadata comes first are decoded whole, in one
+/// pass, as one job on the decoding threads (several pages decode at once); larger than
+/// [`CHUNKED_MIN_BYTES`], they are split into items and decoded in parallel chunks.
+pub(crate) const WHOLE_PAGE_MIN_BYTES: usize = 512 * 1024;
+/// See [`WHOLE_PAGE_MIN_BYTES`].
+pub(crate) const CHUNKED_MIN_BYTES: usize = 16 * 1024 * 1024;
+
+/// The `metadata` of a list body, read from its beginning, when it comes before the
+/// `items` (as API servers write lists); `None` when the items come first or the body is
+/// not a JSON object. Only the bytes up to the end of the metadata are read.
+pub(crate) fn leading_metadata(body: &[u8]) -> Option<super::WireListMeta> {
+    struct Lead<'s>(&'s mut Option<super::WireListMeta>);
+    impl<'de> serde::de::Visitor<'de> for Lead<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "metadata" => {
+                        *self.0 = Some(map.next_value()?);
+                        // Stop here: the rest of the body is the items.
+                        return Err(serde::de::Error::custom("metadata found"));
+                    }
+                    "items" => return Err(serde::de::Error::custom("items first")),
+                    _ => {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
+                }
+            }
+            Ok(())
+        }
+    }
+    let mut found = None;
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let _ = serde::Deserializer::deserialize_map(&mut de, Lead(&mut found));
+    found
+}
+
+/// The items of a list body, decoded in one pass (the envelope's other fields skipped),
+/// each without `metadata.managedFields` when asked, then `finish`ed.
+pub(crate) fn decode_page<K: DeserializeOwned>(
+    body: &[u8],
+    without_managed_fields: bool,
+    finish: Finish<K>,
+) -> Result<Vec<K>, serde_json::Error> {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use std::marker::PhantomData;
+
+    struct Page<K>(bool, Finish<K>, PhantomData<fn() -> K>);
+    impl<'de, K: DeserializeOwned> Visitor<'de> for Page<K> {
+        type Value = Vec<K>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<K>, A::Error> {
+            let mut items = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "items" {
+                    items = map.next_value_seed(Items(self.0, self.1, PhantomData))?;
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok(items)
+        }
+    }
+    struct Items<K>(bool, Finish<K>, PhantomData<fn() -> K>);
+    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for Items<K> {
+        type Value = Vec<K>;
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Vec<K>, D::Error> {
+            de.deserialize_any(self)
+        }
+    }
+    impl<'de, K: DeserializeOwned> Visitor<'de> for Items<K> {
+        type Value = Vec<K>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of items")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Vec<K>, E> {
+            Ok(Vec::new())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<K>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(obj) = seq.next_element_seed(Item::<K>(self.0, PhantomData))? {
+                out.push(match self.1 {
+                    Some(f) => f(obj),
+                    None => obj,
+                });
+            }
+            Ok(out)
+        }
+    }
+    struct Item<K>(bool, PhantomData<fn() -> K>);
+    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for Item<K> {
+        type Value = K;
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<K, D::Error> {
+            if self.0 {
+                K::deserialize(super::skip::SkipManagedFields::new(de))
+            } else {
+                K::deserialize(de)
+            }
+        }
+    }
+
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let items = de.deserialize_map(Page::<K>(without_managed_fields, finish, PhantomData))?;
+    de.end()?;
+    Ok(items)
+}
+
 /// A list body's envelope, with the items left undecoded.
 #[derive(Deserialize)]
 struct Envelope<'a> {
@@ -174,6 +286,37 @@ mod tests {
         assert_eq!(v["spec"], obj["spec"]);
         let kept: Value = decode_object(&text, false, Some(compact)).unwrap();
         assert_eq!(kept, obj);
+    }
+
+    #[test]
+    fn whole_pages_decode_in_one_pass_after_their_leading_metadata() {
+        let items: Vec<Value> = (0..5)
+            .map(|i| json!({"metadata": {"name": format!("p{i}"), "managedFields": [{"manager": "m"}]}}))
+            .collect();
+        // Written in the API server's order (json! would sort the keys).
+        let text = format!(
+            r#"{{"kind":"PodList","metadata":{{"resourceVersion":"7","continue":"c"}},"items":{}}}"#,
+            Value::Array(items.clone())
+        )
+        .into_bytes();
+        let meta = leading_metadata(&text).unwrap();
+        assert_eq!(meta.continue_.as_deref(), Some("c"));
+        assert_eq!(meta.resource_version.as_deref(), Some("7"));
+        let out: Vec<Value> = decode_page(&text, true, Some(compact)).unwrap();
+        assert_eq!(out.len(), 5);
+        for (i, v) in out.iter().enumerate() {
+            assert_eq!(v["metadata"], json!({"name": format!("p{i}")}));
+        }
+        let kept: Vec<Value> = decode_page(&text, false, None).unwrap();
+        assert_eq!(kept, items);
+        // Items before metadata, or no object at all: the caller splits the body instead.
+        let items_first = br#"{"items": [], "metadata": {"continue": "c"}}"#;
+        assert!(leading_metadata(items_first).is_none());
+        assert!(leading_metadata(b"[1]").is_none());
+        let none: Vec<Value> =
+            decode_page(br#"{"metadata": {}, "items": null}"#, true, None).unwrap();
+        assert!(none.is_empty());
+        assert!(decode_page::<Value>(br#"{"items": [1, }"#, true, None).is_err());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -509,9 +509,35 @@ where
         finish: decode::Finish<K>,
     ) -> Result<DeferredPage<K>, Error> {
         let body = read_all(&self.client, self.list_url(opts)).await?;
+        let without_managed_fields = opts.without_managed_fields;
+        let whole = (decode::WHOLE_PAGE_MIN_BYTES..decode::CHUNKED_MIN_BYTES)
+            .contains(&body.len())
+            .then(|| decode::leading_metadata(&body))
+            .flatten();
+        if let Some(meta) = whole {
+            // A page of the usual size: its metadata (the continue token) is known at
+            // once, and the page decodes in one pass as one job on the decoding threads
+            // while the caller fetches the next page.
+            let task = tokio::spawn(pool::run(move || {
+                decode::decode_page::<K>(&body, without_managed_fields, finish)
+            }));
+            let items = async move {
+                match task.await {
+                    Ok(Ok(r)) => r.map_err(Error::Decode),
+                    Ok(Err(e)) => Err(Error::Decode(serde::de::Error::custom(e))),
+                    Err(e) => Err(Error::Decode(serde::de::Error::custom(e))),
+                }
+            }
+            .boxed();
+            return Ok(DeferredPage {
+                items,
+                resource_version: meta.resource_version.unwrap_or_default(),
+                continue_token: meta.continue_.filter(|c| !c.is_empty()),
+                remaining_item_count: meta.remaining_item_count,
+            });
+        }
         let mut raw = decode::RawList::parse(body).map_err(Error::Decode)?;
         let meta = raw.metadata.take();
-        let without_managed_fields = opts.without_managed_fields;
         let items = if raw.len() < decode::PARALLEL_MIN_ITEMS {
             let items = raw
                 .decode_items(without_managed_fields, finish)
