@@ -169,7 +169,9 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
         }
     }
 
-    let mut de = serde_json::Deserializer::from_slice(body);
+    // Validated once here, the text then decodes without a UTF-8 check per string.
+    let text = std::str::from_utf8(body).map_err(serde::de::Error::custom)?;
+    let mut de = serde_json::Deserializer::from_str(text);
     let items = de.deserialize_map(Page::<K>(without_managed_fields, finish, PhantomData))?;
     de.end()?;
     Ok(items)
