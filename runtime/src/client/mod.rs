@@ -472,8 +472,8 @@ where
         serde_json::from_slice(&body).map_err(Error::Decode)
     }
 
-    /// Lists one page. A large page's items are decoded in parallel on tokio's blocking
-    /// pool (in order); with [`ListOptions::without_managed_fields`] they come without
+    /// Lists one page. A large page's items are decoded on the decoding threads (in
+    /// order); with [`ListOptions::without_managed_fields`] they come without
     /// `metadata.managedFields`.
     pub async fn list(&self, opts: &ListOptions) -> Result<ObjectList<K>, Error> {
         self.list_with(opts, None).await
@@ -496,8 +496,9 @@ where
 
     /// Lists one page and returns once its body is read and its metadata known; the
     /// items decode in the background (a spawned task; on the decoding threads for
-    /// large pages) and arrive through [`DeferredPage::items`], so that the caller can
-    /// fetch the next page meanwhile.
+    /// large pages: a page of usual size whose metadata comes first as one job, in one
+    /// pass, a very large one in parallel chunks) and arrive through
+    /// [`DeferredPage::items`], so that the caller can fetch the next page meanwhile.
     pub async fn list_deferred(&self, opts: &ListOptions) -> Result<DeferredPage<K>, Error> {
         self.list_deferred_with(opts, None).await
     }
