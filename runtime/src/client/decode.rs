@@ -340,3 +340,55 @@ mod tests {
         }
     }
 }
+
+#[cfg(all(test, feature = "testing"))]
+mod page_tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    use crate::cache::reflector::ListerWatcher;
+    use crate::client::{ListOptions, ResourceClient};
+    use crate::testing::ApiServer;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pages_of_usual_size_decode_whole_and_match_the_server() {
+        let server = ApiServer::new();
+        let big = "x".repeat(8 * 1024);
+        server
+            .seed("pods", 150, |i| {
+                json!({"metadata": {"name": format!("p{i:03}"), "namespace": "default",
+                    "annotations": {"big": big},
+                    "managedFields": [{"manager": "m", "operation": "Update", "fieldsV1": {"f:a": {}}}]},
+                    "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}]}})
+            })
+            .unwrap();
+        let client = kube::Client::new(server.service(), "default");
+        let pods = ResourceClient::<Pod>::all(client);
+        let opts = ListOptions::default()
+            .limit(100)
+            .without_managed_fields(true);
+        // 100 items of 8 KiB: above the whole-page threshold.
+        let page = ListerWatcher::list_deferred(&pods, opts.clone())
+            .await
+            .unwrap();
+        assert_eq!(page.remaining_item_count, Some(50));
+        let token = page.continue_token.clone().unwrap();
+        let first = page.items.await.unwrap();
+        let rest = ListerWatcher::list(&pods, opts.clone().continue_token(&token))
+            .await
+            .unwrap();
+        assert_eq!(rest.continue_token, None);
+        let all: Vec<Pod> = first.into_iter().chain(rest.items).collect();
+        assert_eq!(all.len(), 150);
+        for (i, pod) in all.iter().enumerate() {
+            let stored = server
+                .get("pods", "default", &format!("p{i:03}"))
+                .unwrap()
+                .unwrap();
+            let mut want: Pod = serde_json::from_value(stored).unwrap();
+            assert!(want.metadata.managed_fields.is_some());
+            want.metadata.managed_fields = None;
+            assert_eq!(pod, &want);
+        }
+    }
+}

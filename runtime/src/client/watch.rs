@@ -501,6 +501,55 @@ mod tests {
         out
     }
 
+    async fn stream_all(body: Vec<u8>) -> Vec<WatchEvent<Value>> {
+        use futures::StreamExt;
+        let body = http_body_util::Full::new(bytes::Bytes::from(body));
+        WatchStream::<Value>::with_options(body, false)
+            .collect()
+            .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn large_batches_split_in_two_keep_every_event_in_order() {
+        let frame = |i: usize, pretty: bool| {
+            let f = serde_json::json!({"type": "ADDED", "object": {"metadata": {"name": format!("o{i}")}, "data": "x".repeat(4000)}});
+            let mut text = if pretty {
+                serde_json::to_string_pretty(&f).unwrap()
+            } else {
+                f.to_string()
+            };
+            text.push('\n');
+            text
+        };
+        // Compact frames: the split falls between two frames. Pretty-printed frames
+        // around the middle: it falls inside one, and the second half is decoded again.
+        for pretty_middle in [false, true] {
+            let body: String = (0..20)
+                .map(|i| frame(i, pretty_middle && (8..12).contains(&i)))
+                .collect();
+            let events = stream_all(body.into_bytes()).await;
+            let names: Vec<String> = events
+                .iter()
+                .map(|e| match e {
+                    WatchEvent::Added(v) => v["metadata"]["name"].as_str().unwrap().to_owned(),
+                    other => panic!("unexpected {other:?}"),
+                })
+                .collect();
+            let want: Vec<String> = (0..20).map(|i| format!("o{i}")).collect();
+            assert_eq!(names, want, "pretty middle: {pretty_middle}");
+        }
+        // A decoding error in the second half still ends the stream after the first
+        // half's events.
+        let mut body: String = (0..10).map(|i| frame(i, false)).collect();
+        body.push_str("not json\n");
+        body.push_str(&(10..20).map(|i| frame(i, false)).collect::<String>());
+        let events = stream_all(body.into_bytes()).await;
+        assert_eq!(events.len(), 11);
+        assert!(
+            matches!(&events[10], WatchEvent::Error(e) if e.has_cause(cause::CLIENT_WATCH_DECODING))
+        );
+    }
+
     #[test]
     fn newline_separated_frames_and_bookmark() {
         // SEMANTICS 9.6
