@@ -118,7 +118,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             while !informer.has_synced() {
                 tokio::time::sleep(Duration::from_millis(1)).await;
             }
-            start.elapsed().as_secs_f64()
+            let secs = start.elapsed().as_secs_f64();
+            eprintln!(
+                "{}: {} objects in the store at synced",
+                args.client,
+                informer.indexer().len()
+            );
+            secs
         }
         ClientKind::Kube | ClientKind::KubeStripped => {
             let api: kube::Api<Pod> = kube::Api::all(client);

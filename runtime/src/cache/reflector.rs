@@ -44,6 +44,7 @@ use rand::Rng;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::client::decode::compact;
 use crate::client::{
     self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, ResourceVersionMatch,
     WatchEvent,
@@ -85,13 +86,15 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
     }
 }
 
+/// Objects listed and watched for a cache are compacted on the decoding thread (see
+/// `client::decode::compact`): a cached object holds no spare vector capacity.
 impl<K> ListerWatcher<K> for ResourceClient<K>
 where
-    K: kube::Resource + serde::de::DeserializeOwned + Send + 'static,
+    K: kube::Resource + serde::de::DeserializeOwned + Clone + Send + 'static,
 {
     fn list(&self, opts: ListOptions) -> BoxFuture<'static, Result<ObjectList<K>, client::Error>> {
         let c = self.clone();
-        async move { c.list(&opts).await }.boxed()
+        async move { c.list_with(&opts, Some(compact::<K>)).await }.boxed()
     }
 
     fn watch(
@@ -99,7 +102,12 @@ where
         opts: ListOptions,
     ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>> {
         let c = self.clone();
-        async move { c.watch(&opts).await.map(|s| s.boxed()) }.boxed()
+        async move {
+            c.watch_with(&opts, Some(compact::<K>))
+                .await
+                .map(|s| s.boxed())
+        }
+        .boxed()
     }
 
     fn list_deferred(
@@ -107,7 +115,7 @@ where
         opts: ListOptions,
     ) -> BoxFuture<'static, Result<DeferredPage<K>, client::Error>> {
         let c = self.clone();
-        async move { c.list_deferred(&opts).await }.boxed()
+        async move { c.list_deferred_with(&opts, Some(compact::<K>)).await }.boxed()
     }
 }
 

@@ -3,8 +3,8 @@
 //! pages.
 //!
 //! Contract: [`decode_object`] with `without_managed_fields` yields exactly the object a
-//! plain decode yields, except that `metadata.managedFields` is absent (it is never
-//! decoded, which saves its many small allocations). Only the top-level `metadata`'s
+//! plain decode yields, except that `metadata.managedFields` is absent (it is skipped
+//! during the one decoding pass, never allocated). Only the top-level `metadata`'s
 //! field is touched; a field of the same name anywhere else is kept.
 //! [`decode_items`] returns the items in their order in the body, decoding chunks of a
 //! large page on the decoding threads ([`super::pool`]), all at once.
@@ -21,59 +21,160 @@ pub(crate) const PARALLEL_MIN_ITEMS: usize = 256;
 /// The fewest items one blocking decode task gets.
 const CHUNK_MIN_ITEMS: usize = 64;
 
-/// A splice buffer larger than this is not kept for the next object.
-const MAX_KEPT_BUFFER: usize = 1 << 20;
+/// What to do with each object once decoded (on the thread that decoded it).
+pub(crate) type Finish<K> = Option<fn(K) -> K>;
 
-thread_local! {
-    static SPLICED: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+/// A compact copy of a freshly decoded object, for objects that are cached.
+///
+/// Decoding grows every `Vec` by doubling (JSON announces no lengths), so a decoded Pod
+/// carries unused capacity: its two containers' four-slot vectors of ports and mounts,
+/// four slots of container statuses, and so on (about 5 KiB of 33 KiB per Pod). A clone
+/// allocates every vector at its exact length; the decoded original is dropped at once
+/// on the same thread, so its memory is what the next decode reuses.
+pub(crate) fn compact<K: Clone>(obj: K) -> K {
+    obj.clone()
 }
 
-#[derive(Deserialize)]
-struct Probe<'a> {
-    #[serde(borrow, default)]
-    metadata: Option<MetaProbe<'a>>,
-}
-
-#[derive(Deserialize)]
-struct MetaProbe<'a> {
-    #[serde(borrow, default, rename = "managedFields")]
-    managed_fields: Option<&'a RawValue>,
-}
-
-/// Where the value of the top-level `metadata.managedFields` sits in `json`, if present.
-fn managed_fields_range(json: &str) -> Option<Range<usize>> {
-    let probe: Probe<'_> = serde_json::from_str(json).ok()?;
-    let raw = probe.metadata?.managed_fields?.get();
-    // `raw` borrows from `json`: its offset is the distance between the two pointers.
-    let start = (raw.as_ptr() as usize).checked_sub(json.as_ptr() as usize)?;
-    let end = start + raw.len();
-    (end <= json.len()).then_some(start..end)
-}
-
-/// Decodes one object, without its `metadata.managedFields` when asked.
+/// Decodes one object, without its `metadata.managedFields` when asked, then applies
+/// `finish`.
 pub(crate) fn decode_object<K: DeserializeOwned>(
     json: &str,
     without_managed_fields: bool,
+    finish: Finish<K>,
 ) -> Result<K, serde_json::Error> {
-    if without_managed_fields {
-        if let Some(r) = managed_fields_range(json) {
-            // The object with `null` for its managedFields, spliced into a buffer reused
-            // by every decode on this thread (no transient allocation per object).
-            return SPLICED.with(|buf| {
-                let mut s = buf.borrow_mut();
-                s.clear();
-                s.push_str(&json[..r.start]);
-                s.push_str("null");
-                s.push_str(&json[r.end..]);
-                let decoded = serde_json::from_str(&s);
-                if s.capacity() > MAX_KEPT_BUFFER {
-                    *s = String::new();
+    let obj = decode_plain(json, without_managed_fields)?;
+    Ok(match finish {
+        Some(f) => f(obj),
+        None => obj,
+    })
+}
+
+fn decode_plain<K: DeserializeOwned>(
+    json: &str,
+    without_managed_fields: bool,
+) -> Result<K, serde_json::Error> {
+    if !without_managed_fields {
+        return serde_json::from_str(json);
+    }
+    // managedFields are skipped while decoding, in the same pass (see `super::skip`).
+    let mut de = serde_json::Deserializer::from_str(json);
+    let obj = K::deserialize(super::skip::SkipManagedFields::new(&mut de))?;
+    de.end()?;
+    Ok(obj)
+}
+
+/// Bodies of at least this size whose metadata comes first are decoded whole, in one
+/// pass, as one job on the decoding threads (several pages decode at once); larger than
+/// [`CHUNKED_MIN_BYTES`], they are split into items and decoded in parallel chunks.
+pub(crate) const WHOLE_PAGE_MIN_BYTES: usize = 512 * 1024;
+/// See [`WHOLE_PAGE_MIN_BYTES`].
+pub(crate) const CHUNKED_MIN_BYTES: usize = 16 * 1024 * 1024;
+
+/// The `metadata` of a list body, read from its beginning, when it comes before the
+/// `items` (as API servers write lists); `None` when the items come first or the body is
+/// not a JSON object. Only the bytes up to the end of the metadata are read.
+pub(crate) fn leading_metadata(body: &[u8]) -> Option<super::WireListMeta> {
+    struct Lead<'s>(&'s mut Option<super::WireListMeta>);
+    impl<'de> serde::de::Visitor<'de> for Lead<'_> {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list object")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while let Some(key) = map.next_key::<String>()? {
+                match key.as_str() {
+                    "metadata" => {
+                        *self.0 = Some(map.next_value()?);
+                        // Stop here: the rest of the body is the items.
+                        return Err(serde::de::Error::custom("metadata found"));
+                    }
+                    "items" => return Err(serde::de::Error::custom("items first")),
+                    _ => {
+                        map.next_value::<serde::de::IgnoredAny>()?;
+                    }
                 }
-                decoded
-            });
+            }
+            Ok(())
         }
     }
-    serde_json::from_str(json)
+    let mut found = None;
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let _ = serde::Deserializer::deserialize_map(&mut de, Lead(&mut found));
+    found
+}
+
+/// The items of a list body, decoded in one pass (the envelope's other fields skipped),
+/// each without `metadata.managedFields` when asked, then `finish`ed.
+pub(crate) fn decode_page<K: DeserializeOwned>(
+    body: &[u8],
+    without_managed_fields: bool,
+    finish: Finish<K>,
+) -> Result<Vec<K>, serde_json::Error> {
+    use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+    use std::marker::PhantomData;
+
+    struct Page<K>(bool, Finish<K>, PhantomData<fn() -> K>);
+    impl<'de, K: DeserializeOwned> Visitor<'de> for Page<K> {
+        type Value = Vec<K>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list object")
+        }
+        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Vec<K>, A::Error> {
+            let mut items = Vec::new();
+            while let Some(key) = map.next_key::<String>()? {
+                if key == "items" {
+                    items = map.next_value_seed(Items(self.0, self.1, PhantomData))?;
+                } else {
+                    map.next_value::<serde::de::IgnoredAny>()?;
+                }
+            }
+            Ok(items)
+        }
+    }
+    struct Items<K>(bool, Finish<K>, PhantomData<fn() -> K>);
+    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for Items<K> {
+        type Value = Vec<K>;
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Vec<K>, D::Error> {
+            de.deserialize_any(self)
+        }
+    }
+    impl<'de, K: DeserializeOwned> Visitor<'de> for Items<K> {
+        type Value = Vec<K>;
+        fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("a list of items")
+        }
+        fn visit_unit<E: serde::de::Error>(self) -> Result<Vec<K>, E> {
+            Ok(Vec::new())
+        }
+        fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<K>, A::Error> {
+            let mut out = Vec::new();
+            while let Some(obj) = seq.next_element_seed(Item::<K>(self.0, PhantomData))? {
+                out.push(match self.1 {
+                    Some(f) => f(obj),
+                    None => obj,
+                });
+            }
+            Ok(out)
+        }
+    }
+    struct Item<K>(bool, PhantomData<fn() -> K>);
+    impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for Item<K> {
+        type Value = K;
+        fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<K, D::Error> {
+            if self.0 {
+                K::deserialize(super::skip::SkipManagedFields::new(de))
+            } else {
+                K::deserialize(de)
+            }
+        }
+    }
+
+    // Validated once here, the text then decodes without a UTF-8 check per string.
+    let text = std::str::from_utf8(body).map_err(serde::de::Error::custom)?;
+    let mut de = serde_json::Deserializer::from_str(text);
+    let items = de.deserialize_map(Page::<K>(without_managed_fields, finish, PhantomData))?;
+    de.end()?;
+    Ok(items)
 }
 
 /// A list body's envelope, with the items left undecoded.
@@ -124,13 +225,14 @@ impl RawList {
     pub(crate) async fn decode_items<K>(
         self,
         without_managed_fields: bool,
+        finish: Finish<K>,
     ) -> Result<Vec<K>, serde_json::Error>
     where
         K: DeserializeOwned + Send + 'static,
     {
         let n = self.items.len();
         if n < PARALLEL_MIN_ITEMS {
-            return decode_ranges(&self.body, &self.items, without_managed_fields);
+            return decode_ranges(&self.body, &self.items, without_managed_fields, finish);
         }
         let workers = super::pool::width();
         let per_chunk = n.div_ceil(workers).max(CHUNK_MIN_ITEMS);
@@ -141,7 +243,7 @@ impl RawList {
             let chunk = std::mem::replace(&mut ranges, rest);
             let body = self.body.clone();
             tasks.push(super::pool::run(move || {
-                decode_ranges::<K>(&body, &chunk, without_managed_fields)
+                decode_ranges::<K>(&body, &chunk, without_managed_fields, finish)
             }));
         }
         let mut out = Vec::with_capacity(n);
@@ -159,11 +261,12 @@ fn decode_ranges<K: DeserializeOwned>(
     body: &[u8],
     ranges: &[Range<usize>],
     without_managed_fields: bool,
+    finish: Finish<K>,
 ) -> Result<Vec<K>, serde_json::Error> {
     let text = std::str::from_utf8(body).map_err(serde::de::Error::custom)?;
     ranges
         .iter()
-        .map(|r| decode_object(&text[r.clone()], without_managed_fields))
+        .map(|r| decode_object(&text[r.clone()], without_managed_fields, finish))
         .collect()
 }
 
@@ -179,12 +282,43 @@ mod tests {
             "spec": {"metadata": {"managedFields": "kept"}, "managedFields": 1},
         });
         let text = obj.to_string();
-        let v: Value = decode_object(&text, true).unwrap();
+        let v: Value = decode_object(&text, true, None).unwrap();
         assert_eq!(v["metadata"]["managedFields"], Value::Null);
         assert_eq!(v["metadata"]["name"], "a");
         assert_eq!(v["spec"], obj["spec"]);
-        let kept: Value = decode_object(&text, false).unwrap();
+        let kept: Value = decode_object(&text, false, Some(compact)).unwrap();
         assert_eq!(kept, obj);
+    }
+
+    #[test]
+    fn whole_pages_decode_in_one_pass_after_their_leading_metadata() {
+        let items: Vec<Value> = (0..5)
+            .map(|i| json!({"metadata": {"name": format!("p{i}"), "managedFields": [{"manager": "m"}]}}))
+            .collect();
+        // Written in the API server's order (json! would sort the keys).
+        let text = format!(
+            r#"{{"kind":"PodList","metadata":{{"resourceVersion":"7","continue":"c"}},"items":{}}}"#,
+            Value::Array(items.clone())
+        )
+        .into_bytes();
+        let meta = leading_metadata(&text).unwrap();
+        assert_eq!(meta.continue_.as_deref(), Some("c"));
+        assert_eq!(meta.resource_version.as_deref(), Some("7"));
+        let out: Vec<Value> = decode_page(&text, true, Some(compact)).unwrap();
+        assert_eq!(out.len(), 5);
+        for (i, v) in out.iter().enumerate() {
+            assert_eq!(v["metadata"], json!({"name": format!("p{i}")}));
+        }
+        let kept: Vec<Value> = decode_page(&text, false, None).unwrap();
+        assert_eq!(kept, items);
+        // Items before metadata, or no object at all: the caller splits the body instead.
+        let items_first = br#"{"items": [], "metadata": {"continue": "c"}}"#;
+        assert!(leading_metadata(items_first).is_none());
+        assert!(leading_metadata(b"[1]").is_none());
+        let none: Vec<Value> =
+            decode_page(br#"{"metadata": {}, "items": null}"#, true, None).unwrap();
+        assert!(none.is_empty());
+        assert!(decode_page::<Value>(br#"{"items": [1, }"#, true, None).is_err());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,11 +332,63 @@ mod tests {
             raw.metadata.as_ref().and_then(|m| m.continue_.as_deref()),
             Some("c")
         );
-        let out: Vec<Value> = raw.decode_items(true).await.unwrap();
+        let out: Vec<Value> = raw.decode_items(true, Some(compact)).await.unwrap();
         assert_eq!(out.len(), 1000);
         for (i, v) in out.iter().enumerate() {
             assert_eq!(v["metadata"]["name"], format!("p{i}"));
             assert_eq!(v["metadata"]["managedFields"], Value::Null);
+        }
+    }
+}
+
+#[cfg(all(test, feature = "testing"))]
+mod page_tests {
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    use crate::cache::reflector::ListerWatcher;
+    use crate::client::{ListOptions, ResourceClient};
+    use crate::testing::ApiServer;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn pages_of_usual_size_decode_whole_and_match_the_server() {
+        let server = ApiServer::new();
+        let big = "x".repeat(8 * 1024);
+        server
+            .seed("pods", 150, |i| {
+                json!({"metadata": {"name": format!("p{i:03}"), "namespace": "default",
+                    "annotations": {"big": big},
+                    "managedFields": [{"manager": "m", "operation": "Update", "fieldsV1": {"f:a": {}}}]},
+                    "spec": {"containers": [{"name": "c", "image": "i", "ports": [{"containerPort": 80}]}]}})
+            })
+            .unwrap();
+        let client = kube::Client::new(server.service(), "default");
+        let pods = ResourceClient::<Pod>::all(client);
+        let opts = ListOptions::default()
+            .limit(100)
+            .without_managed_fields(true);
+        // 100 items of 8 KiB: above the whole-page threshold.
+        let page = ListerWatcher::list_deferred(&pods, opts.clone())
+            .await
+            .unwrap();
+        assert_eq!(page.remaining_item_count, Some(50));
+        let token = page.continue_token.clone().unwrap();
+        let first = page.items.await.unwrap();
+        let rest = ListerWatcher::list(&pods, opts.clone().continue_token(&token))
+            .await
+            .unwrap();
+        assert_eq!(rest.continue_token, None);
+        let all: Vec<Pod> = first.into_iter().chain(rest.items).collect();
+        assert_eq!(all.len(), 150);
+        for (i, pod) in all.iter().enumerate() {
+            let stored = server
+                .get("pods", "default", &format!("p{i:03}"))
+                .unwrap()
+                .unwrap();
+            let mut want: Pod = serde_json::from_value(stored).unwrap();
+            assert!(want.metadata.managed_fields.is_some());
+            want.metadata.managed_fields = None;
+            assert_eq!(pod, &want);
         }
     }
 }

@@ -20,8 +20,9 @@
 //! The write path (create, update, patch, apply, delete) lives in its own file; see
 //! [`Patch`] and [`DeleteOptions`]. It does not retry or cache.
 
-mod decode;
+pub(crate) mod decode;
 mod pool;
+mod skip;
 mod watch;
 mod write;
 
@@ -471,11 +472,20 @@ where
         serde_json::from_slice(&body).map_err(Error::Decode)
     }
 
-    /// Lists one page. A large page's items are decoded in parallel on tokio's blocking
-    /// pool (in order); with [`ListOptions::without_managed_fields`] they come without
+    /// Lists one page. A large page's items are decoded on the decoding threads (in
+    /// order); with [`ListOptions::without_managed_fields`] they come without
     /// `metadata.managedFields`.
     pub async fn list(&self, opts: &ListOptions) -> Result<ObjectList<K>, Error> {
-        let page = self.list_deferred(opts).await?;
+        self.list_with(opts, None).await
+    }
+
+    /// [`ResourceClient::list`], applying `finish` to every decoded item.
+    pub(crate) async fn list_with(
+        &self,
+        opts: &ListOptions,
+        finish: decode::Finish<K>,
+    ) -> Result<ObjectList<K>, Error> {
+        let page = self.list_deferred_with(opts, finish).await?;
         Ok(ObjectList {
             items: page.items.await?,
             resource_version: page.resource_version,
@@ -486,21 +496,57 @@ where
 
     /// Lists one page and returns once its body is read and its metadata known; the
     /// items decode in the background (a spawned task; on the decoding threads for
-    /// large pages) and arrive through [`DeferredPage::items`], so that the caller can
-    /// fetch the next page meanwhile.
+    /// large pages: a page of usual size whose metadata comes first as one job, in one
+    /// pass, a very large one in parallel chunks) and arrive through
+    /// [`DeferredPage::items`], so that the caller can fetch the next page meanwhile.
     pub async fn list_deferred(&self, opts: &ListOptions) -> Result<DeferredPage<K>, Error> {
+        self.list_deferred_with(opts, None).await
+    }
+
+    /// [`ResourceClient::list_deferred`], applying `finish` to every decoded item.
+    pub(crate) async fn list_deferred_with(
+        &self,
+        opts: &ListOptions,
+        finish: decode::Finish<K>,
+    ) -> Result<DeferredPage<K>, Error> {
         let body = read_all(&self.client, self.list_url(opts)).await?;
+        let without_managed_fields = opts.without_managed_fields;
+        let whole = (decode::WHOLE_PAGE_MIN_BYTES..decode::CHUNKED_MIN_BYTES)
+            .contains(&body.len())
+            .then(|| decode::leading_metadata(&body))
+            .flatten();
+        if let Some(meta) = whole {
+            // A page of the usual size: its metadata (the continue token) is known at
+            // once, and the page decodes in one pass as one job on the decoding threads
+            // while the caller fetches the next page.
+            let task = tokio::spawn(pool::run(move || {
+                decode::decode_page::<K>(&body, without_managed_fields, finish)
+            }));
+            let items = async move {
+                match task.await {
+                    Ok(Ok(r)) => r.map_err(Error::Decode),
+                    Ok(Err(e)) => Err(Error::Decode(serde::de::Error::custom(e))),
+                    Err(e) => Err(Error::Decode(serde::de::Error::custom(e))),
+                }
+            }
+            .boxed();
+            return Ok(DeferredPage {
+                items,
+                resource_version: meta.resource_version.unwrap_or_default(),
+                continue_token: meta.continue_.filter(|c| !c.is_empty()),
+                remaining_item_count: meta.remaining_item_count,
+            });
+        }
         let mut raw = decode::RawList::parse(body).map_err(Error::Decode)?;
         let meta = raw.metadata.take();
-        let without_managed_fields = opts.without_managed_fields;
         let items = if raw.len() < decode::PARALLEL_MIN_ITEMS {
             let items = raw
-                .decode_items(without_managed_fields)
+                .decode_items(without_managed_fields, finish)
                 .await
                 .map_err(Error::Decode);
             futures::future::ready(items).boxed()
         } else {
-            let task = tokio::spawn(raw.decode_items(without_managed_fields));
+            let task = tokio::spawn(raw.decode_items(without_managed_fields, finish));
             async move {
                 match task.await {
                     Ok(r) => r.map_err(Error::Decode),
@@ -564,14 +610,24 @@ where
     /// Starts a watch. The request's own failure (validation, 404, ...) is an `Err`;
     /// everything after the response headers arrives as [`WatchEvent`]s.
     pub async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<K>, Error> {
+        self.watch_with(opts, None).await
+    }
+
+    /// [`ResourceClient::watch`], applying `finish` to every decoded object.
+    pub(crate) async fn watch_with(
+        &self,
+        opts: &ListOptions,
+        finish: decode::Finish<K>,
+    ) -> Result<WatchStream<K>, Error> {
         let req = Request::get(self.watch_url(opts))
             .body(kube::client::Body::empty())
             .map_err(Error::Request)?;
         let res = self.client.send(req).await.map_err(Error::Transport)?;
         let res = checked(res).await?;
-        Ok(WatchStream::with_options(
+        Ok(WatchStream::with_finish(
             res.into_body(),
             opts.without_managed_fields,
+            finish,
         ))
     }
 }

@@ -15,7 +15,7 @@
 //!   `Status`; the stream then goes on until the server closes it.
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -26,6 +26,8 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::errors::{cause, reason, Status, StatusCause, StatusDetails, StatusError};
+
+use super::decode::Finish;
 
 /// One event of a watch.
 #[derive(Debug, Clone, PartialEq)]
@@ -131,7 +133,10 @@ impl FrameDecoder {
 
     /// The next complete event; `None` when more bytes are needed; `Err` with the reason
     /// when the stream cannot be decoded.
-    pub(crate) fn next<K: DeserializeOwned>(&mut self) -> Option<Result<WatchEvent<K>, String>> {
+    pub(crate) fn next<K: DeserializeOwned>(
+        &mut self,
+        finish: Finish<K>,
+    ) -> Option<Result<WatchEvent<K>, String>> {
         let rest = &self.buf[self.pos..];
         let skip = rest
             .iter()
@@ -148,7 +153,7 @@ impl FrameDecoder {
             Some(Err(e)) if e.is_eof() => return None,
             Some(Err(e)) => return Some(Err(e.to_string())),
             Some(Ok(f)) => (
-                convert::<K>(&f, self.without_managed_fields),
+                convert::<K>(&f, self.without_managed_fields, finish),
                 it.byte_offset(),
             ),
         };
@@ -160,10 +165,11 @@ impl FrameDecoder {
 fn convert<K: DeserializeOwned>(
     f: &RawFrame<'_>,
     without_managed_fields: bool,
+    finish: Finish<K>,
 ) -> Result<WatchEvent<K>, String> {
     let ty = f.ty.as_ref();
     let typed = |raw| -> Result<K, String> {
-        super::decode::decode_object(object(raw, ty)?, without_managed_fields)
+        super::decode::decode_object(object(raw, ty)?, without_managed_fields, finish)
             .map_err(|e| e.to_string())
     };
     match ty {
@@ -203,26 +209,178 @@ impl<K> std::fmt::Debug for WatchStream<K> {
 struct Reader<B, K> {
     body: B,
     dec: FrameDecoder,
-    /// Decoded events not yet handed out.
-    ready: VecDeque<WatchEvent<K>>,
-    /// No more events after `ready`.
+    finish: Finish<K>,
+    /// No more events.
     done: bool,
 }
 
 /// Buffers at least this large are decoded on the decoding pool (see [`super::pool`]).
 const POOL_DECODE_BYTES: usize = 4 * 1024;
 
+/// Buffers at least this large are split in two at a newline and decoded on two
+/// decoding threads at once.
+const SPLIT_DECODE_BYTES: usize = 32 * 1024;
+
+/// How many decoded batches may wait for the consumer.
+const BATCHES_AHEAD: usize = 4;
+
 /// Decodes every complete event in `dec`; stops after a decoding error, which becomes the
 /// last event (`true`: the stream must end).
-fn decode_batch<K: DeserializeOwned>(dec: &mut FrameDecoder, out: &mut Vec<WatchEvent<K>>) -> bool {
+fn decode_batch<K: DeserializeOwned>(
+    dec: &mut FrameDecoder,
+    out: &mut Vec<WatchEvent<K>>,
+    finish: Finish<K>,
+) -> bool {
     loop {
-        match dec.next::<K>() {
+        match dec.next::<K>(finish) {
             Some(Ok(ev)) => out.push(ev),
             Some(Err(why)) => {
                 out.push(WatchEvent::Error(decoding_error(&why)));
                 return true;
             }
             None => return false,
+        }
+    }
+}
+
+impl FrameDecoder {
+    /// Moves the undecoded bytes after the first newline past their middle into a second
+    /// decoder, or returns `None` when there is no such newline. A raw newline byte in
+    /// JSON can only be whitespace, and the server ends each frame with one; whether it
+    /// really ended a frame is known once this decoder has consumed everything before it.
+    fn split_at_newline(&mut self) -> Option<FrameDecoder> {
+        let rest = &self.buf[self.pos..];
+        let mid = rest.len() / 2;
+        let at = mid + rest[mid..].iter().position(|b| *b == b'\n')? + 1;
+        if at >= rest.len() {
+            return None;
+        }
+        let tail = rest[at..].to_vec();
+        self.buf.truncate(self.pos + at);
+        Some(FrameDecoder {
+            buf: tail,
+            pos: 0,
+            without_managed_fields: self.without_managed_fields,
+        })
+    }
+}
+
+/// Decodes `dec` on the decoding pool.
+async fn decode_on_pool<K>(
+    mut dec: FrameDecoder,
+    finish: Finish<K>,
+) -> Result<(FrameDecoder, Vec<WatchEvent<K>>, bool), String>
+where
+    K: DeserializeOwned + Send + 'static,
+{
+    super::pool::run(move || {
+        let mut events = Vec::new();
+        let stop = decode_batch::<K>(&mut dec, &mut events, finish);
+        (dec, events, stop)
+    })
+    .await
+}
+
+impl<B, K> Reader<B, K>
+where
+    B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
+    B::Error: std::fmt::Display,
+    K: DeserializeOwned + Send + 'static,
+{
+    /// Reads one chunk (waiting for it) and whatever else the body has already
+    /// delivered, and decodes every complete event; after the last batch `done` is set.
+    async fn next_batch(&mut self) -> Vec<WatchEvent<K>> {
+        let mut failure = None;
+        let mut ended = false;
+        {
+            // (A body error need not be `Send`: none is kept past this block.)
+            let mut next = Some(self.body.frame().await);
+            while let Some(frame) = next.take() {
+                match frame {
+                    Some(Ok(frame)) => {
+                        if let Ok(data) = frame.into_data() {
+                            self.dec.push(&data);
+                        }
+                        next = self.body.frame().now_or_never();
+                    }
+                    Some(Err(e)) => {
+                        failure = Some(e.to_string());
+                        ended = true;
+                    }
+                    None => ended = true,
+                }
+            }
+        }
+        let mut events = Vec::new();
+        let stop = if self.dec.buffered() >= POOL_DECODE_BYTES {
+            self.decode_pooled(&mut events).await
+        } else {
+            decode_batch::<K>(&mut self.dec, &mut events, self.finish)
+        };
+        if stop {
+            self.done = true;
+        } else if ended {
+            if let Some(why) = failure {
+                events.push(WatchEvent::Error(decoding_error(&why)));
+            }
+            self.done = true;
+        }
+        events
+    }
+
+    /// Decodes the buffer on the decoding pool, in two halves on two threads when it is
+    /// large; returns whether the stream must end.
+    async fn decode_pooled(&mut self, events: &mut Vec<WatchEvent<K>>) -> bool {
+        let mut dec = std::mem::take(&mut self.dec);
+        let second = if dec.buffered() >= SPLIT_DECODE_BYTES && super::pool::width() > 1 {
+            dec.split_at_newline()
+        } else {
+            None
+        };
+        let Some(second) = second else {
+            return match decode_on_pool::<K>(dec, self.finish).await {
+                Ok((dec, evs, stop)) => {
+                    self.dec = dec;
+                    *events = evs;
+                    stop
+                }
+                Err(e) => {
+                    events.push(WatchEvent::Error(decoding_error(&e)));
+                    true
+                }
+            };
+        };
+        let (first, second) = futures::join!(
+            decode_on_pool::<K>(dec, self.finish),
+            decode_on_pool::<K>(second, self.finish)
+        );
+        match (first, second) {
+            (Ok((dec, evs, true)), _) => {
+                self.dec = dec;
+                *events = evs;
+                true
+            }
+            (Ok((dec, mut evs, false)), Ok((second, more, stop))) if dec.buffered() == 0 => {
+                // The first half ended exactly at the newline: the second half started
+                // at a frame and its events follow.
+                evs.extend(more);
+                *events = evs;
+                self.dec = second;
+                stop
+            }
+            (Ok((mut dec, mut evs, false)), Ok((second, _, _))) => {
+                // The newline was inside a frame: the second half is decoded again,
+                // after the first half's unfinished frame.
+                dec.push(&second.buf);
+                let stop = decode_batch::<K>(&mut dec, &mut evs, self.finish);
+                self.dec = dec;
+                *events = evs;
+                stop
+            }
+            (Err(e), _) | (_, Err(e)) => {
+                events.push(WatchEvent::Error(decoding_error(&e)));
+                true
+            }
         }
     }
 }
@@ -244,88 +402,74 @@ where
     /// `metadata.managedFields` when `without_managed_fields` is set.
     ///
     /// Everything the body has already delivered is decoded as one batch, on the
-    /// decoding threads when it is large, so that decoding stays off the async worker
-    /// that consumes the events.
+    /// decoding threads when it is large (split over two of them when larger still).
+    /// Inside a tokio runtime, a task of its own reads and decodes ahead of the consumer
+    /// (at most a few batches), so that decoding overlaps with handling the events.
     pub fn with_options<B>(body: B, without_managed_fields: bool) -> Self
     where
         B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
     {
-        let reader = Reader {
+        Self::with_finish(body, without_managed_fields, None)
+    }
+
+    /// [`WatchStream::with_options`], applying `finish` to every decoded object.
+    pub(crate) fn with_finish<B>(body: B, without_managed_fields: bool, finish: Finish<K>) -> Self
+    where
+        B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
+        B::Error: std::fmt::Display,
+    {
+        let mut reader = Reader {
+            finish,
             body,
             dec: FrameDecoder {
                 without_managed_fields,
                 ..FrameDecoder::default()
             },
-            ready: VecDeque::new(),
             done: false,
         };
-        let s = futures::stream::unfold(reader, |mut r: Reader<B, K>| async move {
-            loop {
-                if let Some(ev) = r.ready.pop_front() {
-                    return Some((ev, r));
-                }
-                if r.done {
-                    return None;
-                }
-                // One chunk (waiting for it), then whatever else is already there.
-                let (failure, ended) = {
-                    let mut failure = None;
-                    let mut ended = false;
-                    let mut next = Some(r.body.frame().await);
-                    while let Some(frame) = next.take() {
-                        match frame {
-                            Some(Ok(frame)) => {
-                                if let Ok(data) = frame.into_data() {
-                                    r.dec.push(&data);
-                                }
-                                next = r.body.frame().now_or_never();
-                            }
-                            Some(Err(e)) => {
-                                failure = Some(e.to_string());
-                                ended = true;
-                            }
-                            None => ended = true,
+        let batches: Pin<Box<dyn Stream<Item = Vec<WatchEvent<K>>> + Send>> =
+            if tokio::runtime::Handle::try_current().is_ok() {
+                let (tx, rx) = tokio::sync::mpsc::channel(BATCHES_AHEAD);
+                tokio::spawn(async move {
+                    while !reader.done {
+                        // Ends (dropping the body) once the consumer is gone.
+                        let events = tokio::select! {
+                            events = reader.next_batch() => events,
+                            _ = tx.closed() => return,
+                        };
+                        if !events.is_empty() && tx.send(events).await.is_err() {
+                            return;
                         }
                     }
-                    (failure, ended)
-                };
-                let mut events = Vec::new();
-                let stop = if r.dec.buffered() >= POOL_DECODE_BYTES {
-                    let mut dec = std::mem::take(&mut r.dec);
-                    let joined = super::pool::run(move || {
-                        let mut events = Vec::new();
-                        let stop = decode_batch::<K>(&mut dec, &mut events);
-                        (dec, events, stop)
-                    })
-                    .await;
-                    match joined {
-                        Ok((dec, evs, stop)) => {
-                            r.dec = dec;
-                            events = evs;
-                            stop
+                });
+                Box::pin(tokio_stream_from(rx))
+            } else {
+                Box::pin(futures::stream::unfold(reader, |mut r| async move {
+                    loop {
+                        if r.done {
+                            return None;
                         }
-                        Err(e) => {
-                            events.push(WatchEvent::Error(decoding_error(&e)));
-                            true
+                        let events = r.next_batch().await;
+                        if !events.is_empty() {
+                            return Some((events, r));
                         }
                     }
-                } else {
-                    decode_batch::<K>(&mut r.dec, &mut events)
-                };
-                r.ready.extend(events);
-                if stop {
-                    r.done = true;
-                } else if ended {
-                    if let Some(why) = failure {
-                        r.ready.push_back(WatchEvent::Error(decoding_error(&why)));
-                    }
-                    r.done = true;
-                }
-            }
-        });
+                }))
+            };
+        let s = futures::StreamExt::flat_map(batches, futures::stream::iter);
         WatchStream { inner: Box::pin(s) }
     }
+}
+
+/// The batches a reader task sends, as a stream.
+fn tokio_stream_from<T: Send + 'static>(
+    rx: tokio::sync::mpsc::Receiver<T>,
+) -> impl Stream<Item = T> + Send {
+    futures::stream::unfold(rx, |mut rx| async move {
+        let item = rx.recv().await?;
+        Some((item, rx))
+    })
 }
 
 impl<K> Stream for WatchStream<K> {
@@ -346,7 +490,7 @@ mod tests {
         let mut out = Vec::new();
         for c in chunks {
             d.push(c);
-            while let Some(e) = d.next::<Value>() {
+            while let Some(e) = d.next::<Value>(None) {
                 let stop = e.is_err();
                 out.push(e);
                 if stop {
@@ -355,6 +499,55 @@ mod tests {
             }
         }
         out
+    }
+
+    async fn stream_all(body: Vec<u8>) -> Vec<WatchEvent<Value>> {
+        use futures::StreamExt;
+        let body = http_body_util::Full::new(bytes::Bytes::from(body));
+        WatchStream::<Value>::with_options(body, false)
+            .collect()
+            .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn large_batches_split_in_two_keep_every_event_in_order() {
+        let frame = |i: usize, pretty: bool| {
+            let f = serde_json::json!({"type": "ADDED", "object": {"metadata": {"name": format!("o{i}")}, "data": "x".repeat(4000)}});
+            let mut text = if pretty {
+                serde_json::to_string_pretty(&f).unwrap()
+            } else {
+                f.to_string()
+            };
+            text.push('\n');
+            text
+        };
+        // Compact frames: the split falls between two frames. Pretty-printed frames
+        // around the middle: it falls inside one, and the second half is decoded again.
+        for pretty_middle in [false, true] {
+            let body: String = (0..20)
+                .map(|i| frame(i, pretty_middle && (8..12).contains(&i)))
+                .collect();
+            let events = stream_all(body.into_bytes()).await;
+            let names: Vec<String> = events
+                .iter()
+                .map(|e| match e {
+                    WatchEvent::Added(v) => v["metadata"]["name"].as_str().unwrap().to_owned(),
+                    other => panic!("unexpected {other:?}"),
+                })
+                .collect();
+            let want: Vec<String> = (0..20).map(|i| format!("o{i}")).collect();
+            assert_eq!(names, want, "pretty middle: {pretty_middle}");
+        }
+        // A decoding error in the second half still ends the stream after the first
+        // half's events.
+        let mut body: String = (0..10).map(|i| frame(i, false)).collect();
+        body.push_str("not json\n");
+        body.push_str(&(10..20).map(|i| frame(i, false)).collect::<String>());
+        let events = stream_all(body.into_bytes()).await;
+        assert_eq!(events.len(), 11);
+        assert!(
+            matches!(&events[10], WatchEvent::Error(e) if e.has_cause(cause::CLIENT_WATCH_DECODING))
+        );
     }
 
     #[test]

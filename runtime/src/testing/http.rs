@@ -849,19 +849,24 @@ async fn list(
     };
     let mut items: Vec<Arc<Stored>> = Vec::new();
     let mut more = false;
-    let mut remaining: u64 = 0;
     coll.visit(snapshot_at, ns, start_after.as_deref(), |obj| {
         if !filter.matches(&obj.labels, &obj.fields) {
             return true;
         }
         if limit.is_some_and(|l| items.len() >= l) {
             more = true;
-            remaining += 1;
-            return count_remaining;
+            return false;
         }
         items.push(obj.clone());
         true
     });
+    // Counted over the keys alone: reading every remaining object to count it made each
+    // page cost O(objects left) in cache misses (30 ms for the first of 200 pages of
+    // 100k Pods).
+    let remaining = match items.last() {
+        Some(last) if more && count_remaining => coll.count(snapshot_at, ns, Some(&last.key)),
+        _ => 0,
+    };
     let token_rv = snapshot_at.unwrap_or(list_rv);
     drop(st);
     let mut meta = Map::new();

@@ -1,0 +1,391 @@
+//! A deserializer adapter that drops the top-level `metadata.managedFields` while the
+//! object decodes, in the same single pass over the JSON.
+//!
+//! Contract: `K::deserialize(SkipManagedFields::new(de))` yields what `K::deserialize(de)`
+//! yields for the same input with the top-level object's `metadata.managedFields` entry
+//! removed: the entry's value is skipped by the inner deserializer (no allocation) and
+//! its key never reaches `K`'s visitor. Only the top-level map and its `metadata` value
+//! are inspected (their keys pass through as strings); everything below is handed to the
+//! inner deserializer untouched, so a `managedFields` anywhere else is kept.
+
+use std::fmt;
+
+use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
+
+/// Where in the object an adapter sits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// The object itself: its `metadata` value is inspected.
+    Top,
+    /// The object's `metadata`: its `managedFields` entry is skipped.
+    Meta,
+}
+
+/// The adapter (see the module documentation).
+pub(crate) struct SkipManagedFields<D> {
+    de: D,
+    level: Level,
+}
+
+impl<D> SkipManagedFields<D> {
+    /// Wraps the deserializer of a whole object.
+    pub(crate) fn new(de: D) -> Self {
+        SkipManagedFields {
+            de,
+            level: Level::Top,
+        }
+    }
+}
+
+macro_rules! forward_plain {
+    ($($method:ident)*) => {
+        $(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+                self.de.$method(visitor)
+            }
+        )*
+    };
+}
+
+impl<'de, D: Deserializer<'de>> Deserializer<'de> for SkipManagedFields<D> {
+    type Error = D::Error;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_any(Wrap {
+            inner: visitor,
+            level: self.level,
+        })
+    }
+
+    fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_map(Wrap {
+            inner: visitor,
+            level: self.level,
+        })
+    }
+
+    fn deserialize_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_struct(
+            name,
+            fields,
+            Wrap {
+                inner: visitor,
+                level: self.level,
+            },
+        )
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_option(Wrap {
+            inner: visitor,
+            level: self.level,
+        })
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_newtype_struct(
+            name,
+            Wrap {
+                inner: visitor,
+                level: self.level,
+            },
+        )
+    }
+
+    forward_plain! {
+        deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
+        deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
+        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_unit
+        deserialize_seq deserialize_identifier deserialize_ignored_any
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_unit_struct(name, visitor)
+    }
+
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_tuple(len, visitor)
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_tuple_struct(name, len, visitor)
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_enum(name, variants, visitor)
+    }
+
+    fn is_human_readable(&self) -> bool {
+        self.de.is_human_readable()
+    }
+}
+
+/// A visitor whose maps (and options and newtypes of maps) get inspected.
+struct Wrap<V> {
+    inner: V,
+    level: Level,
+}
+
+macro_rules! forward_visit {
+    ($($method:ident: $ty:ty)*) => {
+        $(
+            fn $method<E: de::Error>(self, v: $ty) -> Result<Self::Value, E> {
+                self.inner.$method(v)
+            }
+        )*
+    };
+}
+
+impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
+    type Value = V::Value;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.inner.expecting(f)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Self::Value, A::Error> {
+        self.inner.visit_map(Map {
+            map,
+            level: self.level,
+            value_is_metadata: false,
+        })
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        self.inner.visit_some(SkipManagedFields {
+            de,
+            level: self.level,
+        })
+    }
+
+    fn visit_newtype_struct<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        self.inner.visit_newtype_struct(SkipManagedFields {
+            de,
+            level: self.level,
+        })
+    }
+
+    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.inner.visit_none()
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
+        self.inner.visit_unit()
+    }
+
+    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
+        self.inner.visit_borrowed_str(v)
+    }
+
+    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
+        self.inner.visit_borrowed_bytes(v)
+    }
+
+    forward_visit! {
+        visit_bool: bool
+        visit_i64: i64
+        visit_i128: i128
+        visit_u64: u64
+        visit_u128: u128
+        visit_f64: f64
+        visit_char: char
+        visit_str: &str
+        visit_string: String
+        visit_bytes: &[u8]
+        visit_byte_buf: Vec<u8>
+    }
+
+    fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
+        self.inner.visit_seq(seq)
+    }
+
+    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
+        self.inner.visit_enum(data)
+    }
+}
+
+/// A map key, borrowed from the input when it has no escapes.
+enum Key<'de> {
+    Borrowed(&'de str),
+    Owned(String),
+}
+
+impl Key<'_> {
+    fn as_str(&self) -> &str {
+        match self {
+            Key::Borrowed(s) => s,
+            Key::Owned(s) => s,
+        }
+    }
+}
+
+impl<'de> de::Deserialize<'de> for Key<'de> {
+    fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl<'de> Visitor<'de> for KeyVisitor {
+            type Value = Key<'de>;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a map key")
+            }
+            fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Key<'de>, E> {
+                Ok(Key::Borrowed(v))
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v.to_owned()))
+            }
+            fn visit_string<E: de::Error>(self, v: String) -> Result<Key<'de>, E> {
+                Ok(Key::Owned(v))
+            }
+        }
+        de.deserialize_str(KeyVisitor)
+    }
+}
+
+/// The entries of the object (`Top`) or of its metadata (`Meta`).
+struct Map<A> {
+    map: A,
+    level: Level,
+    /// The key just handed out was the top level's `metadata`.
+    value_is_metadata: bool,
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, Self::Error> {
+        loop {
+            let Some(key) = self.map.next_key::<Key<'de>>()? else {
+                return Ok(None);
+            };
+            match self.level {
+                Level::Top => self.value_is_metadata = key.as_str() == "metadata",
+                Level::Meta if key.as_str() == "managedFields" => {
+                    self.map.next_value::<IgnoredAny>()?;
+                    continue;
+                }
+                Level::Meta => {}
+            }
+            return match key {
+                Key::Borrowed(s) => seed
+                    .deserialize(de::value::BorrowedStrDeserializer::<A::Error>::new(s))
+                    .map(Some),
+                Key::Owned(s) => seed
+                    .deserialize(de::value::StringDeserializer::<A::Error>::new(s))
+                    .map(Some),
+            };
+        }
+    }
+
+    fn next_value_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<S::Value, Self::Error> {
+        if std::mem::take(&mut self.value_is_metadata) {
+            self.map.next_value_seed(MetaSeed(seed))
+        } else {
+            self.map.next_value_seed(seed)
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.map.size_hint()
+    }
+}
+
+/// The seed of the top level's `metadata` value.
+struct MetaSeed<S>(S);
+
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for MetaSeed<S> {
+    type Value = S::Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<S::Value, D::Error> {
+        self.0.deserialize(SkipManagedFields {
+            de,
+            level: Level::Meta,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use serde::Deserialize;
+    use serde_json::{json, Value};
+
+    fn skip<K: for<'de> Deserialize<'de>>(text: &str) -> K {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let v = K::deserialize(SkipManagedFields::new(&mut de)).unwrap();
+        de.end().unwrap();
+        v
+    }
+
+    #[test]
+    fn only_the_top_level_metadata_loses_its_managed_fields() {
+        let obj = json!({
+            "kind": "Pod",
+            "metadata": {"name": "a", "managedFields": [{"manager": "m", "fieldsV1": {"f:x": {}}}],
+                "labels": {"managedFields": "label"}, "na\\u006de": "escaped key"},
+            "spec": {"metadata": {"managedFields": "kept"}, "managedFields": 1},
+            "managedFields": "top-level key kept",
+        });
+        let v: Value = skip(&obj.to_string());
+        let mut want = obj.clone();
+        want["metadata"]
+            .as_object_mut()
+            .unwrap()
+            .remove("managedFields");
+        assert_eq!(v, want);
+
+        let typed: Pod = skip(&obj.to_string());
+        assert_eq!(typed.metadata.name.as_deref(), Some("a"));
+        assert_eq!(typed.metadata.managed_fields, None);
+        assert_eq!(
+            typed.metadata.labels.unwrap()["managedFields"],
+            "label".to_owned()
+        );
+        let plain: Pod = serde_json::from_value(want).unwrap();
+        assert_eq!(skip::<Pod>(&obj.to_string()), plain);
+    }
+
+    #[test]
+    fn objects_without_metadata_or_with_null_metadata_decode() {
+        let v: Value = skip(r#"{"metadata": null, "x": [1, 2]}"#);
+        assert_eq!(v, json!({"metadata": null, "x": [1, 2]}));
+        let p: Pod = skip(r#"{"spec": {"containers": []}}"#);
+        assert!(p.spec.is_some());
+        let mut de = serde_json::Deserializer::from_str(r#"{"metadata": 7}"#);
+        assert!(Pod::deserialize(SkipManagedFields::new(&mut de)).is_err());
+    }
+}
