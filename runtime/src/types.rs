@@ -140,8 +140,9 @@ impl<'de> serde::Deserialize<'de> for DateTime {
 /// a [`DateTime`], so `2024-01-01T00:00:00.5+01:00` is written back as it was read.
 ///
 /// Converting from k8s-openapi's `Condition` ([`From`]) is lossless. Converting into it
-/// ([`TryFrom`]) normalizes the time to UTC at second precision, and fails only when the
-/// text is not an RFC 3339 timestamp (a server never sends one).
+/// ([`TryFrom`]) keeps the instant but not the text: k8s-openapi writes its time in UTC
+/// at second precision. It fails only when the text is not an RFC 3339 timestamp (a
+/// server never sends one).
 ///
 /// ```
 /// use kubegen_runtime::types::Condition;
@@ -151,9 +152,11 @@ impl<'de> serde::Deserialize<'de> for DateTime {
 /// assert_eq!(c.type_, "Ready");
 /// assert_eq!(serde_json::to_string(&c).unwrap(), wire);
 ///
-/// // Into k8s-openapi's type: the same instant, in UTC, without the fraction.
+/// // Into k8s-openapi's type: the same instant, written in UTC without the fraction.
 /// let k8s = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition::try_from(c).unwrap();
-/// assert_eq!(k8s.last_transition_time.0.to_string(), "2023-12-31T23:00:00Z");
+/// assert_eq!(k8s.last_transition_time.0.to_string(), "2023-12-31T23:00:00.5Z");
+/// let written = serde_json::to_value(&k8s).unwrap();
+/// assert_eq!(written["lastTransitionTime"], "2023-12-31T23:00:00Z");
 /// ```
 #[derive(Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Condition {
@@ -229,7 +232,7 @@ impl From<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> for Conditi
 impl TryFrom<Condition> for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
     type Error = DateTimeError;
 
-    /// Lossy: the time is serialized later in UTC at second precision. Fails only when
+    /// Lossy: k8s-openapi serializes the time in UTC at second precision. Fails only when
     /// `lastTransitionTime` is not an RFC 3339 timestamp.
     fn try_from(c: Condition) -> Result<Self, Self::Error> {
         Ok(k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
