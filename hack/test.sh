@@ -35,5 +35,7 @@ if [ "$what" != corpus ]; then
 fi
 
 if [ "$what" != fast ]; then
-  stage "corpus (hack/check-corpus.sh)" hack/check-corpus.sh "${CORPUS_DIR:-../shared/crds}"
+  corpus=${CORPUS_DIR:-../shared/crds}
+  [ -d "$corpus" ] || { echo "corpus directory $corpus not found (from $PWD); set CORPUS_DIR" >&2; exit 1; }
+  stage "corpus (hack/check-corpus.sh)" hack/check-corpus.sh "$corpus"
 fi
