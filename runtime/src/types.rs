@@ -9,6 +9,10 @@
 //!   when asked; it converts to and from [`Time`].
 //! - `type: number`: an `f64` turns `1` into `1.0`. Generated code uses
 //!   [`serde_json::Number`], which keeps integer and float values apart, instead.
+//! - A schema that is exactly meta/v1 `Condition`: k8s-openapi's `Condition` holds its
+//!   `lastTransitionTime` as a [`Time`], so it loses the same way. [`Condition`] is the
+//!   same six fields with the same JSON shape and a [`DateTime`]; it converts to and from
+//!   k8s-openapi's type (the direction into k8s-openapi's loses fractions and offsets).
 //!
 //! This module also holds the constant descriptions generated `register.rs` files fill in
 //! for each kind ([`ResourceInfo`], [`PrinterColumn`], [`ScaleSubresource`]): plain data,
@@ -124,6 +128,121 @@ impl serde::Serialize for DateTime {
 impl<'de> serde::Deserialize<'de> for DateTime {
     fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
         String::deserialize(deserializer).map(DateTime::from_text)
+    }
+}
+
+/// meta/v1 `Condition` with a lossless `lastTransitionTime`: what generated code uses for
+/// an array item schema that is exactly meta/v1 `Condition`.
+///
+/// The JSON shape is k8s-openapi's `Condition`'s: the same keys in the same order,
+/// `observedGeneration` left out when `None`, `lastTransitionTime` required, the four
+/// strings empty when absent or `null`, other keys ignored. Only the time differs: it is
+/// a [`DateTime`], so `2024-01-01T00:00:00.5+01:00` is written back as it was read.
+///
+/// Converting from k8s-openapi's `Condition` ([`From`]) is lossless. Converting into it
+/// ([`TryFrom`]) keeps the instant but not the text: k8s-openapi writes its time in UTC
+/// at second precision. It fails only when the text is not an RFC 3339 timestamp (a
+/// server never sends one).
+///
+/// ```
+/// use kubegen_runtime::types::Condition;
+///
+/// let wire = r#"{"lastTransitionTime":"2024-01-01T00:00:00.5+01:00","message":"","reason":"Ok","status":"True","type":"Ready"}"#;
+/// let c: Condition = serde_json::from_str(wire).unwrap();
+/// assert_eq!(c.type_, "Ready");
+/// assert_eq!(serde_json::to_string(&c).unwrap(), wire);
+///
+/// // Into k8s-openapi's type: the same instant, written in UTC without the fraction.
+/// let k8s = k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition::try_from(c).unwrap();
+/// assert_eq!(k8s.last_transition_time.0.to_string(), "2023-12-31T23:00:00.5Z");
+/// let written = serde_json::to_value(&k8s).unwrap();
+/// assert_eq!(written["lastTransitionTime"], "2023-12-31T23:00:00Z");
+/// ```
+#[derive(Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Condition {
+    /// When the condition last changed from one status to another (wire text kept as is).
+    #[serde(rename = "lastTransitionTime")]
+    pub last_transition_time: DateTime,
+    /// A human-readable message about the transition; may be empty.
+    #[serde(default, deserialize_with = "string_or_null")]
+    pub message: String,
+    /// The `.metadata.generation` the condition was set from, when recorded.
+    #[serde(
+        rename = "observedGeneration",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub observed_generation: Option<i64>,
+    /// A CamelCase identifier for the reason of the last transition.
+    #[serde(default, deserialize_with = "string_or_null")]
+    pub reason: String,
+    /// `True`, `False` or `Unknown`.
+    #[serde(default, deserialize_with = "string_or_null")]
+    pub status: String,
+    /// The condition's type (`Ready`, `Available`, ...).
+    #[serde(rename = "type", default, deserialize_with = "string_or_null")]
+    pub type_: String,
+}
+
+/// `null` reads as the empty string, as k8s-openapi's `Condition` reads it.
+fn string_or_null<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<String, D::Error> {
+    serde::Deserialize::deserialize(deserializer).map(Option::unwrap_or_default)
+}
+
+/// Field by field, so `clone_from` reuses the target's strings (generated deepcopy code
+/// relies on that).
+impl Clone for Condition {
+    fn clone(&self) -> Self {
+        Condition {
+            last_transition_time: self.last_transition_time.clone(),
+            message: self.message.clone(),
+            observed_generation: self.observed_generation,
+            reason: self.reason.clone(),
+            status: self.status.clone(),
+            type_: self.type_.clone(),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        self.last_transition_time
+            .text
+            .clone_from(&source.last_transition_time.text);
+        self.message.clone_from(&source.message);
+        self.observed_generation = source.observed_generation;
+        self.reason.clone_from(&source.reason);
+        self.status.clone_from(&source.status);
+        self.type_.clone_from(&source.type_);
+    }
+}
+
+impl From<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition> for Condition {
+    /// Lossless: k8s-openapi's time becomes UTC text with the fractional digits it has.
+    fn from(c: k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition) -> Self {
+        Condition {
+            last_transition_time: DateTime::from(c.last_transition_time),
+            message: c.message,
+            observed_generation: c.observed_generation,
+            reason: c.reason,
+            status: c.status,
+            type_: c.type_,
+        }
+    }
+}
+
+impl TryFrom<Condition> for k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+    type Error = DateTimeError;
+
+    /// Lossy: k8s-openapi serializes the time in UTC at second precision. Fails only when
+    /// `lastTransitionTime` is not an RFC 3339 timestamp.
+    fn try_from(c: Condition) -> Result<Self, Self::Error> {
+        Ok(k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition {
+            last_transition_time: (&c.last_transition_time).try_into()?,
+            message: c.message,
+            observed_generation: c.observed_generation,
+            reason: c.reason,
+            status: c.status,
+            type_: c.type_,
+        })
     }
 }
 
@@ -303,6 +422,94 @@ mod tests {
         let back = DateTime::from(time);
         assert_eq!(back.as_str(), "2024-05-01T08:00:00.25Z");
         assert_eq!(back.timestamp().unwrap(), t.timestamp().unwrap());
+    }
+
+    #[test]
+    fn condition_round_trips_its_wire_text_and_reads_like_k8s_openapi() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition as K8sCondition;
+        let full = r#"{"lastTransitionTime":"2024-01-01T00:00:00.500+01:00","message":"m","observedGeneration":7,"reason":"R","status":"True","type":"Ready"}"#;
+        let c: Condition = serde_json::from_str(full).unwrap();
+        assert_eq!(serde_json::to_string(&c).unwrap(), full);
+        assert_eq!(c.observed_generation, Some(7));
+
+        // Absent and null strings read as empty, observedGeneration absent stays absent,
+        // other keys are ignored, a missing time is an error: as k8s-openapi reads them.
+        for wire in [
+            r#"{"lastTransitionTime":"2024-01-01T00:00:00Z","message":null,"extra":1}"#,
+            r#"{"lastTransitionTime":"2024-01-01T00:00:00Z","observedGeneration":null}"#,
+            r#"{"type":"Ready"}"#,
+        ] {
+            let ours = serde_json::from_str::<Condition>(wire);
+            let theirs = serde_json::from_str::<K8sCondition>(wire);
+            assert_eq!(ours.is_ok(), theirs.is_ok(), "{wire}");
+            if let (Ok(ours), Ok(theirs)) = (ours, theirs) {
+                assert_eq!(
+                    serde_json::to_value(&ours).unwrap(),
+                    serde_json::to_value(&theirs).unwrap(),
+                    "{wire}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn condition_converts_to_and_from_k8s_openapi_losing_only_the_time_text() {
+        use k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition as K8sCondition;
+        let ours = Condition {
+            last_transition_time: DateTime::from_text("2024-01-01T00:00:00.5+01:00"),
+            message: "m".into(),
+            observed_generation: Some(2),
+            reason: "R".into(),
+            status: "False".into(),
+            type_: "Ready".into(),
+        };
+        let theirs = K8sCondition::try_from(ours.clone()).unwrap();
+        assert_eq!(
+            theirs.last_transition_time.0.to_string(),
+            "2023-12-31T23:00:00.5Z"
+        );
+        assert_eq!(
+            (theirs.type_.as_str(), theirs.observed_generation),
+            ("Ready", Some(2))
+        );
+        let back = Condition::from(theirs);
+        assert_eq!(back.last_transition_time.as_str(), "2023-12-31T23:00:00.5Z");
+        assert_eq!(
+            back.last_transition_time.timestamp().unwrap(),
+            ours.last_transition_time.timestamp().unwrap()
+        );
+        assert_eq!(
+            Condition {
+                last_transition_time: ours.last_transition_time.clone(),
+                ..back
+            },
+            ours
+        );
+
+        let bad = Condition {
+            last_transition_time: DateTime::from_text("yesterday"),
+            ..Condition::default()
+        };
+        assert!(K8sCondition::try_from(bad).is_err());
+    }
+
+    #[test]
+    fn condition_clone_from_equals_clone() {
+        let source = Condition {
+            last_transition_time: DateTime::from_text("2024-01-01T00:00:00Z"),
+            message: "new".into(),
+            observed_generation: None,
+            reason: "R".into(),
+            status: "True".into(),
+            type_: "Ready".into(),
+        };
+        let mut target = Condition {
+            message: "an older, longer message".into(),
+            observed_generation: Some(1),
+            ..Condition::default()
+        };
+        target.clone_from(&source);
+        assert_eq!(target, source.clone());
     }
 
     struct Widget;

@@ -261,7 +261,8 @@ pub enum Ty {
     Named(String),
     /// k8s-openapi's meta/v1 `ObjectMeta`.
     ObjectMeta,
-    /// k8s-openapi's meta/v1 `Condition` (only when a schema is exactly that type).
+    /// The runtime's meta/v1 `Condition` with a lossless `lastTransitionTime`
+    /// (`kubegen_runtime::types::Condition`; only when a schema is exactly that type).
     Condition,
     /// The root's `apiVersion`: the runtime's zero-sized `ApiVersion<Self>`.
     ApiVersion,

@@ -344,7 +344,7 @@ fn structurally_identical_types_are_emitted_once() {
 }
 
 #[test]
-fn exact_condition_schemas_map_to_meta_v1_condition_others_keep_all_fields() {
+fn exact_condition_schemas_map_to_the_runtime_condition_others_keep_all_fields() {
     let mut input = everything(json!({}));
     input["status"] = json!({
         "conditions": [{"type": "Ready", "status": "True", "reason": "Ok", "message": "", "lastTransitionTime": "2024-01-01T00:00:00Z", "observedGeneration": 3}],
@@ -352,12 +352,54 @@ fn exact_condition_schemas_map_to_meta_v1_condition_others_keep_all_fields() {
     });
     let e: Everything = assert_round_trip(input);
     let status = e.status.unwrap();
-    let c: &k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition =
-        &status.conditions.as_ref().unwrap()[0];
+    let c: &kubegen_runtime::types::Condition = &status.conditions.as_ref().unwrap()[0];
     assert_eq!(c.type_, "Ready");
+    assert_eq!(c.observed_generation, Some(3));
     assert_eq!(
         status.cluster_conditions.unwrap()[0].severity.as_deref(),
         Some("Warning")
+    );
+}
+
+#[test]
+fn condition_last_transition_time_keeps_fractions_and_offsets_byte_exact() {
+    // k8s-openapi's Condition would write these back as `...T23:00:00Z` and lose the
+    // fraction; the generated field (the runtime's Condition) writes the wire text back.
+    let times = [
+        "2024-01-01T00:00:00.5+01:00",
+        "2024-01-01T00:00:00.123456789-07:30",
+        "2024-01-01T00:00:00.500Z",
+    ];
+    let items: Vec<String> = times
+        .iter()
+        .enumerate()
+        .map(|(i, t)| {
+            let generation = if i == 1 { String::new() } else { format!(r#""observedGeneration":{i},"#) };
+            format!(
+                r#"{{"lastTransitionTime":"{t}","message":"m{i}",{generation}"reason":"R","status":"True","type":"T{i}"}}"#
+            )
+        })
+        .collect();
+    let conditions = format!("[{}]", items.join(","));
+    let wire = format!(
+        r#"{{"apiVersion":"constructs.example.com/v1","kind":"Everything","metadata":{{"name":"e"}},"spec":{{"name":"n","count":1}},"status":{{"conditions":{conditions}}}}}"#
+    );
+    let e: Everything = serde_json::from_str(&wire).unwrap();
+    let status = e.status.as_ref().unwrap();
+    let typed = status.conditions.as_ref().unwrap();
+    assert_eq!(
+        typed
+            .iter()
+            .map(|c| c.last_transition_time.as_str())
+            .collect::<Vec<_>>(),
+        times
+    );
+    assert_eq!(serde_json::to_string(typed).unwrap(), conditions);
+    let out = serde_json::to_string(&e).unwrap();
+    assert!(out.contains(&conditions), "{out}");
+    assert_eq!(
+        serde_json::from_str::<Value>(&out).unwrap(),
+        serde_json::from_str::<Value>(&wire).unwrap()
     );
 }
 

@@ -4,13 +4,13 @@
 //! each field's own `clone_from`, so the target's allocations are reused wherever the
 //! standard library reuses them: `String` and `Vec` keep their buffers (a `Vec` clones
 //! into its existing elements), `Option` and `Box` clone into the value they already hold,
-//! and generated structs and enums recurse (an enum's catch-all keeps its `String`).
-//! Copy fields are assigned.
+//! and generated structs and enums recurse (an enum's catch-all keeps its `String`), as
+//! does the runtime's `Condition`. Copy fields are assigned.
 //!
 //! What does not reuse allocations: `BTreeMap` (the standard library's `clone_from` for
 //! it rebuilds the map), `serde_json::Value`, and k8s-openapi types (`ObjectMeta`,
-//! `Condition`, `IntOrString`), whose `Clone` is derived upstream; for them `clone_from`
-//! is `*self = source.clone()`. The result is always equal to `source.clone()`.
+//! `IntOrString`), whose `Clone` is derived upstream; for them `clone_from` is
+//! `*self = source.clone()`. The result is always equal to `source.clone()`.
 
 use proc_macro2::TokenStream;
 use quote::quote;

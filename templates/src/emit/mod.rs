@@ -354,7 +354,7 @@ pub fn ty_tokens(ty: &Ty, local: &TokenStream) -> TokenStream {
             quote!(::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta)
         }
         Ty::Condition => {
-            quote!(::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition)
+            quote!(::kubegen_runtime::types::Condition)
         }
         Ty::ApiVersion => quote!(::kubegen_runtime::types::ApiVersion<Self>),
         Ty::KindField => quote!(::kubegen_runtime::types::Kind<Self>),

@@ -127,7 +127,7 @@ pub fn field(f: &Field) -> TokenStream {
 fn derives_default(s: &StructDef) -> bool {
     s.fields
         .iter()
-        .all(|f| f.optional || !matches!(f.ty, Ty::Number | Ty::Condition))
+        .all(|f| f.optional || !matches!(f.ty, Ty::Number))
 }
 
 /// `Default` for structs whose required fields include a type without one.

@@ -22,7 +22,7 @@
 //! | `number` | `serde_json::Number` |
 //! | `integer`/`number`/`boolean` with `enum` | the scalar type (values listed in docs) |
 //! | `x-kubernetes-int-or-string` | k8s-openapi `IntOrString` |
-//! | items exactly meta/v1 `Condition` | k8s-openapi `Condition` |
+//! | items exactly meta/v1 `Condition` | runtime `Condition` (k8s-openapi's shape, lossless `lastTransitionTime`) |
 //! | `nullable` (fields, items, map values), or `null` among `enum` values | `Option` |
 //! | `oneOf`/`anyOf`/`allOf`/`not` | validation only: the parent's type decides |
 //!
