@@ -22,7 +22,7 @@
 //! That tick also moves due delayed items into the queue, so while every worker is busy a
 //! due item joins `workqueue_depth` at most 500 ms late; its queue duration is still
 //! measured from its ready time. Feature `prometheus` adds
-//! [`prometheus::PrometheusMetricsProvider`] (module `prometheus`), which registers these
+//! `prometheus::PrometheusMetricsProvider` (module `prometheus`), which registers these
 //! metrics, labelled `name`, with client-go's buckets, into a caller's registry.
 
 use std::collections::HashMap;
