@@ -4,6 +4,7 @@
 //! and (c).
 //!
 //! ```text
+//! cargo build --release -p kubegen-benchmarks --bins
 //! cargo run --release -p kubegen-benchmarks --bin informer-bench -- --pods 100000
 //! ```
 
@@ -110,7 +111,19 @@ fn sibling(name: &str) -> Result<PathBuf, Error> {
     let dir = exe
         .parent()
         .ok_or("no directory of the current executable")?;
-    Ok(dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX)))
+    let path = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !path.is_file() {
+        // `cargo run --bin informer-bench` builds only this binary.
+        return Err(format!(
+            "{} not found next to {}: build all three binaries first with \
+             `cargo build --release -p kubegen-benchmarks --bins` (or pass --{}-bin PATH)",
+            path.display(),
+            exe.display(),
+            name.trim_start_matches("bench-"),
+        )
+        .into());
+    }
+    Ok(path)
 }
 
 fn run_client(
