@@ -1084,3 +1084,154 @@ async fn scale_subresource_of_builtin_and_custom_resources() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn resource_client_scale_verbs() {
+    both(async |env: Env| {
+        let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
+        let w = WriteParams::default();
+        let d = deps.create(&deployment("web", 2), &w).await.unwrap();
+        let mut st = d.clone();
+        st.status = Some(from(json!({"replicas": 2})));
+        let d = deps.update_status(&st, &w).await.unwrap();
+
+        // GET reflects the object's spec.replicas, status.replicas and selector.
+        let s = deps.get_scale("web").await.unwrap();
+        assert_eq!(s.metadata.name.as_deref(), Some("web"));
+        assert_eq!(s.metadata.namespace.as_deref(), Some("default"));
+        assert_eq!(s.metadata.resource_version, d.metadata.resource_version);
+        assert_eq!(s.spec.as_ref().unwrap().replicas, Some(2));
+        let status = s.status.clone().unwrap();
+        assert_eq!(status.replicas, 2);
+        assert_eq!(status.selector.as_deref(), Some("app=web"));
+
+        // PUT changes the replicas on the main object, which gets a new resourceVersion
+        // (the answered Scale's) and a new generation.
+        let mut up = s.clone();
+        up.spec.as_mut().unwrap().replicas = Some(4);
+        let s4 = deps.update_scale("web", &up, &w).await.unwrap();
+        assert_eq!(s4.spec.as_ref().unwrap().replicas, Some(4));
+        let d4 = deps.get("web").await.unwrap();
+        assert_eq!(d4.spec.replicas, Some(4));
+        assert_ne!(d4.metadata.resource_version, d.metadata.resource_version);
+        assert_eq!(s4.metadata.resource_version, d4.metadata.resource_version);
+        assert_eq!(d4.metadata.generation, Some(2));
+        assert_eq!(
+            d4.spec.template, d.spec.template,
+            "only the replicas change"
+        );
+
+        // The Scale read before that write is stale now: 409, and nothing changes.
+        let e = api_err(deps.update_scale("web", &up, &w).await);
+        assert!(e.is_conflict(), "{e:?}");
+        assert_eq!(
+            deps.get("web").await.unwrap().metadata.resource_version,
+            d4.metadata.resource_version
+        );
+
+        // Without a resourceVersion the update is unconditional.
+        let mut blind = up.clone();
+        blind.metadata.resource_version = None;
+        blind.spec.as_mut().unwrap().replicas = Some(1);
+        let s1 = deps.update_scale("web", &blind, &w).await.unwrap();
+        assert_eq!(s1.spec.unwrap().replicas, Some(1));
+
+        // Negative replicas are invalid; dry run stores nothing.
+        blind.spec.as_mut().unwrap().replicas = Some(-1);
+        assert!(api_err(deps.update_scale("web", &blind, &w).await).is_invalid());
+        blind.spec.as_mut().unwrap().replicas = Some(8);
+        let dry = WriteParams {
+            dry_run: true,
+            ..Default::default()
+        };
+        let s8 = deps.update_scale("web", &blind, &dry).await.unwrap();
+        assert_eq!(s8.spec.unwrap().replicas, Some(8));
+        assert_eq!(deps.get("web").await.unwrap().spec.replicas, Some(1));
+
+        // PATCH, merge and JSON.
+        let p = PatchParams::default();
+        let s6 = deps
+            .patch_scale("web", &Patch::Merge(json!({"spec": {"replicas": 6}})), &p)
+            .await
+            .unwrap();
+        assert_eq!(s6.spec.unwrap().replicas, Some(6));
+        let s7 = deps
+            .patch_scale(
+                "web",
+                &Patch::Json(json!([{"op": "replace", "path": "/spec/replicas", "value": 7}])),
+                &p,
+            )
+            .await
+            .unwrap();
+        assert_eq!(s7.spec.unwrap().replicas, Some(7));
+        assert_eq!(deps.get("web").await.unwrap().spec.replicas, Some(7));
+
+        // Every one of those requests went to deployments/web/scale, with the verb,
+        // options and Content-Type client-go sends.
+        let scale_requests: Vec<_> = env
+            .server
+            .requests()
+            .into_iter()
+            .filter(|r| r.subresource == "scale")
+            .map(|r| {
+                assert_eq!(
+                    (r.resource.as_str(), r.name.as_str()),
+                    ("deployments", "web")
+                );
+                (r.verb, r.query, r.content_type)
+            })
+            .collect();
+        let json = "application/json".to_owned();
+        assert!(scale_requests.contains(&("get".into(), String::new(), String::new())));
+        assert!(scale_requests.contains(&("update".into(), String::new(), json.clone())));
+        assert!(scale_requests.contains(&("update".into(), "dryRun=All".into(), json)));
+        assert!(scale_requests.contains(&(
+            "patch".into(),
+            String::new(),
+            "application/merge-patch+json".into()
+        )));
+        assert!(scale_requests.contains(&(
+            "patch".into(),
+            String::new(),
+            "application/json-patch+json".into()
+        )));
+
+        // A missing object, and a kind without the subresource, are 404 NotFound.
+        assert!(api_err(deps.get_scale("absent").await).is_not_found());
+        let cms = ResourceClient::<ConfigMap>::namespaced(env.client.clone(), "default");
+        cms.create(&cm("c", &[]), &w).await.unwrap();
+        assert!(api_err(cms.get_scale("c").await).is_not_found());
+        assert!(api_err(cms.update_scale("c", &up, &w).await).is_not_found());
+        assert!(api_err(
+            cms.patch_scale("c", &Patch::Merge(json!({"spec": {"replicas": 1}})), &p)
+                .await
+        )
+        .is_not_found());
+
+        // A custom resource's Scale follows its CRD's paths (.spec.size here).
+        let ws = widgets(&env);
+        let wd = ws
+            .create(&widget("w", json!({"size": 2})), &w)
+            .await
+            .unwrap();
+        let mut wst = wd.clone();
+        wst.data["status"] = json!({"replicas": 2, "selector": "app=w"});
+        ws.update_status(&wst, &w).await.unwrap();
+        let mut s = ws.get_scale("w").await.unwrap();
+        assert_eq!(s.spec.as_ref().unwrap().replicas, Some(2));
+        assert_eq!(
+            s.status.as_ref().unwrap().selector.as_deref(),
+            Some("app=w")
+        );
+        s.spec.as_mut().unwrap().replicas = Some(5);
+        let s5 = ws.update_scale("w", &s, &w).await.unwrap();
+        assert_eq!(s5.spec.unwrap().replicas, Some(5));
+        assert_eq!(ws.get("w").await.unwrap().data["spec"]["size"], 5);
+        // The CRD's schema still applies to the object (size <= 10).
+        let big = ws
+            .patch_scale("w", &Patch::Merge(json!({"spec": {"replicas": 11}})), &p)
+            .await;
+        assert!(api_err(big).is_invalid());
+    })
+    .await;
+}

@@ -14,6 +14,7 @@ use kubegen_runtime::labels::Selector;
 use kubegen_runtime::testing::Reactor;
 use kubegen_tests::golden::apis::multi::{v1 as multi_v1, v2 as multi_v2};
 use kubegen_tests::golden::apis::samplecontroller::v1alpha1::{Foo, FooSpec, FooStatus};
+use kubegen_tests::golden::apis::scaling::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
 use kubegen_tests::golden::apis::widgets::v1::{ClusterWidget, ClusterWidgetSpec};
 use kubegen_tests::golden::fake::new_simple_clientset;
 use kubegen_tests::golden::informers::SharedInformerFactory;
@@ -267,6 +268,98 @@ async fn fake_clientset_records_actions_and_reactor_errors_reach_the_caller() {
         actions,
         vec![expected("get"), expected("update"), expected("update")]
     );
+}
+
+#[tokio::test]
+async fn scale_subresource_through_the_generated_client() {
+    let cs = new_simple_clientset(Vec::new()).await.unwrap();
+    let sets = cs.scaling_v1().replicasets("default");
+    let params = WriteParams::default();
+    let created = sets
+        .create(
+            &ReplicaSet::new(
+                "web",
+                ReplicaSetSpec {
+                    replicas: Some(2),
+                    ..Default::default()
+                },
+            ),
+            &params,
+        )
+        .await
+        .unwrap();
+    let mut with_status = created.clone();
+    with_status.status = Some(ReplicaSetStatus {
+        replicas: Some(2),
+        selector: Some("app=web".to_owned()),
+    });
+    let created = sets.update_status(&with_status, &params).await.unwrap();
+
+    // The Scale reads the CRD's specReplicasPath, statusReplicasPath and
+    // labelSelectorPath.
+    let scale = sets.get_scale("web").await.unwrap();
+    assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(2));
+    let status = scale.status.clone().unwrap();
+    assert_eq!(status.replicas, 2);
+    assert_eq!(status.selector.as_deref(), Some("app=web"));
+    assert_eq!(
+        scale.metadata.resource_version,
+        created.metadata.resource_version
+    );
+
+    // An update changes the replicas on the object itself.
+    let mut up = scale.clone();
+    up.spec.as_mut().unwrap().replicas = Some(3);
+    let scaled = sets.update_scale("web", &up, &params).await.unwrap();
+    assert_eq!(scaled.spec.unwrap().replicas, Some(3));
+    let web = sets.get("web").await.unwrap();
+    assert_eq!(web.spec.as_ref().unwrap().replicas, Some(3));
+    assert_eq!(web.status, created.status);
+    assert_ne!(
+        web.metadata.resource_version,
+        created.metadata.resource_version
+    );
+    let stale = sets.update_scale("web", &up, &params).await.unwrap_err();
+    assert!(stale.status().unwrap().is_conflict(), "{stale}");
+
+    let patched = sets
+        .patch_scale(
+            "web",
+            &Patch::Merge(serde_json::json!({"spec": {"replicas": 4}})),
+            &PatchParams::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.spec.unwrap().replicas, Some(4));
+    assert_eq!(
+        sets.get("web").await.unwrap().spec.unwrap().replicas,
+        Some(4)
+    );
+
+    // The fake clientset saw the scale requests as such.
+    let scale_verbs: Vec<String> = cs
+        .actions()
+        .into_iter()
+        .filter(|r| r.resource == "replicasets" && r.subresource == "scale")
+        .map(|r| r.verb)
+        .collect();
+    assert_eq!(scale_verbs, ["get", "update", "update", "patch"]);
+
+    // A kind without the subresource has no scale verbs in its generated client; the
+    // server answers 404 to the runtime client's request.
+    cs.samplecontroller_v1alpha1()
+        .foos("default")
+        .create(&new_foo("default", "f", &[]), &params)
+        .await
+        .unwrap();
+    let err = cs
+        .samplecontroller_v1alpha1()
+        .foos("default")
+        .resource_client()
+        .get_scale("f")
+        .await
+        .unwrap_err();
+    assert!(err.status().unwrap().is_not_found(), "{err}");
 }
 
 #[tokio::test]

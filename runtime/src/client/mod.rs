@@ -18,10 +18,12 @@
 //!   rely on newlines; see [`WatchEvent`] for how errors surface.
 //!
 //! The write path (create, update, patch, apply, delete) lives in its own file; see
-//! [`Patch`] and [`DeleteOptions`]. It does not retry or cache.
+//! [`Patch`] and [`DeleteOptions`]. It does not retry or cache. The `scale` subresource
+//! has its own verbs too ([`ResourceClient::get_scale`], `update_scale`, `patch_scale`).
 
 pub(crate) mod decode;
 mod pool;
+mod scale;
 mod skip;
 mod watch;
 mod write;

@@ -56,7 +56,7 @@ impl Patch {
         }
     }
 
-    fn body(&self) -> &Value {
+    pub(super) fn body(&self) -> &Value {
         match self {
             Patch::Json(v) | Patch::Merge(v) | Patch::Strategic(v) | Patch::Apply(v) => v,
         }
@@ -95,7 +95,7 @@ impl PatchParams {
         self
     }
 
-    fn query(&self) -> String {
+    pub(super) fn query(&self) -> String {
         let mut q = Vec::new();
         if self.dry_run {
             q.push("dryRun=All".to_owned());
@@ -122,7 +122,7 @@ pub struct WriteParams {
 }
 
 impl WriteParams {
-    fn query(&self) -> String {
+    pub(super) fn query(&self) -> String {
         PatchParams {
             field_manager: self.field_manager.clone(),
             force: false,
@@ -249,7 +249,7 @@ impl<T> Deleted<T> {
     }
 }
 
-fn with_query(url: String, q: &str) -> String {
+pub(super) fn with_query(url: String, q: &str) -> String {
     if q.is_empty() {
         url
     } else if url.contains('?') {
@@ -259,11 +259,9 @@ fn with_query(url: String, q: &str) -> String {
     }
 }
 
-impl<K> ResourceClient<K>
-where
-    K: Resource + Serialize + DeserializeOwned + Send + 'static,
-{
-    async fn send_json(
+impl<K> ResourceClient<K> {
+    /// Sends a request with a JSON (or patch) body; answers the body of a 2xx response.
+    pub(super) async fn send_json(
         &self,
         method: http::Method,
         uri: String,
@@ -286,7 +284,12 @@ where
             .map_err(Error::Transport)?
             .to_bytes())
     }
+}
 
+impl<K> ResourceClient<K>
+where
+    K: Resource + Serialize + DeserializeOwned + Send + 'static,
+{
     async fn write(
         &self,
         method: http::Method,

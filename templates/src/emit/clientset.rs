@@ -6,8 +6,8 @@
 //! URLs, options, errors and decoding are the runtime's. A kind gets the verbs its scope
 //! and subresources allow: `*_status` only with the `status` subresource; namespaced
 //! kinds are reached with `foos(namespace)` (`""` = all namespaces), cluster-scoped ones
-//! with `foos()`. The `scale` subresource has no typed verbs yet (the runtime's client
-//! has none); `subresource_url(name, "scale")` names it.
+//! with `foos()`. Kinds whose CRD enables `subresources.scale` (and only those) get
+//! `get_scale`, `update_scale` and `patch_scale`, which speak `autoscaling/v1` `Scale`.
 //!
 //! [`Clientset`]: self
 
@@ -215,6 +215,28 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
             }
         }
     });
+    let scale_ty = quote!(::kubegen_runtime::k8s_openapi::api::autoscaling::v1::Scale);
+    let r_scale = result(scale_ty.clone());
+    let scale = kind.scale.is_some().then(|| {
+        quote! {
+            /// Gets the object's `Scale` (`GET <name>/scale`): desired replicas, observed
+            /// replicas and label selector.
+            pub async fn get_scale(&self, name: &str) -> #r_scale {
+                self.inner.get_scale(name).await
+            }
+
+            /// Sets the object's desired replicas (`PUT <name>/scale`); a stale
+            /// resourceVersion in `scale` is a 409 Conflict.
+            pub async fn update_scale(&self, name: &str, scale: &#scale_ty, params: &#c::WriteParams) -> #r_scale {
+                self.inner.update_scale(name, scale, params).await
+            }
+
+            /// Patches the object's `Scale` (`PATCH <name>/scale`).
+            pub async fn patch_scale(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_scale {
+                self.inner.patch_scale(name, patch, params).await
+            }
+        }
+    });
     quote! {
         #[doc = #doc]
         #[derive(::std::clone::Clone, ::std::fmt::Debug)]
@@ -256,6 +278,8 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
             }
 
             #status
+
+            #scale
 
             /// Patches an object (merge, JSON or apply patch).
             pub async fn patch(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_obj {

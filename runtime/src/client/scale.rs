@@ -1,0 +1,104 @@
+//! The `scale` subresource of [`ResourceClient`]: [`ResourceClient::get_scale`],
+//! [`ResourceClient::update_scale`] and [`ResourceClient::patch_scale`], client-go's
+//! `GetScale`, `UpdateScale` and `Patch(..., "scale")`.
+//!
+//! Contract:
+//! - Every verb reads and answers an `autoscaling/v1` [`Scale`] at
+//!   `<object URL>/scale`, whatever the object's own type: Deployments, ReplicaSets,
+//!   StatefulSets, and custom resources whose CRD enables `subresources.scale` (their
+//!   replicas live at the CRD's `specReplicasPath` and `statusReplicasPath`).
+//! - A resource that does not serve the subresource, or a missing object, answers
+//!   404 NotFound ([`Error::Api`]); other errors, options and Content-Types are the
+//!   write path's ([`WriteParams`], [`PatchParams`], [`Patch::content_type`]).
+//! - [`ResourceClient::update_scale`] is a PUT that changes only the object's desired
+//!   replicas; the object gets a new resourceVersion, which the answered Scale carries.
+//!   The Scale's `metadata.resourceVersion` is the object's: a stale one is 409
+//!   Conflict, an empty one updates unconditionally.
+//!
+//! It does not retry on conflicts, and has no typed server-side apply of a Scale
+//! (client-go's `ApplyScale`): a [`Patch::Apply`] is sent as given, and servers that
+//! do not accept apply on `scale` answer 415.
+
+use k8s_openapi::api::autoscaling::v1::Scale;
+use kube::Resource;
+
+use super::write::with_query;
+use super::{read_all, Error, Patch, PatchParams, ResourceClient, WriteParams};
+
+const SCALE: &str = "scale";
+
+impl<K: Resource> ResourceClient<K> {
+    /// Gets the object's [`Scale`] (`GET <name>/scale`): its desired replicas in
+    /// `spec.replicas`, the observed ones and the label selector in `status`.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use k8s_openapi::api::apps::v1::Deployment;
+    /// use kubegen_runtime::client::{ResourceClient, WriteParams};
+    /// use kubegen_runtime::testing::ApiServer;
+    ///
+    /// let server = ApiServer::new();
+    /// server
+    ///     .create(
+    ///         "deployments.apps",
+    ///         serde_json::json!({
+    ///             "metadata": {"name": "web", "namespace": "ns"},
+    ///             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}},
+    ///         }),
+    ///     )
+    ///     .unwrap();
+    /// let client = kube::Client::new(server.service(), "default");
+    /// let deployments = ResourceClient::<Deployment>::namespaced(client, "ns");
+    ///
+    /// let mut scale = deployments.get_scale("web").await.unwrap();
+    /// assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(2));
+    /// assert_eq!(scale.status.as_ref().unwrap().selector.as_deref(), Some("app=web"));
+    ///
+    /// scale.spec.as_mut().unwrap().replicas = Some(5);
+    /// deployments
+    ///     .update_scale("web", &scale, &WriteParams::default())
+    ///     .await
+    ///     .unwrap();
+    /// let web = deployments.get("web").await.unwrap();
+    /// assert_eq!(web.spec.replicas, Some(5));
+    /// # }
+    /// ```
+    pub async fn get_scale(&self, name: &str) -> Result<Scale, Error> {
+        let body = read_all(&self.client, self.subresource_url(name, SCALE)).await?;
+        serde_json::from_slice(&body).map_err(Error::Decode)
+    }
+
+    /// Sets the object's desired replicas to `scale.spec.replicas` (`PUT <name>/scale`)
+    /// and answers the new Scale; a stale `scale.metadata.resourceVersion` gets 409
+    /// Conflict, an empty one updates unconditionally.
+    pub async fn update_scale(
+        &self,
+        name: &str,
+        scale: &Scale,
+        params: &WriteParams,
+    ) -> Result<Scale, Error> {
+        let uri = with_query(self.subresource_url(name, SCALE), &params.query());
+        let body = serde_json::to_vec(scale).map_err(Error::Decode)?;
+        let out = self
+            .send_json(http::Method::PUT, uri, "application/json", body)
+            .await?;
+        serde_json::from_slice(&out).map_err(Error::Decode)
+    }
+
+    /// Patches the object's Scale (`PATCH <name>/scale`), e.g.
+    /// `Patch::Merge(json!({"spec": {"replicas": 3}}))`, and answers the new Scale.
+    pub async fn patch_scale(
+        &self,
+        name: &str,
+        patch: &Patch,
+        params: &PatchParams,
+    ) -> Result<Scale, Error> {
+        let uri = with_query(self.subresource_url(name, SCALE), &params.query());
+        let body = serde_json::to_vec(patch.body()).map_err(Error::Decode)?;
+        let out = self
+            .send_json(http::Method::PATCH, uri, patch.content_type(), body)
+            .await?;
+        serde_json::from_slice(&out).map_err(Error::Decode)
+    }
+}
