@@ -24,6 +24,7 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let node = StructDef {
         name: "Node".to_owned(),
+        existing: None,
         doc: Some("A tree node: every field shape `clone_from` handles.".to_owned()),
         origin: "build.rs".to_owned(),
         fields: vec![

@@ -1,13 +1,17 @@
 //! The generator's error: where in which input, what is wrong, and how to fix it.
 //!
-//! Every input problem names the file, the YAML path inside it
+//! Every input problem names the file and the place inside it: the YAML path for CRDs
 //! (`spec.versions[1].schema.openAPIV3Schema.properties.spec.properties.replicas`), the
-//! problem, and a fix. Output problems name the path on disk. Displayed, an error reads:
+//! line and column for Rust source; then the problem and a fix. Output problems name
+//! the path on disk. Displayed, errors read:
 //!
 //! ```text
 //! error: crds/foo.yaml: spec.versions[0].schema.openAPIV3Schema.properties.spec.type:
 //!   unknown type "strng"
 //!   fix: use one of string, integer, number, boolean, array, object
+//! error: src/apis/samplecontroller/v1alpha1/types.rs:12:5:
+//!   unknown marker `+genclient:noVerb`
+//!   fix: use one of +genclient, +genclient:nonNamespaced, +genclient:noVerbs, ...
 //! ```
 
 use std::fmt;
@@ -18,8 +22,11 @@ use std::path::PathBuf;
 pub struct Error {
     /// The input file or output path concerned, when there is one.
     pub file: Option<PathBuf>,
-    /// The YAML path inside the file (empty when the whole file is concerned).
+    /// The YAML path inside the file (empty when the whole file is concerned, or for
+    /// Rust input).
     pub yaml_path: String,
+    /// The line and column (1-based) in a Rust source file.
+    pub line_col: Option<(usize, usize)>,
     /// What is wrong.
     pub problem: String,
     /// How to fix it.
@@ -36,6 +43,24 @@ impl Error {
         Error {
             file: None,
             yaml_path: yaml_path.into(),
+            line_col: None,
+            problem: problem.into(),
+            fix: fix.into(),
+        }
+    }
+
+    /// An error at a line and column (1-based) of a Rust source file.
+    pub fn in_source(
+        file: impl Into<PathBuf>,
+        line: usize,
+        column: usize,
+        problem: impl Into<String>,
+        fix: impl Into<String>,
+    ) -> Self {
+        Error {
+            file: Some(file.into()),
+            yaml_path: String::new(),
+            line_col: Some((line, column)),
             problem: problem.into(),
             fix: fix.into(),
         }
@@ -55,6 +80,9 @@ impl fmt::Display for Error {
         let mut place = String::new();
         if let Some(file) = &self.file {
             place.push_str(&file.display().to_string());
+        }
+        if let Some((line, column)) = self.line_col {
+            place.push_str(&format!(":{line}:{column}"));
         }
         if !self.yaml_path.is_empty() {
             if !place.is_empty() {

@@ -71,8 +71,9 @@ pub enum Layout {
     /// One file per module (`apis/<group>/<version>/types.rs`, ...), as checked in.
     #[default]
     Tree,
-    /// Every module inline in one `mod.rs` ([`builder::single_file`]), for `include!`
-    /// (what [`Builder`] writes).
+    /// Every module inline in one `mod.rs`
+    /// ([`generate_single_file`](kubegen_templates::emit::generate_single_file)), for
+    /// `include!` (what [`Builder`] writes).
     SingleFile,
 }
 
@@ -118,6 +119,7 @@ pub fn input_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
             return Err(Error {
                 file: Some(input.clone()),
                 yaml_path: String::new(),
+                line_col: None,
                 problem: "no such file or directory".to_owned(),
                 fix: "pass CRD files or directories with -f".to_owned(),
             });
@@ -170,14 +172,17 @@ fn load_file(file: &Path) -> Result<Vec<input::crd::Crd>, Error> {
     let text = std::fs::read_to_string(file).map_err(|e| Error {
         file: Some(file.to_owned()),
         yaml_path: String::new(),
+        line_col: None,
         problem: format!("cannot read: {e}"),
         fix: "check the path and that the file is UTF-8 YAML".to_owned(),
     })?;
     input::crd::parse_file(file, &text)
 }
 
-/// Reads the inputs and emits the tree in memory.
-pub fn generate(config: &Config) -> Result<Generated, Vec<Error>> {
+/// Reads the inputs into the model: CRD files, assembled with the group aliases, then
+/// checked by the model's own validation (no emitter runs on a model that fails it).
+/// An input set that defines no kind is an error: an empty tree helps nobody.
+pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, Inputs), Vec<Error>> {
     let files = input_files(&config.inputs).map_err(|e| vec![e])?;
     if files.is_empty() {
         return Err(vec![Error::at(
@@ -187,21 +192,69 @@ pub fn generate(config: &Config) -> Result<Generated, Vec<Error>> {
         )]);
     }
     let crds = load_crds(&files)?;
-    let api = input::crd::build_api(&crds, &config.group_aliases).map_err(|e| vec![e])?;
+    let parts = input::crd::build_versions(&crds).map_err(|e| vec![e])?;
+    let api = input::assemble(parts, &config.group_aliases).map_err(|e| vec![e])?;
+    let kinds: usize = api
+        .groups
+        .iter()
+        .flat_map(|g| &g.versions)
+        .map(|v| v.kinds.len())
+        .sum();
+    if kinds == 0 {
+        return Err(vec![Error::at(
+            "",
+            format!(
+                "the inputs define no kind ({} files, {} CRDs with no version)",
+                files.len(),
+                crds.len()
+            ),
+            "pass CustomResourceDefinitions with at least one version",
+        )]);
+    }
+    let problems = kubegen_templates::validate::validate(&api);
+    if !problems.is_empty() {
+        return Err(problems
+            .into_iter()
+            .map(|p| Error::at("", p.to_string(), ""))
+            .collect());
+    }
+    Ok((
+        api,
+        Inputs {
+            files: files.len(),
+            crds: crds.len(),
+        },
+    ))
+}
+
+/// What [`build_model`] read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Inputs {
+    /// Input files read.
+    pub files: usize,
+    /// CRDs read.
+    pub crds: usize,
+}
+
+/// Reads the inputs and emits the tree in memory.
+pub fn generate(config: &Config) -> Result<Generated, Vec<Error>> {
+    let (api, inputs) = build_model(config)?;
     let options = kubegen_templates::emit::Options {
         boilerplate: config.boilerplate.clone(),
     };
-    let mut out = kubegen_templates::emit::generate(&api, &options)
-        .map_err(|e| vec![Error::at("", e.to_string(), "")])?;
-    if config.layout == Layout::SingleFile {
-        out = vec![GeneratedFile {
-            path: "mod.rs".to_owned(),
-            contents: builder::single_file(&out),
-        }];
-    }
+    let internal = |e: kubegen_templates::emit::EmitError| vec![Error::at("", e.to_string(), "")];
+    let files = match config.layout {
+        Layout::Tree => kubegen_templates::emit::generate(&api, &options).map_err(internal)?,
+        Layout::SingleFile => {
+            vec![
+                kubegen_templates::emit::generate_single_file(&api, &options, "mod.rs")
+                    .map_err(internal)?,
+            ]
+        }
+    };
     Ok(Generated {
-        files: out,
-        input_files: files.len(),
-        crds: crds.len(),
+        files,
+        input_files: inputs.files,
+        crds: inputs.crds,
     })
 }

@@ -87,6 +87,7 @@ fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
             vec![kubegen::Error {
                 file: Some(path.clone()),
                 yaml_path: String::new(),
+                line_col: None,
                 problem: format!("cannot read the boilerplate file: {e}"),
                 fix: "pass a readable text file to --boilerplate".to_owned(),
             }]

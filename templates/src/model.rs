@@ -15,11 +15,13 @@
 //!   not used: `type` becomes `type_`, as in k8s-openapi);
 //! - every [`Ty::Named`] names a [`TypeDef`] of the same version.
 //!
-//! Room for what comes next: clientset, lister and informer emitters read the same
-//! [`Kind`]s (names, scope, `status_subresource` for `update_status`, the list type), and
-//! [`KindSource::External`] lets them serve kinds whose types kubegen does not emit.
-//! Per-kind client options (`+genclient:onlyVerbs=`, `noStatus`, ...) will join [`Kind`]
-//! when the Rust-source input lands.
+//! Every input fills the same model: the CRD reader, the Rust-source reader (types with
+//! `+genclient` markers or kube-derive's `#[kube(...)]`), and a description of built-in
+//! kinds. Where a kind's Rust type comes from is its [`KindSource`]; which client verbs
+//! it has are [`ClientTags`] in code-generator's vocabulary (the CRD reader derives them
+//! from scope and subresources, the Rust reader from `+genclient` markers). Emitters read
+//! tags, never input-specific facts. [`validate`](crate::validate::validate) checks the
+//! guarantees above before anything is emitted, so emitters have no fallbacks.
 
 /// Everything one generator run emits.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -52,17 +54,25 @@ pub struct Version {
     pub types: Vec<TypeDef>,
 }
 
-/// One kind: its names, scope, subresources, and where its Rust type comes from.
+/// One kind: its names, scope, subresources, client verbs, and where its Rust type
+/// comes from. This is the one description of a resource: the generated
+/// `RESOURCE_INFO`, and the fake clientset's server registration, derive from it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Kind {
     /// Kind, resource and list names.
     pub names: Names,
     /// Namespaced or cluster-scoped.
     pub scope: Scope,
-    /// Whether the `status` subresource is enabled (clientsets get `update_status`).
+    /// Whether the server serves the `status` subresource (a resource fact; the client
+    /// verbs are in [`Kind::client`]).
     pub status_subresource: bool,
-    /// The `scale` subresource, when enabled.
+    /// The `scale` subresource, when the server serves it.
     pub scale: Option<Scale>,
+    /// The typed client's verbs and extension methods (code-generator's tags).
+    pub client: ClientTags,
+    /// The version's structural schema (`openAPIV3Schema`) as JSON, when the input has
+    /// one (CRDs): the fake clientset's server validates, prunes and defaults with it.
+    pub schema_json: Option<String>,
     /// Additional printer columns, in declaration order.
     pub printer_columns: Vec<PrinterColumn>,
     /// Whether the version is served.
@@ -82,18 +92,178 @@ pub struct Kind {
 /// Where a kind's Rust type comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum KindSource {
-    /// A [`TypeDef::Struct`] of this version, emitted by kubegen (CRDs, Rust input).
+    /// A [`TypeDef::Struct`] of this version, emitted by kubegen (CRD input).
     Generated {
         /// Name of the root struct in [`Version::types`].
         type_name: String,
     },
-    /// A type that exists already and implements k8s-openapi's `Resource`, `Metadata`
-    /// and `ListableResource` (k8s-openapi's `Pod`): only clients, listers and informers
-    /// are generated for it.
+    /// A type the user wrote in the crate that mounts the generated tree (Rust input):
+    /// kubegen emits no definition, only the register items the type lacks, and clients,
+    /// listers and informers that name it by path.
+    User {
+        /// Path of the type as the generated code names it
+        /// (`crate::apis::samplecontroller::v1alpha1::Foo`).
+        rust_path: String,
+        /// Which register items the type already has.
+        has: ExistingImpls,
+    },
+    /// A type from another crate that implements kube's `Resource` already (k8s-openapi's
+    /// `Pod`): only clients, listers and informers are generated for it.
     External {
         /// Fully qualified path (`::kubegen_runtime::k8s_openapi::api::core::v1::Pod`).
         rust_path: String,
     },
+}
+
+/// Register items a user-written kind already has, so kubegen emits only the others.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ExistingImpls {
+    /// `kube::Resource` (kube-derive's `#[derive(CustomResource)]` writes it): kubegen
+    /// then emits none of k8s-openapi's `Resource`, `Metadata`, `ListableResource`,
+    /// whose blanket impl of `kube::Resource` would conflict.
+    pub kube_resource: bool,
+    /// k8s-openapi's `Resource`, `ListableResource` and `Metadata`, written by hand.
+    pub k8s_openapi_resource: bool,
+    /// An inherent `new` (kube-derive writes `new(name, spec)`).
+    pub new_fn: bool,
+}
+
+/// A typed client's verbs and extension methods, in code-generator's vocabulary.
+///
+/// The CRD reader derives them from scope and subresources (`updateStatus` and
+/// `applyStatus` with a status subresource; `GetScale`, `UpdateScale` and `PatchScale`
+/// methods with a scale subresource); the Rust reader from `+genclient` markers.
+/// Listers and informers exist only for kinds with `list` and `watch`, as informer-gen
+/// decides.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientTags {
+    /// The verbs the typed client has.
+    pub verbs: std::collections::BTreeSet<Verb>,
+    /// `+genclient:method=...` extension methods, in declaration order.
+    pub methods: Vec<ExtensionMethod>,
+}
+
+impl ClientTags {
+    /// Every verb; the status verbs only when `status` is true.
+    pub fn all(status: bool) -> Self {
+        ClientTags {
+            verbs: Verb::ALL
+                .iter()
+                .copied()
+                .filter(|v| status || !v.is_status())
+                .collect(),
+            methods: Vec::new(),
+        }
+    }
+
+    /// Whether the client has `verb`.
+    pub fn has(&self, verb: Verb) -> bool {
+        self.verbs.contains(&verb)
+    }
+
+    /// Whether the kind gets a lister and an informer (it can be listed and watched).
+    pub fn has_informer(&self) -> bool {
+        self.has(Verb::List) && self.has(Verb::Watch)
+    }
+}
+
+/// A client verb, named as code-generator names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Verb {
+    /// `create`.
+    Create,
+    /// `update`.
+    Update,
+    /// `updateStatus` (also gives `patch_status`).
+    UpdateStatus,
+    /// `delete`.
+    Delete,
+    /// `deleteCollection`.
+    DeleteCollection,
+    /// `get`.
+    Get,
+    /// `list`.
+    List,
+    /// `watch`.
+    Watch,
+    /// `patch`.
+    Patch,
+    /// `apply`.
+    Apply,
+    /// `applyStatus`.
+    ApplyStatus,
+}
+
+impl Verb {
+    /// Every verb, in code-generator's order.
+    pub const ALL: [Verb; 11] = [
+        Verb::Create,
+        Verb::Update,
+        Verb::UpdateStatus,
+        Verb::Delete,
+        Verb::DeleteCollection,
+        Verb::Get,
+        Verb::List,
+        Verb::Watch,
+        Verb::Patch,
+        Verb::Apply,
+        Verb::ApplyStatus,
+    ];
+
+    /// The read-only verbs (`+genclient:readonly`).
+    pub const READ_ONLY: [Verb; 3] = [Verb::Get, Verb::List, Verb::Watch];
+
+    /// The name in markers (`updateStatus`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Create => "create",
+            Verb::Update => "update",
+            Verb::UpdateStatus => "updateStatus",
+            Verb::Delete => "delete",
+            Verb::DeleteCollection => "deleteCollection",
+            Verb::Get => "get",
+            Verb::List => "list",
+            Verb::Watch => "watch",
+            Verb::Patch => "patch",
+            Verb::Apply => "apply",
+            Verb::ApplyStatus => "applyStatus",
+        }
+    }
+
+    /// The verb a marker names, if any.
+    pub fn parse(name: &str) -> Option<Verb> {
+        Verb::ALL.iter().copied().find(|v| v.name() == name)
+    }
+
+    /// Whether the verb acts on the status subresource.
+    pub fn is_status(self) -> bool {
+        matches!(self, Verb::UpdateStatus | Verb::ApplyStatus)
+    }
+}
+
+/// A `+genclient:method=Name,verb=...,subresource=...,input=...,result=...` method.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtensionMethod {
+    /// The method name as written (`UpdateScale`); the Rust method is its snake case.
+    pub name: String,
+    /// What the method does: `get`, `create`, `update`, `patch`, `apply`, `delete`,
+    /// `list` or `watch` (the last three only without a subresource are rejected).
+    pub verb: Verb,
+    /// The subresource it calls (`scale`), if any.
+    pub subresource: Option<String>,
+    /// The request body's type; `None` is the kind itself.
+    pub input: Option<TypeRef>,
+    /// The response's type; `None` is the kind itself.
+    pub result: Option<TypeRef>,
+}
+
+/// A type an extension method sends or receives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TypeRef {
+    /// `autoscaling/v1` `Scale` (the runtime's scale verbs).
+    Scale,
+    /// Any other type, by path as the generated code names it.
+    Path(String),
 }
 
 /// A kind's names, as a CRD's `spec.names` declares them.
@@ -174,6 +344,9 @@ impl TypeDef {
 pub struct StructDef {
     /// Rust name (`FooSpec`).
     pub name: String,
+    /// When set, the struct exists already at this path (Rust input): kubegen emits no
+    /// definition for it, only its deep copy (`Clone`).
+    pub existing: Option<String>,
     /// The schema's description.
     pub doc: Option<String>,
     /// Where the type came from (`spec.versions[0]...properties.spec`), for docs/errors.
@@ -201,7 +374,9 @@ pub struct Field {
     /// The schema lists the key as required (a required field is still `optional` when
     /// it is nullable or has a default).
     pub required: bool,
-    /// The schema's `nullable` (documented; null deserializes as `None`).
+    /// The schema's `nullable`: an optional nullable field is a
+    /// `kubegen_runtime::types::Nullable<T>` (absent, explicit `null`, or a value), so
+    /// an explicit `null` is written back as it came.
     pub nullable: bool,
     /// The schema default, as JSON (exposed by `apply_defaults`, never injected by serde).
     pub default: Option<serde_json::Value>,
@@ -268,6 +443,7 @@ pub enum Ty {
     ApiVersion,
     /// The root's `kind`: the runtime's zero-sized `Kind<Self>`.
     KindField,
-    /// Any other existing type, by fully qualified path.
+    /// Any other existing type, by a path the generated code can name
+    /// (checked by [`validate`](crate::validate::validate)).
     External(String),
 }

@@ -27,14 +27,15 @@ fn build_script_output_is_the_same_api() {
 
 #[test]
 fn single_file_nests_every_module() {
-    let files = kubegen::generate(&kubegen::Config::new(vec![concat!(
+    let mut config = kubegen::Config::new(vec![concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../fixtures/crds/samplecontroller.yaml"
     )
-    .into()]))
-    .unwrap()
-    .files;
-    let text = kubegen::builder::single_file(&files);
+    .into()]);
+    config.layout = kubegen::Layout::SingleFile;
+    let files = kubegen::generate(&config).unwrap().files;
+    assert_eq!(files.len(), 1);
+    let text = &files[0].contents;
     assert!(text.contains("pub mod apis {"));
     assert!(text.contains("pub mod v1alpha1 {"));
     assert!(text.contains("mod zz_generated_deepcopy {"));

@@ -1,4 +1,8 @@
-//! Inputs that fill the model. Only CRDs today; Rust sources with `+genclient` markers
-//! will sit beside them (`input::rust`) and fill the same model.
+//! Inputs that fill the model: CRD YAML ([`crd`]) and Rust source ([`rust`]), each
+//! producing [`VersionPart`]s that [`assemble`](assemble::assemble) merges into one
+//! model, input-neutrally.
 
+pub mod assemble;
 pub mod crd;
+
+pub use assemble::{assemble, group_modules, VersionPart};

@@ -25,6 +25,7 @@ pub(crate) mod decode;
 mod pool;
 mod scale;
 mod skip;
+mod subresource;
 mod watch;
 mod write;
 

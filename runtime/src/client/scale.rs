@@ -22,8 +22,7 @@
 use k8s_openapi::api::autoscaling::v1::Scale;
 use kube::Resource;
 
-use super::write::with_query;
-use super::{read_all, Error, Patch, PatchParams, ResourceClient, WriteParams};
+use super::{Error, Patch, PatchParams, ResourceClient, WriteParams};
 
 const SCALE: &str = "scale";
 
@@ -65,8 +64,7 @@ impl<K: Resource> ResourceClient<K> {
     /// # }
     /// ```
     pub async fn get_scale(&self, name: &str) -> Result<Scale, Error> {
-        let body = read_all(&self.client, self.subresource_url(name, SCALE)).await?;
-        serde_json::from_slice(&body).map_err(Error::Decode)
+        self.get_subresource(name, SCALE).await
     }
 
     /// Sets the object's desired replicas to `scale.spec.replicas` (`PUT <name>/scale`)
@@ -78,12 +76,7 @@ impl<K: Resource> ResourceClient<K> {
         scale: &Scale,
         params: &WriteParams,
     ) -> Result<Scale, Error> {
-        let uri = with_query(self.subresource_url(name, SCALE), &params.query());
-        let body = serde_json::to_vec(scale).map_err(Error::Decode)?;
-        let out = self
-            .send_json(http::Method::PUT, uri, "application/json", body)
-            .await?;
-        serde_json::from_slice(&out).map_err(Error::Decode)
+        self.update_subresource(name, SCALE, scale, params).await
     }
 
     /// Patches the object's Scale (`PATCH <name>/scale`), e.g.
@@ -94,11 +87,6 @@ impl<K: Resource> ResourceClient<K> {
         patch: &Patch,
         params: &PatchParams,
     ) -> Result<Scale, Error> {
-        let uri = with_query(self.subresource_url(name, SCALE), &params.query());
-        let body = serde_json::to_vec(patch.body()).map_err(Error::Decode)?;
-        let out = self
-            .send_json(http::Method::PATCH, uri, patch.content_type(), body)
-            .await?;
-        serde_json::from_slice(&out).map_err(Error::Decode)
+        self.patch_subresource(name, SCALE, patch, params).await
     }
 }

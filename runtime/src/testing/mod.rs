@@ -43,6 +43,7 @@ mod body;
 mod crd;
 mod faults;
 mod http;
+mod info;
 mod patch;
 mod registry;
 mod select;

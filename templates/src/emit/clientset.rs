@@ -1,55 +1,64 @@
-//! The clientset: `clientset/mod.rs` (the [`Clientset`]-to-be with one accessor per
-//! group/version), `clientset/<group>/mod.rs`, and `clientset/<group>/<version>.rs` (the
-//! group/version client and one typed client per kind).
+//! The clientset: `clientset` (the [`Clientset`]-to-be with one accessor per
+//! group/version), `clientset::<group>`, `clientset::<group>::<version>` (the
+//! group/version client) and `clientset::<group>::<version>::<kind>` (one typed client
+//! per kind, in a file of its own, as code-generator does).
 //!
 //! Generated clients are thin: every verb delegates to the runtime's `ResourceClient`, so
-//! URLs, options, errors and decoding are the runtime's. A kind gets the verbs its scope
-//! and subresources allow: `*_status` only with the `status` subresource; namespaced
-//! kinds are reached with `foos(namespace)` (`""` = all namespaces), cluster-scoped ones
-//! with `foos()`. Kinds whose CRD enables `subresources.scale` (and only those) get
-//! `get_scale`, `update_scale` and `patch_scale`, which speak `autoscaling/v1` `Scale`.
+//! URLs, options, errors and decoding are the runtime's. A kind's client has exactly the
+//! verbs of its [`ClientTags`](crate::model::ClientTags) (`update_status` and
+//! `patch_status` with `updateStatus`, `apply_status` with `applyStatus`, ...), plus its
+//! extension methods: `GetScale`/`UpdateScale`/`PatchScale` on `scale` speak
+//! `autoscaling/v1` `Scale` through the runtime's scale verbs, others go through the
+//! runtime's generic subresource calls. Namespaced kinds are reached with
+//! `foos(namespace)` (`""` = all namespaces), cluster-scoped ones with `foos()`.
 //!
 //! [`Clientset`]: self
 
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use super::modules::top_level_allows;
 use super::{
-    group_version_accessor, group_version_text, group_version_type, ident, inner_doc_attrs,
-    kind_accessor, kind_stem, kind_type,
+    group_version_accessor, group_version_text, group_version_type, has_client, ident,
+    kind_accessor, kind_module, kind_stem, kind_type, path_tokens, Module,
 };
-use crate::model::{Api, Group, Kind, Scope, Version};
+use crate::model::{Api, ExtensionMethod, Group, Kind, Scope, TypeRef, Verb, Version};
 
-/// `clientset/mod.rs`: the `Clientset`.
-pub fn clientset_mod(api: &Api) -> TokenStream {
-    let doc = inner_doc_attrs(&[
+/// Whether a version has any typed client.
+fn version_has_clients(version: &Version) -> bool {
+    version.kinds.iter().any(has_client)
+}
+
+/// The `clientset` module: the `Clientset`.
+pub fn clientset_module(api: &Api) -> Module {
+    let docs = vec![
         "The typed clientset: one client per group/version, one typed client per kind, all"
             .to_owned(),
         "over the runtime's `ResourceClient` on one `kube::Client`.".to_owned(),
-    ]);
-    let mods = api.groups.iter().map(|g| {
-        let m = ident(&g.module);
-        quote!(pub mod #m;)
-    });
-    let accessors = api.groups.iter().flat_map(|g| {
-        g.versions.iter().map(move |v| {
-            let name = group_version_accessor(g, v);
-            let (gm, vm) = (ident(&g.module), ident(&v.module));
-            let ty = group_version_type(g, v, "Client");
-            let doc = format!(" The `{}` client.", group_version_text(g, v));
-            quote! {
-                #[doc = #doc]
-                pub fn #name(&self) -> self::#gm::#vm::#ty {
-                    self::#gm::#vm::#ty::new(::std::clone::Clone::clone(&self.client))
+    ];
+    let groups: Vec<&Group> = api
+        .groups
+        .iter()
+        .filter(|g| g.versions.iter().any(version_has_clients))
+        .collect();
+    let accessors = groups.iter().flat_map(|g| {
+        g.versions
+            .iter()
+            .filter(|v| version_has_clients(v))
+            .map(move |v| {
+                let name = group_version_accessor(g, v);
+                let (gm, vm) = (ident(&g.module), ident(&v.module));
+                let ty = group_version_type(g, v, "Client");
+                let doc = format!(" The `{}` client.", group_version_text(g, v));
+                quote! {
+                    #[doc = #doc]
+                    pub fn #name(&self) -> self::#gm::#vm::#ty {
+                        self::#gm::#vm::#ty::new(::std::clone::Clone::clone(&self.client))
+                    }
                 }
-            }
-        })
+            })
     });
-    quote! {
-        #doc
-
-        #(#mods)*
-
+    let items = quote! {
         /// Clients for every group/version of this tree, sharing one `kube::Client`.
         /// Cloning is cheap.
         #[derive(::std::clone::Clone)]
@@ -76,38 +85,43 @@ pub fn clientset_mod(api: &Api) -> TokenStream {
 
             #(#accessors)*
         }
-    }
+    };
+    Module::new("clientset", docs, items)
+        .attrs(top_level_allows())
+        .children(groups.into_iter().map(group_module))
 }
 
-/// `clientset/<group>/mod.rs`.
-pub fn group_mod(group: &Group) -> TokenStream {
-    let doc = inner_doc_attrs(&[format!(
+/// `clientset::<group>`.
+pub fn group_module(group: &Group) -> Module {
+    let docs = vec![format!(
         "Clients of the `{}` API group, one module per version.",
         group.name
-    )]);
-    let mods = group.versions.iter().map(|v| {
-        let m = ident(&v.module);
-        quote!(pub mod #m;)
-    });
-    quote! {
-        #doc
-        #(#mods)*
-    }
+    )];
+    Module::new(group.module.clone(), docs, quote!()).children(
+        group
+            .versions
+            .iter()
+            .filter(|v| version_has_clients(v))
+            .map(|v| version_module(group, v)),
+    )
 }
 
-/// `clientset/<group>/<version>.rs`.
-pub fn version_file(group: &Group, version: &Version) -> TokenStream {
+/// `clientset::<group>::<version>`: the group/version client, and a module per kind.
+pub fn version_module(group: &Group, version: &Version) -> Module {
     let gv = group_version_text(group, version);
-    let doc = inner_doc_attrs(&[format!(
-        "Typed clients of `{gv}`: [`{}`] and one client per kind.",
-        group_version_type(group, version, "Client")
-    )]);
     let client = group_version_type(group, version, "Client");
+    let docs = vec![format!(
+        "Typed clients of `{gv}`: [`{client}`] and one client per kind."
+    )];
     let client_doc = format!(" The `{gv}` client: one typed client per kind. Cloning is cheap.");
-    let accessors = version.kinds.iter().map(kind_accessor_fn);
-    let kinds = version.kinds.iter().map(|k| kind_client(group, version, k));
-    quote! {
-        #doc
+    let kinds: Vec<&Kind> = version.kinds.iter().filter(|k| has_client(k)).collect();
+    let accessors = kinds.iter().map(|k| kind_accessor_fn(k));
+    let uses = kinds.iter().map(|k| {
+        let m = ident(&kind_module(k));
+        quote!(pub use self::#m::*;)
+    });
+    let items = quote! {
+        #(#uses)*
 
         #[doc = #client_doc]
         #[derive(::std::clone::Clone)]
@@ -129,9 +143,14 @@ pub fn version_file(group: &Group, version: &Version) -> TokenStream {
 
             #(#accessors)*
         }
-
-        #(#kinds)*
-    }
+    };
+    Module::new(version.module.clone(), docs, items).children(kinds.iter().map(|k| {
+        Module::new(
+            kind_module(k),
+            vec![format!("The typed client of `{}` (`{gv}`).", k.names.kind)],
+            kind_client(group, version, k),
+        )
+    }))
 }
 
 fn kind_accessor_fn(kind: &Kind) -> TokenStream {
@@ -160,11 +179,11 @@ fn kind_accessor_fn(kind: &Kind) -> TokenStream {
     }
 }
 
-/// The typed client of one kind.
+/// The typed client of one kind: the verbs of its tags and its extension methods.
 pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream {
     let k = &kind.names.kind;
     let ty = ident(&format!("{}Client", kind_stem(kind)));
-    let obj = kind_type(group, version, kind, 3);
+    let obj = kind_type(group, version, kind, 4);
     let c = quote!(::kubegen_runtime::client);
     let result = |t: TokenStream| quote!(::std::result::Result<#t, #c::Error>);
     let doc = format!(
@@ -197,8 +216,38 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
     let r_watch = result(quote!(#c::WatchStream<#obj>));
     let r_deleted = result(quote!(#c::Deleted<#obj>));
     let r_deleted_list = result(quote!(#c::Deleted<#c::ObjectList<#obj>>));
-    let status = kind.status_subresource.then(|| {
-        quote! {
+    let verbs = Verb::ALL.iter().filter(|v| kind.client.has(**v)).map(|verb| match verb {
+        Verb::Get => quote! {
+            /// Gets one object by name.
+            pub async fn get(&self, name: &str) -> #r_obj {
+                self.inner.get(name).await
+            }
+        },
+        Verb::List => quote! {
+            /// Lists one page (all objects unless `opts.limit` is set).
+            pub async fn list(&self, opts: &#c::ListOptions) -> #r_list {
+                self.inner.list(opts).await
+            }
+        },
+        Verb::Watch => quote! {
+            /// Watches for changes.
+            pub async fn watch(&self, opts: &#c::ListOptions) -> #r_watch {
+                self.inner.watch(opts).await
+            }
+        },
+        Verb::Create => quote! {
+            /// Creates an object.
+            pub async fn create(&self, obj: &#obj, params: &#c::WriteParams) -> #r_obj {
+                self.inner.create(obj, params).await
+            }
+        },
+        Verb::Update => quote! {
+            /// Replaces an object; a stale resourceVersion is a 409 Conflict.
+            pub async fn update(&self, obj: &#obj, params: &#c::WriteParams) -> #r_obj {
+                self.inner.update(obj, params).await
+            }
+        },
+        Verb::UpdateStatus => quote! {
             /// Replaces the object's status (`PUT <name>/status`); other changes are ignored.
             pub async fn update_status(&self, obj: &#obj, params: &#c::WriteParams) -> #r_obj {
                 self.inner.update_status(obj, params).await
@@ -208,35 +257,43 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
             pub async fn patch_status(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_obj {
                 self.inner.patch_status(name, patch, params).await
             }
-
+        },
+        Verb::ApplyStatus => quote! {
             /// Server-side apply of `obj`'s status (`params.field_manager` is required).
             pub async fn apply_status(&self, name: &str, obj: &#obj, params: &#c::PatchParams) -> #r_obj {
                 self.inner.apply_status(name, obj, params).await
             }
-        }
+        },
+        Verb::Patch => quote! {
+            /// Patches an object (merge, JSON or apply patch).
+            pub async fn patch(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_obj {
+                self.inner.patch(name, patch, params).await
+            }
+        },
+        Verb::Apply => quote! {
+            /// Server-side apply of `obj` (`params.field_manager` is required).
+            pub async fn apply(&self, name: &str, obj: &#obj, params: &#c::PatchParams) -> #r_obj {
+                self.inner.apply(name, obj, params).await
+            }
+        },
+        Verb::Delete => quote! {
+            /// Deletes an object.
+            pub async fn delete(&self, name: &str, opts: &#c::DeleteOptions) -> #r_deleted {
+                self.inner.delete(name, opts).await
+            }
+        },
+        Verb::DeleteCollection => quote! {
+            /// Deletes every object `list` selects.
+            pub async fn delete_collection(&self, opts: &#c::DeleteOptions, list: &#c::ListOptions) -> #r_deleted_list {
+                self.inner.delete_collection(opts, list).await
+            }
+        },
     });
-    let scale_ty = quote!(::kubegen_runtime::k8s_openapi::api::autoscaling::v1::Scale);
-    let r_scale = result(scale_ty.clone());
-    let scale = kind.scale.is_some().then(|| {
-        quote! {
-            /// Gets the object's `Scale` (`GET <name>/scale`): desired replicas, observed
-            /// replicas and label selector.
-            pub async fn get_scale(&self, name: &str) -> #r_scale {
-                self.inner.get_scale(name).await
-            }
-
-            /// Sets the object's desired replicas (`PUT <name>/scale`); a stale
-            /// resourceVersion in `scale` is a 409 Conflict.
-            pub async fn update_scale(&self, name: &str, scale: &#scale_ty, params: &#c::WriteParams) -> #r_scale {
-                self.inner.update_scale(name, scale, params).await
-            }
-
-            /// Patches the object's `Scale` (`PATCH <name>/scale`).
-            pub async fn patch_scale(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_scale {
-                self.inner.patch_scale(name, patch, params).await
-            }
-        }
-    });
+    let methods = kind
+        .client
+        .methods
+        .iter()
+        .map(|m| extension_method(m, &obj));
     quote! {
         #[doc = #doc]
         #[derive(::std::clone::Clone, ::std::fmt::Debug)]
@@ -252,54 +309,100 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
                 &self.inner
             }
 
-            /// Gets one object by name.
-            pub async fn get(&self, name: &str) -> #r_obj {
-                self.inner.get(name).await
+            #(#verbs)*
+
+            #(#methods)*
+        }
+    }
+}
+
+/// One `+genclient:method=...` method. The scale methods of `autoscaling/v1` `Scale`
+/// use the runtime's scale verbs; every other method its generic subresource calls.
+pub fn extension_method(m: &ExtensionMethod, obj: &TokenStream) -> TokenStream {
+    use heck::ToSnakeCase;
+    let c = quote!(::kubegen_runtime::client);
+    let name = ident(&crate::names::field_name(&m.name.to_snake_case()));
+    let sub = m.subresource.as_deref().unwrap_or("");
+    let type_of = |t: &Option<TypeRef>| match t {
+        None => obj.clone(),
+        Some(TypeRef::Scale) => quote!(::kubegen_runtime::k8s_openapi::api::autoscaling::v1::Scale),
+        Some(TypeRef::Path(p)) => path_tokens(p),
+    };
+    let (input, output) = (type_of(&m.input), type_of(&m.result));
+    let r_out = quote!(::std::result::Result<#output, #c::Error>);
+    let scale = sub == "scale"
+        && matches!(m.result, Some(TypeRef::Scale))
+        && matches!(m.input, None | Some(TypeRef::Scale));
+    let target = if sub.is_empty() {
+        "the object".to_owned()
+    } else {
+        format!("`<name>/{sub}`")
+    };
+    match (m.verb, scale) {
+        (Verb::Get, true) => quote! {
+            /// Gets the object's `Scale` (`GET <name>/scale`): desired replicas, observed
+            /// replicas and label selector.
+            pub async fn #name(&self, name: &str) -> #r_out {
+                self.inner.get_scale(name).await
             }
-
-            /// Lists one page (all objects unless `opts.limit` is set).
-            pub async fn list(&self, opts: &#c::ListOptions) -> #r_list {
-                self.inner.list(opts).await
+        },
+        (Verb::Update, true) => quote! {
+            /// Sets the object's desired replicas (`PUT <name>/scale`); a stale
+            /// resourceVersion in `scale` is a 409 Conflict.
+            pub async fn #name(&self, name: &str, scale: &#input, params: &#c::WriteParams) -> #r_out {
+                self.inner.update_scale(name, scale, params).await
             }
-
-            /// Watches for changes.
-            pub async fn watch(&self, opts: &#c::ListOptions) -> #r_watch {
-                self.inner.watch(opts).await
+        },
+        (Verb::Patch, true) => quote! {
+            /// Patches the object's `Scale` (`PATCH <name>/scale`).
+            pub async fn #name(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_out {
+                self.inner.patch_scale(name, patch, params).await
             }
-
-            /// Creates an object.
-            pub async fn create(&self, obj: &#obj, params: &#c::WriteParams) -> #r_obj {
-                self.inner.create(obj, params).await
+        },
+        (Verb::Get, false) => {
+            let doc = format!(" `GET` {target}.");
+            quote! {
+                #[doc = #doc]
+                pub async fn #name(&self, name: &str) -> #r_out {
+                    self.inner.get_subresource(name, #sub).await
+                }
             }
-
-            /// Replaces an object; a stale resourceVersion is a 409 Conflict.
-            pub async fn update(&self, obj: &#obj, params: &#c::WriteParams) -> #r_obj {
-                self.inner.update(obj, params).await
+        }
+        (Verb::Create, false) => {
+            let doc = format!(" `POST` {target}.");
+            quote! {
+                #[doc = #doc]
+                pub async fn #name(&self, name: &str, input: &#input, params: &#c::WriteParams) -> #r_out {
+                    self.inner.create_subresource(name, #sub, input, params).await
+                }
             }
-
-            #status
-
-            #scale
-
-            /// Patches an object (merge, JSON or apply patch).
-            pub async fn patch(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_obj {
-                self.inner.patch(name, patch, params).await
+        }
+        (Verb::Update, false) => {
+            let doc = format!(" `PUT` {target}.");
+            quote! {
+                #[doc = #doc]
+                pub async fn #name(&self, name: &str, input: &#input, params: &#c::WriteParams) -> #r_out {
+                    self.inner.update_subresource(name, #sub, input, params).await
+                }
             }
-
-            /// Server-side apply of `obj` (`params.field_manager` is required).
-            pub async fn apply(&self, name: &str, obj: &#obj, params: &#c::PatchParams) -> #r_obj {
-                self.inner.apply(name, obj, params).await
+        }
+        (Verb::Patch, false) | (Verb::Apply, _) => {
+            let doc = format!(" `PATCH` {target}.");
+            quote! {
+                #[doc = #doc]
+                pub async fn #name(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_out {
+                    self.inner.patch_subresource(name, #sub, patch, params).await
+                }
             }
-
-            /// Deletes an object.
-            pub async fn delete(&self, name: &str, opts: &#c::DeleteOptions) -> #r_deleted {
-                self.inner.delete(name, opts).await
-            }
-
-            /// Deletes every object `list` selects.
-            pub async fn delete_collection(&self, opts: &#c::DeleteOptions, list: &#c::ListOptions) -> #r_deleted_list {
-                self.inner.delete_collection(opts, list).await
-            }
+        }
+        // The model's validation admits only the verbs above for methods.
+        (verb, _) => {
+            let message = format!(
+                "kubegen: extension method {} has verb {}, which methods do not support",
+                m.name,
+                verb.name()
+            );
+            quote!(::std::compile_error!(#message);)
         }
     }
 }

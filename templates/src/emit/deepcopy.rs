@@ -15,29 +15,32 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{ident, inner_doc_attrs, is_copy};
+use super::{ident, is_copy, path_tokens, Module};
 use crate::model::{EnumDef, StructDef, TypeDef, Version};
 
-/// The whole `zz_generated_deepcopy.rs` of a version.
-pub fn deepcopy_file(version: &Version) -> TokenStream {
-    let doc = inner_doc_attrs(&[
+/// The `zz_generated_deepcopy` module of a version.
+pub fn deepcopy_module(version: &Version) -> Module {
+    let docs = vec![
         "`Clone` for this version's types: `clone()` is Go's DeepCopy, `clone_from()` is"
             .to_owned(),
         "DeepCopyInto and reuses the target's allocations field by field.".to_owned(),
-    ]);
+    ];
     let impls = version.types.iter().map(|t| match t {
         TypeDef::Struct(s) => struct_clone(s),
         TypeDef::Enum(e) => enum_clone(e),
     });
-    quote! {
-        #doc
-        #(#impls)*
-    }
+    Module::new("zz_generated_deepcopy", docs, quote!(#(#impls)*))
 }
 
-/// `Clone` for a struct.
+/// `Clone` for a struct (kubegen's, or a user-written one at its path).
 pub fn struct_clone(s: &StructDef) -> TokenStream {
-    let name = ident(&s.name);
+    let name = match &s.existing {
+        Some(path) => path_tokens(path),
+        None => {
+            let name = ident(&s.name);
+            quote!(super::types::#name)
+        }
+    };
     let mut names: Vec<(syn::Ident, bool)> = s
         .fields
         .iter()
@@ -66,7 +69,7 @@ pub fn struct_clone(s: &StructDef) -> TokenStream {
         quote!(source)
     };
     quote! {
-        impl ::std::clone::Clone for super::types::#name {
+        impl ::std::clone::Clone for #name {
             fn clone(&self) -> Self {
                 Self { #(#clones)* }
             }

@@ -5,22 +5,25 @@
 //! `[dev-dependencies]` for tests, or from a feature of their own). The generated code
 //! names no cfg of the user's crate, so `unexpected_cfgs` cannot fire.
 
-use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::inner_doc_attrs;
-use crate::model::{Api, Scope};
+use super::{has_client, kind_type, Module};
+use crate::model::{Api, KindSource};
 
-/// `fake.rs`.
-pub fn fake_file(api: &Api) -> TokenStream {
-    let doc = inner_doc_attrs(&[
+/// The `fake` module.
+pub fn fake_module(api: &Api) -> Module {
+    let docs = vec![
         "A fake clientset for tests: the real [`Clientset`](super::clientset::Clientset) on a"
             .to_owned(),
         "`kube::Client` whose transport is a fresh in-memory API server that serves every kind"
             .to_owned(),
         "of this tree (and the common built-in kinds), seeded with objects, recording every"
             .to_owned(),
-        "request, with reactors to inject errors and delays.".to_owned(),
+        "request, with reactors to inject errors and delays. Each kind is registered from its"
+            .to_owned(),
+        "`RESOURCE_INFO` and, where the input had one, its schema: the server prunes, defaults"
+            .to_owned(),
+        "and validates objects as it would with the real CRD.".to_owned(),
         String::new(),
         "This module exists only when `kubegen-runtime`'s `testing` feature is on. For tests:"
             .to_owned(),
@@ -28,64 +31,29 @@ pub fn fake_file(api: &Api) -> TokenStream {
         "`[dev-dependencies]`; for a feature of your own: `fake = [\"kubegen-runtime/testing\"]`."
             .to_owned(),
         "Each version of a multi-version kind is stored apart (there is no conversion).".to_owned(),
-    ]);
+    ];
     let t = quote!(::kubegen_runtime::testing);
     let mut regs = Vec::new();
     for g in &api.groups {
         for v in &g.versions {
             for k in &v.kinds {
-                let (gn, vn) = (&g.name, &v.name);
-                let n = &k.names;
-                let (plural, kind, singular, list_kind) =
-                    (&n.plural, &n.kind, &n.singular, &n.list_kind);
-                let short: Vec<TokenStream> = n
-                    .short_names
-                    .iter()
-                    .map(|s| quote!(::std::string::String::from(#s)))
-                    .collect();
-                let namespaced = k.scope == Scope::Namespaced;
-                let status = k.status_subresource;
-                let (scale, scale_paths) = match &k.scale {
-                    Some(s) => {
-                        let (spec, st) = (&s.spec_replicas_path, &s.status_replicas_path);
-                        let sel = s.label_selector_path.clone().unwrap_or_default();
-                        (
-                            true,
-                            quote! {
-                                #t::ScalePaths {
-                                    spec_replicas: ::std::string::String::from(#spec),
-                                    status_replicas: ::std::string::String::from(#st),
-                                    label_selector: ::std::string::String::from(#sel),
-                                }
-                            },
-                        )
-                    }
-                    None => (false, quote!(::std::default::Default::default())),
-                };
-                regs.push(quote! {
-                    #t::Registration {
-                        singular: ::std::string::String::from(#singular),
-                        list_kind: ::std::string::String::from(#list_kind),
-                        namespaced: #namespaced,
-                        short_names: ::std::vec![#(#short),*],
-                        status: #status,
-                        scale: #scale,
-                        scale_paths: #scale_paths,
-                        list_items_type_meta: true,
-                        custom: true,
-                        ..#t::Registration::new(#gn, #vn, #plural, #kind)
-                    }
+                if matches!(k.source, KindSource::External { .. }) || !has_client(k) {
+                    continue;
+                }
+                let ty = kind_type(g, v, k, 1);
+                let reg = quote!(#t::Registration::from_resource_info(&#ty::RESOURCE_INFO));
+                regs.push(match &k.schema_json {
+                    Some(json) => quote!(#reg.with_schema_json(#json)?),
+                    None => reg,
                 });
             }
         }
     }
-    quote! {
-        #doc
-
+    let items = quote! {
         /// The registrations of every kind of this tree, as an in-memory API server
         /// serves them (custom resources: list items carry apiVersion and kind).
-        pub fn registrations() -> ::std::vec::Vec<#t::Registration> {
-            ::std::vec![#(#regs),*]
+        pub fn registrations() -> ::std::result::Result<::std::vec::Vec<#t::Registration>, ::kubegen_runtime::errors::StatusError> {
+            ::std::result::Result::Ok(::std::vec::Vec::from([#(#regs),*]))
         }
 
         /// The real clientset over an in-memory API server (derefs to the clientset).
@@ -134,7 +102,7 @@ pub fn fake_file(api: &Api) -> TokenStream {
             objects: impl ::std::iter::IntoIterator<Item = ::kubegen_runtime::serde_json::Value>,
         ) -> ::std::result::Result<FakeClientset, ::kubegen_runtime::errors::StatusError> {
             let server = #t::ApiServer::new();
-            for registration in registrations() {
+            for registration in registrations()? {
                 server.register(registration);
             }
             for object in objects {
@@ -146,5 +114,6 @@ pub fn fake_file(api: &Api) -> TokenStream {
                 server,
             })
         }
-    }
+    };
+    Module::new("fake", docs, items).attrs(super::modules::top_level_allows())
 }

@@ -1,5 +1,7 @@
-//! Informers: `informers/mod.rs` (the `SharedInformerFactory`), `informers/<group>/mod.rs`
-//! (a group's versions) and `informers/<group>/<version>.rs` (one typed informer per kind).
+//! Informers: `informers` (the `SharedInformerFactory`), `informers::<group>` (a
+//! group's versions), `informers::<group>::<version>` and one module per kind with its
+//! typed informer. Only kinds that can be listed and watched have one, as informer-gen
+//! decides.
 //!
 //! The generated factory wraps the runtime's `InformerFactory`: one shared informer per
 //! kind, options (namespace, list-option tweak, per-kind resync, transform) from the
@@ -9,25 +11,28 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
+use super::listers::{group_has_informers, version_has_informers};
+use super::modules::top_level_allows;
 use super::{
-    group_type, group_version_text, group_version_type, ident, inner_doc_attrs, kind_accessor,
-    kind_stem, kind_type,
+    group_type, group_version_text, group_version_type, has_informer, ident, kind_accessor,
+    kind_module, kind_stem, kind_type, supers, Module,
 };
 use crate::model::{Api, Group, Kind, Version};
 
-/// `informers/mod.rs`: the `SharedInformerFactory`.
-pub fn informers_mod(api: &Api) -> TokenStream {
-    let doc = inner_doc_attrs(&[
+/// The `informers` module: the `SharedInformerFactory`.
+pub fn informers_module(api: &Api) -> Module {
+    let docs = vec![
         "The shared informer factory of this tree: one shared informer per kind, reached"
             .to_owned(),
         "by group and version (`factory.samplecontroller().v1alpha1().foos()`).".to_owned(),
-    ]);
+    ];
     let f = quote!(::kubegen_runtime::cache::factory);
-    let mods = api.groups.iter().map(|g| {
-        let m = ident(&g.module);
-        quote!(pub mod #m;)
-    });
-    let accessors = api.groups.iter().map(|g| {
+    let groups: Vec<&Group> = api
+        .groups
+        .iter()
+        .filter(|g| group_has_informers(g))
+        .collect();
+    let accessors = groups.iter().map(|g| {
         let m = ident(&g.module);
         let ty = group_type(g, "Informers");
         let doc = format!(" Informers of the `{}` group.", g.name);
@@ -38,9 +43,9 @@ pub fn informers_mod(api: &Api) -> TokenStream {
             }
         }
     });
-    let known = api.groups.iter().flat_map(|g| {
+    let known = groups.iter().flat_map(|g| {
         g.versions.iter().flat_map(move |v| {
-            v.kinds.iter().map(move |k| {
+            v.kinds.iter().filter(|k| has_informer(k)).map(move |k| {
                 let (gm, vm, acc) = (ident(&g.module), ident(&v.module), kind_accessor(k));
                 let (gn, vn, plural) = (&g.name, &v.name, &k.names.plural);
                 quote! {
@@ -51,11 +56,7 @@ pub fn informers_mod(api: &Api) -> TokenStream {
             })
         })
     });
-    quote! {
-        #doc
-
-        #(#mods)*
-
+    let items = quote! {
         /// One shared informer per kind of this tree, started and stopped together.
         /// Cloning gives another handle to the same factory.
         #[derive(::std::clone::Clone, ::std::fmt::Debug)]
@@ -115,23 +116,27 @@ pub fn informers_mod(api: &Api) -> TokenStream {
                 self.factory.for_resource(gvr)
             }
         }
-    }
+    };
+    Module::new("informers", docs, items)
+        .attrs(top_level_allows())
+        .children(groups.into_iter().map(group_module))
 }
 
-/// `informers/<group>/mod.rs`: the group's versions.
-pub fn group_mod(group: &Group) -> TokenStream {
-    let doc = inner_doc_attrs(&[format!(
+/// `informers::<group>`: the group's versions.
+pub fn group_module(group: &Group) -> Module {
+    let docs = vec![format!(
         "Informers of the `{}` API group, one module per version.",
         group.name
-    )]);
+    )];
     let f = quote!(::kubegen_runtime::cache::factory);
     let ty = group_type(group, "Informers");
     let ty_doc = format!(" Informers of the `{}` group, by version.", group.name);
-    let mods = group.versions.iter().map(|v| {
-        let m = ident(&v.module);
-        quote!(pub mod #m;)
-    });
-    let accessors = group.versions.iter().map(|v| {
+    let versions: Vec<&Version> = group
+        .versions
+        .iter()
+        .filter(|v| version_has_informers(v))
+        .collect();
+    let accessors = versions.iter().map(|v| {
         let m = ident(&v.module);
         let vty = group_version_type(group, v, "Informers");
         let doc = format!(" Informers of `{}`.", group_version_text(group, v));
@@ -142,11 +147,7 @@ pub fn group_mod(group: &Group) -> TokenStream {
             }
         }
     });
-    quote! {
-        #doc
-
-        #(#mods)*
-
+    let items = quote! {
         #[doc = #ty_doc]
         #[derive(::std::clone::Clone, ::std::fmt::Debug)]
         pub struct #ty {
@@ -161,17 +162,20 @@ pub fn group_mod(group: &Group) -> TokenStream {
 
             #(#accessors)*
         }
-    }
+    };
+    Module::new(group.module.clone(), docs, items)
+        .children(versions.into_iter().map(|v| version_module(group, v)))
 }
 
-/// `informers/<group>/<version>.rs`: one typed informer per kind.
-pub fn version_file(group: &Group, version: &Version) -> TokenStream {
+/// `informers::<group>::<version>`: the version's informers, a module per kind.
+pub fn version_module(group: &Group, version: &Version) -> Module {
     let gv = group_version_text(group, version);
-    let doc = inner_doc_attrs(&[format!("Typed informers of `{gv}`.")]);
+    let docs = vec![format!("Typed informers of `{gv}`.")];
     let f = quote!(::kubegen_runtime::cache::factory);
     let ty = group_version_type(group, version, "Informers");
     let ty_doc = format!(" Informers of `{gv}`, one per kind.");
-    let accessors = version.kinds.iter().map(|k| {
+    let kinds: Vec<&Kind> = version.kinds.iter().filter(|k| has_informer(k)).collect();
+    let accessors = kinds.iter().map(|k| {
         let acc = kind_accessor(k);
         let kty = ident(&format!("{}Informer", kind_stem(k)));
         let doc = format!(" The shared informer of `{}`.", k.names.kind);
@@ -182,12 +186,12 @@ pub fn version_file(group: &Group, version: &Version) -> TokenStream {
             }
         }
     });
-    let kinds = version
-        .kinds
-        .iter()
-        .map(|k| kind_informer(group, version, k));
-    quote! {
-        #doc
+    let uses = kinds.iter().map(|k| {
+        let m = ident(&kind_module(k));
+        quote!(pub use self::#m::*;)
+    });
+    let items = quote! {
+        #(#uses)*
 
         #[doc = #ty_doc]
         #[derive(::std::clone::Clone, ::std::fmt::Debug)]
@@ -203,9 +207,17 @@ pub fn version_file(group: &Group, version: &Version) -> TokenStream {
 
             #(#accessors)*
         }
-
-        #(#kinds)*
-    }
+    };
+    Module::new(version.module.clone(), docs, items).children(kinds.iter().map(|k| {
+        Module::new(
+            kind_module(k),
+            vec![format!(
+                "The shared informer of `{}` (`{gv}`).",
+                k.names.kind
+            )],
+            kind_informer(group, version, k),
+        )
+    }))
 }
 
 /// The typed informer of one kind: its shared informer and a typed lister.
@@ -213,8 +225,9 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
     let stem = kind_stem(kind);
     let ty = ident(&format!("{stem}Informer"));
     let lister = ident(&format!("{stem}Lister"));
-    let obj = kind_type(group, version, kind, 3);
+    let obj = kind_type(group, version, kind, 4);
     let (gm, vm) = (ident(&group.module), ident(&version.module));
+    let root = supers(4);
     let f = quote!(::kubegen_runtime::cache::factory);
     let doc = format!(
         " The shared informer of `{}` and a lister over its cache.",
@@ -240,8 +253,8 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
             }
 
             /// A lister over the informer's cache.
-            pub fn lister(&self) -> super::super::super::listers::#gm::#vm::#lister {
-                super::super::super::listers::#gm::#vm::#lister::new(self.informer().lister())
+            pub fn lister(&self) -> #root listers::#gm::#vm::#lister {
+                #root listers::#gm::#vm::#lister::new(self.informer().lister())
             }
         }
     }

@@ -1,5 +1,6 @@
-//! Listers: `listers/mod.rs`, `listers/<group>/mod.rs` and `listers/<group>/<version>.rs`
-//! with one typed lister per kind (and a namespace lister for namespaced kinds).
+//! Listers: `listers`, `listers::<group>`, `listers::<group>::<version>` and one module
+//! per kind with its typed lister (and a namespace lister for namespaced kinds). Only
+//! kinds that can be listed and watched have one, as lister-gen decides.
 //!
 //! Generated listers wrap the runtime's `Lister`/`NamespaceLister`: results are the
 //! informer cache's own `Arc`s, misses are NotFound errors worded as client-go's
@@ -8,51 +9,70 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{group_version_text, ident, inner_doc_attrs, kind_accessor, kind_stem, kind_type};
+use super::modules::top_level_allows;
+use super::{
+    group_version_text, has_informer, ident, kind_accessor, kind_module, kind_stem, kind_type,
+    Module,
+};
 use crate::model::{Api, Group, Kind, Scope, Version};
 
-/// `listers/mod.rs`.
-pub fn listers_mod(api: &Api) -> TokenStream {
-    let doc = inner_doc_attrs(&[
-        "Typed listers over informer caches, one module per group and version.".to_owned(),
-    ]);
-    let mods = api.groups.iter().map(|g| {
-        let m = ident(&g.module);
-        quote!(pub mod #m;)
-    });
-    quote! {
-        #doc
-        #(#mods)*
-    }
+/// Whether a version has a kind with an informer (and so a lister).
+pub fn version_has_informers(version: &Version) -> bool {
+    version.kinds.iter().any(has_informer)
 }
 
-/// `listers/<group>/mod.rs`.
-pub fn group_mod(group: &Group) -> TokenStream {
-    let doc = inner_doc_attrs(&[format!(
+/// Whether a group has a kind with an informer.
+pub fn group_has_informers(group: &Group) -> bool {
+    group.versions.iter().any(version_has_informers)
+}
+
+/// The `listers` module.
+pub fn listers_module(api: &Api) -> Module {
+    let docs =
+        vec!["Typed listers over informer caches, one module per group and version.".to_owned()];
+    Module::new("listers", docs, quote!())
+        .attrs(top_level_allows())
+        .children(
+            api.groups
+                .iter()
+                .filter(|g| group_has_informers(g))
+                .map(group_module),
+        )
+}
+
+/// `listers::<group>`.
+pub fn group_module(group: &Group) -> Module {
+    let docs = vec![format!(
         "Listers of the `{}` API group, one module per version.",
         group.name
-    )]);
-    let mods = group.versions.iter().map(|v| {
-        let m = ident(&v.module);
-        quote!(pub mod #m;)
-    });
-    quote! {
-        #doc
-        #(#mods)*
-    }
+    )];
+    Module::new(group.module.clone(), docs, quote!()).children(
+        group
+            .versions
+            .iter()
+            .filter(|v| version_has_informers(v))
+            .map(|v| version_module(group, v)),
+    )
 }
 
-/// `listers/<group>/<version>.rs`.
-pub fn version_file(group: &Group, version: &Version) -> TokenStream {
-    let doc = inner_doc_attrs(&[format!(
-        "Listers of `{}`: one per kind, reading an informer's cache.",
-        group_version_text(group, version)
-    )]);
-    let kinds = version.kinds.iter().map(|k| kind_lister(group, version, k));
-    quote! {
-        #doc
-        #(#kinds)*
-    }
+/// `listers::<group>::<version>`: a module per kind, re-exported.
+pub fn version_module(group: &Group, version: &Version) -> Module {
+    let gv = group_version_text(group, version);
+    let docs = vec![format!(
+        "Listers of `{gv}`: one per kind, reading an informer's cache."
+    )];
+    let kinds: Vec<&Kind> = version.kinds.iter().filter(|k| has_informer(k)).collect();
+    let uses = kinds.iter().map(|k| {
+        let m = ident(&kind_module(k));
+        quote!(pub use self::#m::*;)
+    });
+    Module::new(version.module.clone(), docs, quote!(#(#uses)*)).children(kinds.iter().map(|k| {
+        Module::new(
+            kind_module(k),
+            vec![format!("The lister of `{}` (`{gv}`).", k.names.kind)],
+            kind_lister(group, version, k),
+        )
+    }))
 }
 
 /// The lister (and namespace lister) of one kind.
@@ -60,7 +80,7 @@ pub fn kind_lister(group: &Group, version: &Version, kind: &Kind) -> TokenStream
     let stem = kind_stem(kind);
     let k = &kind.names.kind;
     let lister = ident(&format!("{stem}Lister"));
-    let obj = kind_type(group, version, kind, 3);
+    let obj = kind_type(group, version, kind, 4);
     let cache = quote!(::kubegen_runtime::cache::lister);
     let arc = quote!(::std::sync::Arc<#obj>);
     let selector = quote!(::kubegen_runtime::labels::Selector);

@@ -1,21 +1,25 @@
-//! Emitters: model -> `TokenStream` -> prettyplease -> file text. Pure; no IO.
+//! Emitters: model -> a tree of [`Module`]s -> a layout -> prettyplease -> file text.
+//! Pure; no IO.
 //!
-//! [`generate`] turns an [`Api`] into the generated tree as a list of [`GeneratedFile`]s
-//! (relative paths with `/`, sorted). The same model always yields byte-identical files.
-//! Each submodule emits one artifact, one function per generated item:
+//! Each submodule emits one artifact as items of the modules it owns:
 //!
-//! - [`types`]: `types.rs` (structs, enums, `apply_defaults`);
-//! - [`register`]: `register.rs` (k8s-openapi `Resource`/`Metadata`/`ListableResource`,
-//!   the list type, GVK/GVR, names, subresources, printer columns);
-//! - [`deepcopy`]: `zz_generated_deepcopy.rs` (`Clone` with a reusing `clone_from`);
-//! - [`clientset`]: `clientset/` (the `Clientset`, typed clients per kind);
-//! - [`listers`]: `listers/` (typed listers and namespace listers);
-//! - [`informers`]: `informers/` (the `SharedInformerFactory`, typed informers);
-//! - [`fake`]: `fake.rs` (the fake clientset, present with `kubegen-runtime/testing`);
-//! - [`modules`]: the `mod.rs` files tying the tree together.
+//! - [`types`]: `types` (structs, enums, `apply_defaults`);
+//! - [`register`]: `register` (k8s-openapi `Resource`/`Metadata`/`ListableResource`,
+//!   the list type, GVK/GVR, `RESOURCE_INFO`: the one description of each resource);
+//! - [`deepcopy`]: `zz_generated_deepcopy` (`Clone` with a reusing `clone_from`);
+//! - [`clientset`]: `clientset` (the `Clientset`, one typed client per kind);
+//! - [`listers`]: `listers` (typed listers and namespace listers);
+//! - [`informers`]: `informers` (the `SharedInformerFactory`, typed informers);
+//! - [`fake`]: `fake` (the fake clientset, present with `kubegen-runtime/testing`);
+//! - [`modules`]: the root and `apis` modules tying the tree together.
 //!
+//! [`module_tree`] assembles them into one [`Module`] tree; a layout places it:
+//! [`generate`] writes one file per module (`mod.rs` for modules with children),
+//! [`generate_single_file`] nests every module inline in one file for `include!`.
+//! Module declarations come from the tree, never from rewriting emitted text.
 //! Every file starts with [`HEADER`] (then the optional boilerplate), names only
-//! `::std`, `::kubegen_runtime` and `super::` paths, and has no `use` imports.
+//! `::std`, `::kubegen_runtime`, `super::` and the user's own type paths, and has no
+//! `use` imports but `pub use self::...` re-exports.
 
 pub mod clientset;
 pub mod deepcopy;
@@ -71,64 +75,122 @@ impl std::fmt::Display for EmitError {
 
 impl std::error::Error for EmitError {}
 
-/// Emits the whole tree for `api`.
+/// One module of the generated tree: its docs, inner attributes, items and children.
+#[derive(Clone, Debug, Default)]
+pub struct Module {
+    /// The module's name (empty for the root).
+    pub name: String,
+    /// Declared `pub mod` (otherwise `mod`).
+    pub public: bool,
+    /// Declared inside `::kubegen_runtime::testing_only! { ... }`.
+    pub testing_only: bool,
+    /// The module's own docs (`//!` lines), plain text.
+    pub docs: Vec<String>,
+    /// Inner attributes (`#![allow(...)]`).
+    pub attrs: TokenStream,
+    /// The module's items, after its children's declarations.
+    pub items: TokenStream,
+    /// Child modules, in declaration order.
+    pub children: Vec<Module>,
+}
+
+impl Module {
+    /// A public module with docs and items and no children.
+    pub fn new(name: impl Into<String>, docs: Vec<String>, items: TokenStream) -> Self {
+        Module {
+            name: name.into(),
+            public: true,
+            docs,
+            items,
+            ..Module::default()
+        }
+    }
+
+    /// Adds a child module.
+    pub fn child(mut self, child: Module) -> Self {
+        self.children.push(child);
+        self
+    }
+
+    /// Adds child modules.
+    pub fn children(mut self, children: impl IntoIterator<Item = Module>) -> Self {
+        self.children.extend(children);
+        self
+    }
+
+    /// Sets the inner attributes.
+    pub fn attrs(mut self, attrs: TokenStream) -> Self {
+        self.attrs = attrs;
+        self
+    }
+
+    /// Makes the module private.
+    pub fn private(mut self) -> Self {
+        self.public = false;
+        self
+    }
+
+    fn declaration(&self, body: Option<TokenStream>) -> TokenStream {
+        let name = ident(&self.name);
+        let vis = self.public.then(|| quote!(pub));
+        let decl = match body {
+            Some(body) => quote!(#vis mod #name { #body }),
+            None => quote!(#vis mod #name;),
+        };
+        if self.testing_only {
+            quote!(::kubegen_runtime::testing_only! { #decl })
+        } else {
+            decl
+        }
+    }
+}
+
+/// The whole generated tree of `api` as modules.
+pub fn module_tree(api: &Api) -> Module {
+    let mut fake = fake::fake_module(api);
+    fake.testing_only = true;
+    modules::root(api).children([
+        modules::apis(api),
+        clientset::clientset_module(api),
+        informers::informers_module(api),
+        listers::listers_module(api),
+        fake,
+    ])
+}
+
+/// Emits the tree for `api`, one file per module (`mod.rs` for modules with children),
+/// sorted by path.
 ///
 /// ```
 /// use kubegen_templates::emit::{generate, Options};
 /// use kubegen_templates::model::Api;
 ///
 /// let files = generate(&Api::default(), &Options::default()).unwrap();
-/// assert_eq!(files[0].path, "apis/mod.rs");
-/// assert!(files[0].contents.starts_with(kubegen_templates::emit::HEADER));
+/// let root = files.iter().find(|f| f.path == "mod.rs").unwrap();
+/// assert!(root.contents.starts_with(kubegen_templates::emit::HEADER));
+/// assert!(root.contents.contains("pub mod clientset;"));
 /// ```
 pub fn generate(api: &Api, options: &Options) -> Result<Vec<GeneratedFile>, EmitError> {
-    let mut files = vec![
-        render(options, "mod.rs", modules::root_mod())?,
-        render(options, "apis/mod.rs", modules::apis_mod(api))?,
-        render(options, "clientset/mod.rs", clientset::clientset_mod(api))?,
-        render(options, "listers/mod.rs", listers::listers_mod(api))?,
-        render(options, "informers/mod.rs", informers::informers_mod(api))?,
-        render(options, "fake.rs", fake::fake_file(api))?,
-    ];
-    let mut versions = Vec::new();
-    for group in &api.groups {
-        let g = &group.module;
-        files.push(render(
-            options,
-            &format!("apis/{g}/mod.rs"),
-            modules::group_mod(group),
-        )?);
-        files.push(render(
-            options,
-            &format!("clientset/{g}/mod.rs"),
-            clientset::group_mod(group),
-        )?);
-        files.push(render(
-            options,
-            &format!("listers/{g}/mod.rs"),
-            listers::group_mod(group),
-        )?);
-        files.push(render(
-            options,
-            &format!("informers/{g}/mod.rs"),
-            informers::group_mod(group),
-        )?);
-        versions.extend(group.versions.iter().map(|v| (group, v)));
-    }
-    // Versions are independent: emit them on all cores. Output order does not depend on
-    // scheduling (files are sorted below).
+    let root = module_tree(api);
+    let mut modules = Vec::new();
+    flatten(&root, String::new(), &mut modules);
+    // Token streams cannot cross threads; their text can. Files are independent: parse
+    // and format them on all cores. Output order does not depend on scheduling (files
+    // are sorted below).
+    let pending: Vec<(String, String)> = modules
+        .into_iter()
+        .map(|(path, tokens)| (path, tokens.to_string()))
+        .collect();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let chunk = versions.len().div_ceil(threads).max(1);
-    let emitted: Vec<Result<Vec<GeneratedFile>, EmitError>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = versions
+    let chunk = pending.len().div_ceil(threads).max(1);
+    let rendered: Vec<Result<Vec<GeneratedFile>, EmitError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = pending
             .chunks(chunk)
             .map(|part| {
                 scope.spawn(move || {
-                    let mut out = Vec::new();
-                    for (group, version) in part {
-                        out.extend(version_files(group, version, options)?);
-                    }
-                    Ok(out)
+                    part.iter()
+                        .map(|(path, text)| render_text(options, path, text))
+                        .collect::<Result<Vec<_>, _>>()
                 })
             })
             .collect();
@@ -144,75 +206,98 @@ pub fn generate(api: &Api, options: &Options) -> Result<Vec<GeneratedFile>, Emit
             })
             .collect()
     });
-    for part in emitted {
+    let mut files = Vec::new();
+    for part in rendered {
         files.extend(part?);
     }
     files.sort_by(|a, b| a.path.cmp(&b.path));
     Ok(files)
 }
 
-/// The files of one version: `mod.rs`, `types.rs`, `register.rs` and
-/// `zz_generated_deepcopy.rs` under `apis/<group>/<version>/`, and `<version>.rs` under
-/// `clientset/<group>/`, `listers/<group>/` and `informers/<group>/`.
-pub fn version_files(
-    group: &Group,
-    version: &Version,
-    options: &Options,
-) -> Result<Vec<GeneratedFile>, EmitError> {
-    let dir = format!("apis/{}/{}", group.module, version.module);
-    Ok(vec![
-        render(
-            options,
-            &format!("{dir}/mod.rs"),
-            modules::version_mod(group, version),
-        )?,
-        render(
-            options,
-            &format!("{dir}/types.rs"),
-            types::types_file(group, version),
-        )?,
-        render(
-            options,
-            &format!("{dir}/register.rs"),
-            register::register_file(group, version),
-        )?,
-        render(
-            options,
-            &format!("{dir}/zz_generated_deepcopy.rs"),
-            deepcopy::deepcopy_file(version),
-        )?,
-        render(
-            options,
-            &format!("clientset/{}/{}.rs", group.module, version.module),
-            clientset::version_file(group, version),
-        )?,
-        render(
-            options,
-            &format!("listers/{}/{}.rs", group.module, version.module),
-            listers::version_file(group, version),
-        )?,
-        render(
-            options,
-            &format!("informers/{}/{}.rs", group.module, version.module),
-            informers::version_file(group, version),
-        )?,
-    ])
+/// One `(path, tokens)` per module: `dir/mod.rs` for modules with children (and the
+/// root), `dir.rs` for leaves.
+fn flatten(module: &Module, dir: String, out: &mut Vec<(String, TokenStream)>) {
+    let path = if dir.is_empty() {
+        "mod.rs".to_owned()
+    } else if module.children.is_empty() {
+        format!("{dir}.rs")
+    } else {
+        format!("{dir}/mod.rs")
+    };
+    let decls = module.children.iter().map(|c| c.declaration(None));
+    let docs = inner_doc_attrs(&module.docs);
+    let (attrs, items) = (&module.attrs, &module.items);
+    out.push((
+        path,
+        quote! {
+            #docs
+            #attrs
+            #(#decls)*
+            #items
+        },
+    ));
+    for child in &module.children {
+        let child_dir = if dir.is_empty() {
+            child.name.clone()
+        } else {
+            format!("{dir}/{}", child.name)
+        };
+        flatten(child, child_dir, out);
+    }
 }
 
-/// Formats one file: header, boilerplate, then the prettyplease-printed tokens.
-pub fn render(
+/// Emits the tree for `api` as one file of nested inline modules, for `include!` from a
+/// build script (the root's docs become plain comments: an included file cannot have
+/// inner attributes).
+pub fn generate_single_file(
+    api: &Api,
     options: &Options,
     path: &str,
-    tokens: TokenStream,
 ) -> Result<GeneratedFile, EmitError> {
-    let mut file: syn::File = syn::parse2(tokens).map_err(|e| EmitError {
+    fn inline(module: &Module) -> TokenStream {
+        let docs = inner_doc_attrs(&module.docs);
+        let attrs = &module.attrs;
+        let children = module
+            .children
+            .iter()
+            .map(|c| c.declaration(Some(inline(c))));
+        let items = &module.items;
+        quote! {
+            #docs
+            #attrs
+            #(#children)*
+            #items
+        }
+    }
+    let root = module_tree(api);
+    let children = root.children.iter().map(|c| c.declaration(Some(inline(c))));
+    let items = &root.items;
+    let tokens = quote! {
+        #(#children)*
+        #items
+    };
+    let file: syn::File = syn::parse2(tokens).map_err(|e| EmitError {
         path: path.to_owned(),
         message: e.to_string(),
     })?;
-    // prettyplease formats; rustfmt would format differently and make `verify` fail in a
-    // user's crate after `cargo fmt`, so generated files opt out of rustfmt.
-    file.attrs
-        .push(syn::parse_quote!(#![cfg_attr(rustfmt, rustfmt::skip)]));
+    let mut contents = header(options);
+    for line in &root.docs {
+        contents.push_str("//");
+        if !line.is_empty() {
+            contents.push(' ');
+            contents.push_str(line);
+        }
+        contents.push('\n');
+    }
+    contents.push('\n');
+    contents.push_str(&space_items(&prettyplease::unparse(&file)));
+    Ok(GeneratedFile {
+        path: path.to_owned(),
+        contents,
+    })
+}
+
+fn header(options: &Options) -> String {
     let mut contents = String::from(HEADER);
     contents.push('\n');
     if let Some(boilerplate) = &options.boilerplate {
@@ -224,6 +309,28 @@ pub fn render(
         }
     }
     contents.push('\n');
+    contents
+}
+
+/// Formats one file: header, boilerplate, then the prettyplease-printed tokens.
+pub fn render(
+    options: &Options,
+    path: &str,
+    tokens: TokenStream,
+) -> Result<GeneratedFile, EmitError> {
+    render_text(options, path, &tokens.to_string())
+}
+
+fn render_text(options: &Options, path: &str, text: &str) -> Result<GeneratedFile, EmitError> {
+    let mut file: syn::File = syn::parse_str(text).map_err(|e| EmitError {
+        path: path.to_owned(),
+        message: e.to_string(),
+    })?;
+    // prettyplease formats; rustfmt would format differently and make `verify` fail in a
+    // user's crate after `cargo fmt`, so generated files opt out of rustfmt.
+    file.attrs
+        .push(syn::parse_quote!(#![cfg_attr(rustfmt, rustfmt::skip)]));
+    let mut contents = header(options);
     contents.push_str(&space_items(&prettyplease::unparse(&file)));
     Ok(GeneratedFile {
         path: path.to_owned(),
@@ -358,10 +465,7 @@ pub fn ty_tokens(ty: &Ty, local: &TokenStream) -> TokenStream {
         }
         Ty::ApiVersion => quote!(::kubegen_runtime::types::ApiVersion<Self>),
         Ty::KindField => quote!(::kubegen_runtime::types::Kind<Self>),
-        Ty::External(path) => match syn::parse_str::<syn::Type>(path) {
-            Ok(ty) => quote!(#ty),
-            Err(_) => quote!(::kubegen_runtime::serde_json::Value),
-        },
+        Ty::External(path) => path_tokens(path),
     }
 }
 
@@ -410,6 +514,20 @@ pub fn supers(up: usize) -> TokenStream {
     quote!(#(#s)*)
 }
 
+/// The tokens of a type path the model holds as text. [`crate::validate::validate`]
+/// rejects paths that do not parse before anything is emitted; should one slip through,
+/// the generated code fails to compile with the path in the message (never a silent
+/// substitute type).
+pub fn path_tokens(path: &str) -> TokenStream {
+    match syn::parse_str::<syn::Type>(path) {
+        Ok(ty) => quote!(#ty),
+        Err(_) => {
+            let message = format!("kubegen: `{path}` is not a Rust type path");
+            quote!(::std::compile_error!(#message))
+        }
+    }
+}
+
 /// The Rust type of a kind, seen from a module `up` levels below the tree's root.
 pub fn kind_type(group: &Group, version: &Version, kind: &Kind, up: usize) -> TokenStream {
     match &kind.source {
@@ -422,10 +540,9 @@ pub fn kind_type(group: &Group, version: &Version, kind: &Kind, up: usize) -> To
             );
             quote!(#root apis::#g::#v::#t)
         }
-        KindSource::External { rust_path } => match syn::parse_str::<syn::Type>(rust_path) {
-            Ok(ty) => quote!(#ty),
-            Err(_) => quote!(::kubegen_runtime::kube::core::DynamicObject),
-        },
+        KindSource::User { rust_path, .. } | KindSource::External { rust_path } => {
+            path_tokens(rust_path)
+        }
     }
 }
 
@@ -433,11 +550,26 @@ pub fn kind_type(group: &Group, version: &Version, kind: &Kind, up: usize) -> To
 pub fn kind_stem(kind: &Kind) -> String {
     match &kind.source {
         KindSource::Generated { type_name } => type_name.clone(),
-        KindSource::External { rust_path } => rust_path
+        KindSource::User { rust_path, .. } | KindSource::External { rust_path } => rust_path
             .rsplit("::")
             .next()
             .map_or_else(|| crate::names::type_name(&kind.names.kind), str::to_owned),
     }
+}
+
+/// The module of a kind's client, lister and informer file (`foo` for `Foo`).
+pub fn kind_module(kind: &Kind) -> String {
+    crate::names::field_name(&kind_stem(kind))
+}
+
+/// Whether a kind gets a typed client: it is served and has a verb or a method.
+pub fn has_client(kind: &Kind) -> bool {
+    kind.served && (!kind.client.verbs.is_empty() || !kind.client.methods.is_empty())
+}
+
+/// Whether a kind gets a lister and an informer: it is served, listed and watched.
+pub fn has_informer(kind: &Kind) -> bool {
+    kind.served && kind.client.has_informer()
 }
 
 /// The accessor of a kind's client, lister or informer: its plural (`foos`).

@@ -4,43 +4,58 @@
 //! `kube::Api<K>` and kube-runtime accept the type unchanged), the list type
 //! (`k8s_openapi::List<K>`, whose `kind` is the CRD's `listKind`), GVK/GVR constructors,
 //! and a `RESOURCE_INFO` constant with names, short names, categories, subresources
-//! (scale paths) and printer columns. Per version: `GROUP` and `VERSION` constants.
-//! External kinds get nothing here: their crate implements the traits already.
+//! (scale paths) and printer columns: the one description of the resource, which the
+//! fake clientset registers from. Per version: `GROUP` and `VERSION` constants.
+//!
+//! User-written kinds (Rust input) get only what they lack: a kube-derive type has
+//! `kube::Resource` already (and k8s-openapi's traits would conflict with it through
+//! kube's blanket impl), so it gets `RESOURCE_INFO` and the GVK/GVR functions only; a
+//! type with hand-written k8s-openapi impls keeps them. External kinds get nothing here.
 
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{ident, inner_doc_attrs};
+use super::{ident, path_tokens, Module};
 use crate::model::{Group, Kind, KindSource, PrinterColumn, Scope, TypeDef, Version};
 
-/// The whole `register.rs` of a version.
-pub fn register_file(group: &Group, version: &Version) -> TokenStream {
-    let doc = inner_doc_attrs(&[format!(
+/// The `register` module of a version.
+pub fn register_module(group: &Group, version: &Version) -> Module {
+    let docs = vec![format!(
         "Registration of `{}/{}`: resource traits, list types, names and subresources.",
         group.name, version.name
-    )]);
+    )];
     let group_name = &group.name;
     let version_name = &version.name;
-    let kinds = version.kinds.iter().filter_map(|k| match &k.source {
-        KindSource::Generated { type_name } => Some(kind_items(group, version, k, type_name)),
-        KindSource::External { .. } => None,
-    });
-    quote! {
-        #doc
+    let kinds = version.kinds.iter().map(|k| kind_items(group, version, k));
+    Module::new(
+        "register",
+        docs,
+        quote! {
+            /// The API group of this version.
+            pub const GROUP: &str = #group_name;
 
-        /// The API group of this version.
-        pub const GROUP: &str = #group_name;
+            /// This version's name.
+            pub const VERSION: &str = #version_name;
 
-        /// This version's name.
-        pub const VERSION: &str = #version_name;
-
-        #(#kinds)*
-    }
+            #(#kinds)*
+        },
+    )
 }
 
-/// Everything registered for one generated kind.
-pub fn kind_items(group: &Group, version: &Version, kind: &Kind, type_name: &str) -> TokenStream {
-    let ty = ident(type_name);
+/// Everything registered for one kind (nothing for external kinds).
+pub fn kind_items(group: &Group, version: &Version, kind: &Kind) -> TokenStream {
+    let (ty, has, new_fn) = match &kind.source {
+        KindSource::Generated { type_name } => {
+            let name = ident(type_name);
+            (
+                quote!(super::types::#name),
+                crate::model::ExistingImpls::default(),
+                new_fn(version, &kind.names.kind, type_name),
+            )
+        }
+        KindSource::User { rust_path, has } => (path_tokens(rust_path), *has, quote!()),
+        KindSource::External { .. } => return quote!(),
+    };
     let list = ident(&kind.list_type_name);
     let api_version = if group.name.is_empty() {
         version.name.clone()
@@ -58,9 +73,8 @@ pub fn kind_items(group: &Group, version: &Version, kind: &Kind, type_name: &str
     };
     let list_doc = format!(" A list of `{kind_name}` objects (`{list_kind}` on the wire).");
     let info = resource_info(group, version, kind);
-    let new_fn = new_fn(version, kind_name, type_name);
-    quote! {
-        impl ::kubegen_runtime::k8s_openapi::Resource for super::types::#ty {
+    let traits = (!has.kube_resource && !has.k8s_openapi_resource).then(|| quote! {
+        impl ::kubegen_runtime::k8s_openapi::Resource for #ty {
             const API_VERSION: &'static str = #api_version;
             const GROUP: &'static str = #group_name;
             const KIND: &'static str = #kind_name;
@@ -69,11 +83,11 @@ pub fn kind_items(group: &Group, version: &Version, kind: &Kind, type_name: &str
             type Scope = #scope;
         }
 
-        impl ::kubegen_runtime::k8s_openapi::ListableResource for super::types::#ty {
+        impl ::kubegen_runtime::k8s_openapi::ListableResource for #ty {
             const LIST_KIND: &'static str = #list_kind;
         }
 
-        impl ::kubegen_runtime::k8s_openapi::Metadata for super::types::#ty {
+        impl ::kubegen_runtime::k8s_openapi::Metadata for #ty {
             type Ty = ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
             fn metadata(&self) -> &<Self as ::kubegen_runtime::k8s_openapi::Metadata>::Ty {
@@ -84,11 +98,20 @@ pub fn kind_items(group: &Group, version: &Version, kind: &Kind, type_name: &str
                 &mut self.metadata
             }
         }
+    });
+    // k8s-openapi's `List` needs `ListableResource`, which a kube-derive type lacks.
+    let list_type = (!has.kube_resource).then(|| {
+        quote! {
+            #[doc = #list_doc]
+            pub type #list = ::kubegen_runtime::k8s_openapi::List<#ty>;
+        }
+    });
+    quote! {
+        #traits
 
-        #[doc = #list_doc]
-        pub type #list = ::kubegen_runtime::k8s_openapi::List<super::types::#ty>;
+        #list_type
 
-        impl super::types::#ty {
+        impl #ty {
             /// Names, scope, subresources and printer columns, as the schema declares them.
             pub const RESOURCE_INFO: ::kubegen_runtime::types::ResourceInfo = #info;
 

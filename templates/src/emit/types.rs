@@ -11,23 +11,20 @@ use std::collections::BTreeSet;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::{
-    description_lint_allows, doc_attrs, ident, inner_doc_attrs, ty_tokens, LINT_ALLOWS_DOC,
-};
+use super::{description_lint_allows, doc_attrs, ident, ty_tokens, Module, LINT_ALLOWS_DOC};
 use crate::model::{EnumDef, Field, Group, StructDef, Ty, TypeDef, Version};
 
-/// The whole `types.rs` of a version.
-pub fn types_file(group: &Group, version: &Version) -> TokenStream {
+/// The `types` module of a version: every type kubegen defines (not user-written ones).
+pub fn types_module(group: &Group, version: &Version) -> Module {
     let mut doc = vec![format!(
         "Types of `{}/{}`, generated from their schemas.",
         group.name, version.name
     )];
     doc.push(String::new());
     doc.extend(LINT_ALLOWS_DOC.iter().map(|l| (*l).to_owned()));
-    let doc = inner_doc_attrs(&doc);
-    let allows = description_lint_allows();
     let with_defaults = types_with_defaults(version);
     let items = version.types.iter().map(|t| match t {
+        TypeDef::Struct(s) if s.existing.is_some() => quote!(),
         TypeDef::Struct(s) => {
             let def = struct_def(s);
             let defaults = with_defaults
@@ -38,11 +35,7 @@ pub fn types_file(group: &Group, version: &Version) -> TokenStream {
         }
         TypeDef::Enum(e) => enum_items(e),
     });
-    quote! {
-        #doc
-        #allows
-        #(#items)*
-    }
+    Module::new("types", doc, quote!(#(#items)*)).attrs(description_lint_allows())
 }
 
 /// A struct and its fields.

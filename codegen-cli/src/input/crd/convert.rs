@@ -35,13 +35,38 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kubegen_templates::model::{
-    EnumDef, Field, Kind, KindSource, StructDef, Ty, TypeDef, Variant, Version,
+    ClientTags, EnumDef, ExtensionMethod, Field, Kind, KindSource, StructDef, Ty, TypeDef, TypeRef,
+    Variant, Verb, Version,
 };
 use kubegen_templates::names::{self, Namer};
 
 use super::document::{Crd, CrdVersion};
 use super::schema::{AdditionalProperties, Schema};
 use crate::error::Error;
+
+/// The client tags a CRD version implies, as code-generator would write them for the
+/// same Go type: every verb (the status verbs only with the status subresource), and
+/// with the scale subresource the methods `GetScale`, `UpdateScale` and `PatchScale`
+/// on `autoscaling/v1` `Scale`.
+pub fn client_tags(version: &CrdVersion) -> ClientTags {
+    let mut tags = ClientTags::all(version.status_subresource);
+    if version.scale.is_some() {
+        for (name, verb) in [
+            ("GetScale", Verb::Get),
+            ("UpdateScale", Verb::Update),
+            ("PatchScale", Verb::Patch),
+        ] {
+            tags.methods.push(ExtensionMethod {
+                name: name.to_owned(),
+                verb,
+                subresource: Some("scale".to_owned()),
+                input: (verb == Verb::Update).then_some(TypeRef::Scale),
+                result: Some(TypeRef::Scale),
+            });
+        }
+    }
+    tags
+}
 
 /// Builds one version module from the CRD versions that serve in it.
 pub struct VersionBuilder {
@@ -80,6 +105,8 @@ impl VersionBuilder {
             scope: crd.scope,
             status_subresource: version.status_subresource,
             scale: version.scale.clone(),
+            client: client_tags(version),
+            schema_json: version.schema_json.clone(),
             printer_columns: version.printer_columns.clone(),
             served: version.served,
             storage: version.storage,
@@ -151,6 +178,7 @@ impl VersionBuilder {
         }
         let unknown_fields = preserves(schema).then(|| field_names.unique("additional_properties"));
         Ok(StructDef {
+            existing: None,
             name: name.to_owned(),
             doc: schema.description.clone(),
             origin: schema.path.clone(),
@@ -270,6 +298,7 @@ impl VersionBuilder {
         self.types.insert(
             name.clone(),
             TypeDef::Struct(StructDef {
+                existing: None,
                 name: name.clone(),
                 doc: s.description.clone(),
                 origin: s.path.clone(),

@@ -47,6 +47,8 @@ pub struct CrdVersion {
     pub deprecation_warning: Option<String>,
     /// `schema.openAPIV3Schema`.
     pub schema: Schema,
+    /// `schema.openAPIV3Schema` as JSON text, as the API server would store it.
+    pub schema_json: Option<String>,
     /// `subresources.status` present.
     pub status_subresource: bool,
     /// `subresources.scale`.
@@ -276,6 +278,17 @@ fn parse_version(v: &Yaml, path: &str) -> Result<CrdVersion, Error> {
         .map(|s| string(s, &format!("{p}deprecationWarning")))
         .transpose()?;
     let schema_v = get(v, "schema").and_then(|s| get(s, "openAPIV3Schema"));
+    let schema_json = schema_v
+        .map(|s| {
+            serde_json::to_string(s).map_err(|e| {
+                Error::at(
+                    format!("{p}schema.openAPIV3Schema"),
+                    format!("the schema cannot be written as JSON: {e}"),
+                    "use only string keys and JSON values in the schema",
+                )
+            })
+        })
+        .transpose()?;
     let schema = match schema_v {
         Some(s) => Schema::parse(s, &format!("{p}schema.openAPIV3Schema"))?,
         None if served => {
@@ -386,6 +399,7 @@ fn parse_version(v: &Yaml, path: &str) -> Result<CrdVersion, Error> {
         deprecated,
         deprecation_warning,
         schema,
+        schema_json,
         status_subresource,
         scale,
         printer_columns,
