@@ -467,3 +467,40 @@ fn mismatched_kind_is_rejected_and_absent_type_meta_accepted() {
         Some("x")
     );
 }
+
+/// The fake clientset registers each kind from its `RESOURCE_INFO` with the CRD's schema,
+/// so a test sees what the API server would do with the real CRD: out-of-range values
+/// are rejected with the field's path, and unknown fields are pruned.
+#[tokio::test]
+async fn the_fake_clientset_validates_and_prunes_with_the_crd_schema() {
+    let cs = new_simple_clientset(Vec::new()).await.unwrap();
+    let mut foo = new_foo("ns", "too-many", &[]);
+    foo.spec.as_mut().unwrap().replicas = Some(11);
+    let err = cs
+        .samplecontroller_v1alpha1()
+        .foos("ns")
+        .create(&foo, &WriteParams::default())
+        .await
+        .unwrap_err();
+    let status = err.status().expect("an API error");
+    assert_eq!(status.code(), 422, "{status:?}");
+    assert!(status.message().contains("spec.replicas"), "{status:?}");
+
+    let stored = cs
+        .server()
+        .create_object(serde_json::json!({
+            "apiVersion": "samplecontroller.k8s.io/v1alpha1",
+            "kind": "Foo",
+            "metadata": {"name": "pruned", "namespace": "ns"},
+            "spec": {"replicas": 2, "unknownField": "dropped"},
+        }))
+        .unwrap();
+    assert_eq!(stored["spec"], serde_json::json!({"replicas": 2}));
+    let read = cs
+        .samplecontroller_v1alpha1()
+        .foos("ns")
+        .get("pruned")
+        .await
+        .unwrap();
+    assert_eq!(read.spec.unwrap().replicas, Some(2));
+}
