@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Usage: hack/bench-compile.sh [CRD]   (default: cert-manager's Certificate from ../shared/crds)
+#
+# The compile time a user feels: the same small controller (an informer over the CRD's
+# kind, a work queue, a reconcile that writes status) built two ways, in one run on this
+# machine:
+#   (a) kubegen: the tree `kubegen generate` writes from CRD, kubegen-runtime's informer,
+#       lister and RateLimitingQueue;
+#   (b) kopium types (from crates.io, installed into target/tools if missing) +
+#       kube-runtime's Controller.
+# For each crate it builds the dependencies first (not timed), then times:
+#   - clean: the controller crate alone from scratch (`cargo clean -p`, then build);
+#   - touch: a rebuild after touching main.rs (ROUNDS times, default 3; median).
+# Debug profile, the workspace's Cargo.lock versions. Results: a table and the ratios.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+CRD=$(cd "$(dirname "${1:-$ROOT/../shared/crds/cert-manager__certificates.cert-manager.io.yaml}")" && pwd)/$(basename "${1:-cert-manager__certificates.cert-manager.io.yaml}")
+ROUNDS=${ROUNDS:-3}
+OUT=$ROOT/target/bench-compile
+TOOLS=$ROOT/target/tools
+KIND=$(awk '/^  names:/{n=1} n&&/kind:/{print $2; exit}' "$CRD")
+PLURAL=$(awk '/^  names:/{n=1} n&&/plural:/{print $2; exit}' "$CRD")
+VERSION=$(awk '/^  versions:/{n=1} n&&/- name:/{print $3; exit}' "$CRD")
+[ -n "$KIND" ] && [ -n "$PLURAL" ] && [ -n "$VERSION" ] || { echo "cannot read kind/plural/version of $CRD" >&2; exit 1; }
+
+if [ ! -x "$TOOLS/bin/kopium" ]; then
+  echo "installing kopium into $TOOLS (several minutes)" >&2
+  cargo install kopium --root "$TOOLS"
+fi
+(cd "$ROOT" && cargo build --release --locked -q -p kubegen)
+rm -rf "$OUT"; mkdir -p "$OUT/kubegen/src" "$OUT/kube/src"
+cp "$ROOT/Cargo.lock" "$OUT/kubegen/Cargo.lock"; cp "$ROOT/Cargo.lock" "$OUT/kube/Cargo.lock"
+
+# (a) kubegen
+"$ROOT/target/release/kubegen" generate -f "$CRD" -o "$OUT/kubegen/src/generated" 2>/dev/null
+GROUP_MOD=$(ls "$OUT/kubegen/src/generated/apis" | grep -v mod.rs | head -1)
+VMOD=$(ls "$OUT/kubegen/src/generated/apis/$GROUP_MOD" | grep -v mod.rs | head -1)
+cat >"$OUT/kubegen/Cargo.toml" <<TOML
+[package]
+name = "bench-kubegen-controller"
+version = "0.0.0"
+edition = "2021"
+publish = false
+[workspace]
+[dependencies]
+kubegen-runtime = { path = "$ROOT/runtime" }
+k8s-openapi = { version = "0.29", features = ["latest"] }
+tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
+[profile.dev]
+debug = "line-tables-only"
+[profile.dev.package."*"]
+debug = false
+TOML
+cat >"$OUT/kubegen/src/main.rs" <<RUST
+mod generated;
+use std::{sync::Arc, time::Duration};
+use generated::apis::$GROUP_MOD::$VMOD::$KIND;
+use generated::clientset::Clientset;
+use generated::informers::SharedInformerFactory;
+use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
+use kubegen_runtime::client::WriteParams;
+use kubegen_runtime::object::{object_key, split_meta_namespace_key};
+use kubegen_runtime::workqueue::RateLimitingQueue;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let cs = Clientset::new(kubegen_runtime::kube::Client::try_default().await?);
+    let factory = SharedInformerFactory::new(cs.clone(), Duration::from_secs(30));
+    let queue = RateLimitingQueue::new();
+    let informer = factory.$GROUP_MOD().$VMOD().$PLURAL();
+    let q = queue.clone();
+    informer.informer().add_event_handler(
+        ResourceEventHandlerFuncs::new().add_func(move |obj: &Arc<$KIND>, _| q.add(object_key(obj.as_ref()))),
+    )?;
+    factory.start();
+    factory.wait_for_cache_sync().await;
+    let lister = informer.lister();
+    while let Some(key) = queue.get().await {
+        let (ns, name) = split_meta_namespace_key(&key)?;
+        if let Ok(obj) = lister.$PLURAL(ns).get(name) {
+            let updated = $KIND::clone(&obj);
+            cs.${GROUP_MOD}_$VMOD().$PLURAL(ns).update_status(&updated, &WriteParams::default()).await?;
+        }
+        queue.forget(&key);
+        queue.done(&key);
+    }
+    Ok(())
+}
+RUST
+
+# (b) kopium + kube-runtime
+"$TOOLS/bin/kopium" -f "$CRD" --api-version "$VERSION" >"$OUT/kube/src/types.rs"
+cat >"$OUT/kube/Cargo.toml" <<TOML
+[package]
+name = "bench-kube-controller"
+version = "0.0.0"
+edition = "2021"
+publish = false
+[workspace]
+[dependencies]
+kube = { version = "5", default-features = false, features = ["client", "rustls-tls", "ring", "runtime", "derive"] }
+k8s-openapi = { version = "0.29", features = ["latest"] }
+schemars = "1"
+serde = { version = "1", features = ["derive"] }
+serde_json = "1"
+tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
+futures = "0.3"
+[profile.dev]
+debug = "line-tables-only"
+[profile.dev.package."*"]
+debug = false
+TOML
+cat >"$OUT/kube/src/main.rs" <<RUST
+#[allow(dead_code, clippy::all)]
+mod types;
+use std::{sync::Arc, time::Duration};
+use futures::StreamExt;
+use kube::runtime::controller::{Action, Controller};
+use kube::{api::{Api, PostParams}, Client};
+use types::$KIND;
+
+async fn reconcile(obj: Arc<$KIND>, client: Arc<Client>) -> Result<Action, kube::Error> {
+    let api: Api<$KIND> = Api::namespaced((*client).clone(), obj.metadata.namespace.as_deref().unwrap_or("default"));
+    let name = obj.metadata.name.clone().unwrap_or_default();
+    let data = serde_json::to_vec(obj.as_ref()).map_err(kube::Error::SerdeError)?;
+    api.replace_status(&name, &PostParams::default(), data).await?;
+    Ok(Action::requeue(Duration::from_secs(30)))
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let client = Client::try_default().await?;
+    let api: Api<$KIND> = Api::all(client.clone());
+    Controller::new(api, Default::default())
+        .run(reconcile, |_, _, _| Action::requeue(Duration::from_secs(5)), Arc::new(client))
+        .for_each(|_| async {})
+        .await;
+    Ok(())
+}
+RUST
+
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+now() { date +%s.%N; }
+time_crate() { # dir, crate name -> "clean touch"
+  local dir=$1 name=$2 t clean touches=()
+  (cd "$dir" && cargo build -q 2>"$dir/build.log") || { echo "build of $dir failed; see $dir/build.log" >&2; exit 1; }
+  (cd "$dir" && cargo clean -q -p "$name")
+  t=$(now); (cd "$dir" && cargo build -q 2>>"$dir/build.log"); clean=$(echo "$(now) - $t" | bc)
+  for ((r = 0; r < ROUNDS; r++)); do
+    touch "$dir/src/main.rs"
+    t=$(now); (cd "$dir" && cargo build -q 2>>"$dir/build.log"); touches+=("$(echo "$(now) - $t" | bc)")
+  done
+  echo "$clean $(median "${touches[@]}")"
+}
+read -r a_clean a_touch < <(time_crate "$OUT/kubegen" bench-kubegen-controller)
+read -r b_clean b_touch < <(time_crate "$OUT/kube" bench-kube-controller)
+printf '\ncontroller over %s (%s), debug build, touch = median of %d\n\n' "$KIND" "$(basename "$CRD")" "$ROUNDS"
+printf '| controller | crate alone, clean (s) | rebuild after touching main.rs (s) |\n|---|---|---|\n'
+printf '| (a) kubegen tree + kubegen-runtime | %.2f | %.2f |\n' "$a_clean" "$a_touch"
+printf '| (b) kopium types + kube-runtime Controller | %.2f | %.2f |\n' "$b_clean" "$b_touch"
+printf '\nratios (a)/(b): clean %.2f, touch %.2f\n' "$(echo "$a_clean / $b_clean" | bc -l)" "$(echo "$a_touch / $b_touch" | bc -l)"
