@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# Fails (exit 1, with a unified diff) when fixtures/golden is not what the generator
-# produces from fixtures/crds today. Fix: run hack/update-codegen.sh and commit.
+# Fails (exit 1, with a unified diff) when a checked-in generated tree is not what the
+# generator produces today:
+#   - fixtures/golden from fixtures/crds (fix: hack/update-codegen.sh);
+#   - kubernetes/api/builtin.yaml from k8s-openapi and kubernetes/api/table.yaml, and
+#     kubernetes/src/generated from builtin.yaml (fix: hack/update-builtin-api.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! cargo run -q --locked -p kubegen -- verify \
@@ -10,6 +13,26 @@ if ! cargo run -q --locked -p kubegen -- verify \
   echo "fixtures/golden is stale: run hack/update-codegen.sh and commit the result" >&2
   exit 1
 fi
-# The golden tree is mounted in kubegen-tests' library: clippy and `cargo test --doc`
-# already check it in CI; this checks that rustdoc has nothing to say about it either.
-RUSTDOCFLAGS="-D warnings" cargo doc -q --locked --no-deps -p kubegen-tests
+src=$(cargo metadata --format-version 1 --locked | python3 -c '
+import json, sys
+meta = json.load(sys.stdin)
+print(next(p["manifest_path"] for p in meta["packages"] if p["name"] == "k8s-openapi").rsplit("/", 1)[0])')
+version=$(grep -o 'latest = \["v1_[0-9]*"\]' "$src/Cargo.toml" | grep -o 'v1_[0-9]*')
+described=$(mktemp)
+trap 'rm -f "$described"' EXIT
+cargo run -q --locked -p kubegen --example describe_builtin -- "$src/src/$version" kubernetes/api/table.yaml >"$described"
+if ! diff -u kubernetes/api/builtin.yaml "$described"; then
+  echo "kubernetes/api/builtin.yaml is stale: run hack/update-builtin-api.sh and commit the result" >&2
+  exit 1
+fi
+if ! cargo run -q --locked -p kubegen -- verify \
+  -f kubernetes/api/builtin.yaml \
+  -o kubernetes/src/generated \
+  --boilerplate hack/boilerplate.rs.txt; then
+  echo "kubernetes/src/generated is stale: run hack/update-builtin-api.sh and commit the result" >&2
+  exit 1
+fi
+# The golden tree is mounted in kubegen-tests' library and the built-in tree in
+# kubegen-kubernetes: clippy and `cargo test --doc` already check them in CI; this checks
+# that rustdoc has nothing to say about them either.
+RUSTDOCFLAGS="-D warnings" cargo doc -q --locked --no-deps -p kubegen-tests -p kubegen-kubernetes

@@ -191,8 +191,18 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
             "pass *.yaml CRD files or directories holding them with -f",
         )]);
     }
-    let crds = load_crds(&files)?;
-    let parts = input::crd::build_versions(&crds).map_err(|e| vec![e])?;
+    let (builtin, crd_files): (Vec<PathBuf>, Vec<PathBuf>) = files
+        .iter()
+        .cloned()
+        .partition(|f| is_builtin_description(f));
+    let crds = load_crds(&crd_files)?;
+    let mut parts = input::crd::build_versions(&crds).map_err(|e| vec![e])?;
+    for file in &builtin {
+        let text = std::fs::read_to_string(file).map_err(|e| {
+            vec![Error::at("", format!("cannot read: {e}"), "check the path").in_file(file)]
+        })?;
+        parts.extend(input::builtin::read(file, &text).map_err(|e| vec![e])?);
+    }
     let api = input::assemble(parts, &config.group_aliases).map_err(|e| vec![e])?;
     let kinds: usize = api
         .groups
@@ -225,6 +235,15 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
             crds: crds.len(),
         },
     ))
+}
+
+/// Whether a YAML file is a built-in API description (`kind: BuiltinAPI` at the top
+/// level) rather than CRDs.
+fn is_builtin_description(file: &Path) -> bool {
+    std::fs::read_to_string(file).is_ok_and(|text| {
+        text.lines()
+            .any(|l| l.trim_end() == format!("kind: {}", input::builtin::DESCRIPTION_KIND))
+    })
 }
 
 /// What [`build_model`] read.

@@ -161,6 +161,26 @@ impl ClientTags {
         self.verbs.contains(&verb)
     }
 
+    /// The methods of a scale subresource, as code-generator names them for Go types
+    /// that serve one: `GetScale`, `UpdateScale` and `PatchScale` on `autoscaling/v1`
+    /// `Scale`.
+    pub fn scale_methods() -> Vec<ExtensionMethod> {
+        [
+            ("GetScale", Verb::Get),
+            ("UpdateScale", Verb::Update),
+            ("PatchScale", Verb::Patch),
+        ]
+        .into_iter()
+        .map(|(name, verb)| ExtensionMethod {
+            name: name.to_owned(),
+            verb,
+            subresource: Some("scale".to_owned()),
+            input: (verb == Verb::Update).then_some(TypeRef::Scale),
+            result: Some(TypeRef::Scale),
+        })
+        .collect()
+    }
+
     /// Whether the kind gets a lister and an informer (it can be listed and watched).
     pub fn has_informer(&self) -> bool {
         self.has(Verb::List) && self.has(Verb::Watch)

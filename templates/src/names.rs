@@ -42,6 +42,49 @@ pub fn field_name(json: &str) -> String {
     name
 }
 
+/// The accessor of a kind's client, lister and informer: its plural resource name with the
+/// kind's word boundaries, as client-go's `ConfigMaps()` (`ConfigMap`, `configmaps` ->
+/// `config_maps`; `NetworkPolicy`, `networkpolicies` -> `network_policies`). Where the
+/// plural does not spell the kind (a CRD may choose any plural), boundaries are kept only
+/// as far as the two agree, so the accessor always reads as the plural.
+///
+/// ```
+/// use kubegen_templates::names::accessor_name;
+/// assert_eq!(accessor_name("ConfigMap", "configmaps"), "config_maps");
+/// assert_eq!(accessor_name("NetworkPolicy", "networkpolicies"), "network_policies");
+/// assert_eq!(accessor_name("Foo", "foos"), "foos");
+/// assert_eq!(accessor_name("postgresql", "postgresqls"), "postgresqls");
+/// assert_eq!(accessor_name("Endpoints", "endpoints"), "endpoints");
+/// assert_eq!(accessor_name("CSIDriver", "csidrivers"), "csi_drivers");
+/// assert_eq!(accessor_name("Widget", "gadgets"), "gadgets");
+/// ```
+pub fn accessor_name(kind: &str, plural: &str) -> String {
+    let snake = kind.to_snake_case();
+    let mut boundaries = std::collections::BTreeSet::new();
+    let mut at = 0;
+    for c in snake.chars() {
+        if c == '_' {
+            boundaries.insert(at);
+        } else {
+            at += 1;
+        }
+    }
+    let kind_lower: Vec<char> = kind.to_lowercase().chars().collect();
+    let mut out = String::with_capacity(plural.len() + boundaries.len());
+    for (i, c) in plural.chars().enumerate() {
+        let agrees = i < kind_lower.len()
+            && kind_lower[..=i]
+                .iter()
+                .copied()
+                .eq(plural.chars().take(i + 1));
+        if i > 0 && agrees && boundaries.contains(&i) {
+            out.push('_');
+        }
+        out.push(c);
+    }
+    field_name(&out)
+}
+
 /// An UpperCamelCase type-name part for a JSON key (`deploymentName` -> `DeploymentName`).
 pub fn type_part(json: &str) -> String {
     let cleaned: String = json

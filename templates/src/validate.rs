@@ -185,7 +185,7 @@ fn validate_version(place: &str, version: &Version, errors: &mut Vec<ModelError>
                 "give every kind of a version a distinct name",
             );
         }
-        let accessor = crate::names::field_name(&kind.names.plural);
+        let accessor = crate::names::accessor_name(&kind.names.kind, &kind.names.plural);
         if let Some(other) = accessors.insert(accessor.clone(), k) {
             push(
                 k,

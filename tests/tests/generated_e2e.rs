@@ -273,7 +273,7 @@ async fn fake_clientset_records_actions_and_reactor_errors_reach_the_caller() {
 #[tokio::test]
 async fn scale_subresource_through_the_generated_client() {
     let cs = new_simple_clientset(Vec::new()).await.unwrap();
-    let sets = cs.scaling_v1().replicasets("default");
+    let sets = cs.scaling_v1().replica_sets("default");
     let params = WriteParams::default();
     let created = sets
         .create(
@@ -365,7 +365,7 @@ async fn scale_subresource_through_the_generated_client() {
 #[tokio::test]
 async fn cluster_scoped_kind_end_to_end() {
     let cs = new_simple_clientset(Vec::new()).await.unwrap();
-    let widgets = cs.widgets_v1().clusterwidgets();
+    let widgets = cs.widgets_v1().cluster_widgets();
     let created = widgets
         .create(
             &ClusterWidget::new("blue", ClusterWidgetSpec::default()),
@@ -380,7 +380,7 @@ async fn cluster_scoped_kind_end_to_end() {
     );
 
     let factory = SharedInformerFactory::new(cs.clientset().clone(), Duration::ZERO);
-    let informer = factory.widgets().v1().clusterwidgets();
+    let informer = factory.widgets().v1().cluster_widgets();
     let _ = informer.informer();
     factory.start();
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));

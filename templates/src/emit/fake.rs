@@ -5,10 +5,30 @@
 //! `[dev-dependencies]` for tests, or from a feature of their own). The generated code
 //! names no cfg of the user's crate, so `unexpected_cfgs` cannot fire.
 
+use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::{has_client, kind_type, Module};
-use crate::model::{Api, KindSource};
+use crate::model::{Api, Kind, KindSource, Scope};
+
+/// A built-in kind's registration, for kinds the in-memory server does not serve by
+/// itself (registering one it serves keeps the server's own, which knows more).
+fn external_registration(group: &str, version: &str, k: &Kind) -> TokenStream {
+    let t = quote!(::kubegen_runtime::testing);
+    let n = &k.names;
+    let (plural, kind, singular, list_kind) = (&n.plural, &n.kind, &n.singular, &n.list_kind);
+    let short = &n.short_names;
+    let cluster = (k.scope == Scope::Cluster).then(|| quote!(.cluster_scoped()));
+    let status = k.status_subresource.then(|| quote!(.status_subresource()));
+    let scale = k.scale.is_some().then(|| quote!(.scale_subresource()));
+    quote! {
+        #t::Registration::new(#group, #version, #plural, #kind)
+            .list_kind(#list_kind)
+            .singular(#singular)
+            .short_names(&[#(#short),*])
+            #cluster #status #scale
+    }
+}
 
 /// The `fake` module.
 pub fn fake_module(api: &Api) -> Module {
@@ -37,7 +57,11 @@ pub fn fake_module(api: &Api) -> Module {
     for g in &api.groups {
         for v in &g.versions {
             for k in &v.kinds {
-                if matches!(k.source, KindSource::External { .. }) || !has_client(k) {
+                if !has_client(k) {
+                    continue;
+                }
+                if let KindSource::External { .. } = k.source {
+                    regs.push(external_registration(&g.name, &v.name, k));
                     continue;
                 }
                 let ty = kind_type(g, v, k, 1);

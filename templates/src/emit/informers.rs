@@ -43,18 +43,27 @@ pub fn informers_module(api: &Api) -> Module {
             }
         }
     });
-    let known = groups.iter().flat_map(|g| {
-        g.versions.iter().flat_map(move |v| {
-            v.kinds.iter().filter(|k| has_informer(k)).map(move |k| {
-                let (gm, vm, acc) = (ident(&g.module), ident(&v.module), kind_accessor(k));
-                let (gn, vn, plural) = (&g.name, &v.name, &k.names.plural);
-                quote! {
-                    if gvr.group == #gn && gvr.version == #vn && gvr.resource == #plural {
-                        let _ = self.#gm().#vm().#acc().informer();
+    let known: Vec<TokenStream> = groups
+        .iter()
+        .flat_map(|g| {
+            g.versions.iter().flat_map(move |v| {
+                v.kinds.iter().filter(|k| has_informer(k)).map(move |k| {
+                    let (gm, vm, acc) = (ident(&g.module), ident(&v.module), kind_accessor(k));
+                    let (gn, vn, plural) = (&g.name, &v.name, &k.names.plural);
+                    quote! {
+                        if key == (#gn, #vn, #plural) {
+                            let _ = self.#gm().#vm().#acc().informer();
+                        }
                     }
-                }
+                })
             })
         })
+        .collect();
+    let create_known = (!known.is_empty()).then(|| {
+        quote! {
+            let key = (gvr.group.as_str(), gvr.version.as_str(), gvr.resource.as_str());
+            #(#known)*
+        }
     });
     let items = quote! {
         /// One shared informer per kind of this tree, started and stopped together.
@@ -81,9 +90,23 @@ pub fn informers_module(api: &Api) -> Module {
                 }
             }
 
+            /// This tree's accessors over a factory shared with another generated tree
+            /// (another tree's `factory()` and `stop_token()`, e.g. the built-in API's
+            /// from `kubegen-kubernetes`): informers are created once per type in the
+            /// shared factory, and one `start`, `wait_for_cache_sync` or `shutdown` on
+            /// either acts on the informers of both.
+            pub fn from_shared(factory: #f::InformerFactory, stop: ::kubegen_runtime::tokio_util::sync::CancellationToken) -> Self {
+                Self { factory, stop }
+            }
+
             /// The runtime factory underneath.
             pub fn factory(&self) -> &#f::InformerFactory {
                 &self.factory
+            }
+
+            /// The token that stops every informer of this factory (see `from_shared`).
+            pub fn stop_token(&self) -> &::kubegen_runtime::tokio_util::sync::CancellationToken {
+                &self.stop
             }
 
             #(#accessors)*
@@ -112,7 +135,7 @@ pub fn informers_module(api: &Api) -> Module {
                 &self,
                 gvr: &::kubegen_runtime::object::GroupVersionResource,
             ) -> ::std::result::Result<#f::GenericInformer, #f::FactoryError> {
-                #(#known)*
+                #create_known
                 self.factory.for_resource(gvr)
             }
         }

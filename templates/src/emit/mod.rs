@@ -572,9 +572,13 @@ pub fn has_informer(kind: &Kind) -> bool {
     kind.served && kind.client.has_informer()
 }
 
-/// The accessor of a kind's client, lister or informer: its plural (`foos`).
+/// The accessor of a kind's client, lister or informer: its plural with the kind's word
+/// boundaries (`foos`, `config_maps`; see [`crate::names::accessor_name`]).
 pub fn kind_accessor(kind: &Kind) -> syn::Ident {
-    ident(&crate::names::field_name(&kind.names.plural))
+    ident(&crate::names::accessor_name(
+        &kind.names.kind,
+        &kind.names.plural,
+    ))
 }
 
 /// `<Group><Version><suffix>` (`SamplecontrollerV1alpha1Client`).

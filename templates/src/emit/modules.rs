@@ -4,7 +4,8 @@
 //! A version module re-exports its `types` and `register` items (`pub use self::types::*`)
 //! so users write `apis::samplecontroller::v1alpha1::Foo`; the model guarantees the two
 //! never define the same name (list type names are reserved). For kinds whose types the
-//! user wrote (Rust input), the version module holds only what kubegen adds to them.
+//! user wrote (Rust input), the version module holds only what kubegen adds to them; kinds
+//! of another crate (k8s-openapi's built-ins) are re-exported from it.
 //!
 //! Every top-level module allows `dead_code` and `unused_imports`: a user who mounts the
 //! tree privately (`mod generated;`) and uses part of it must not get a warning for each
@@ -13,7 +14,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{deepcopy, register, types, Module};
+use super::{deepcopy, path_tokens, register, types, Module};
 use crate::model::{Api, Group, KindSource, TypeDef, Version};
 
 /// The inner attributes of every top-level module (see the module docs).
@@ -118,6 +119,14 @@ pub fn version(group: &Group, version: &Version) -> Module {
     }
     if !version.types.is_empty() {
         children.push(deepcopy::deepcopy_module(version).private());
+    }
+    // Kinds whose types live in another crate (k8s-openapi's built-ins) are re-exported,
+    // so every kind of the tree is reached the same way.
+    for kind in &version.kinds {
+        if let KindSource::External { rust_path } = &kind.source {
+            let path = path_tokens(rust_path);
+            uses.push(quote!(pub use #path;));
+        }
     }
     Module::new(version.module.clone(), docs, quote!(#(#uses)*)).children(children)
 }

@@ -35,8 +35,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kubegen_templates::model::{
-    ClientTags, EnumDef, ExtensionMethod, Field, Kind, KindSource, StructDef, Ty, TypeDef, TypeRef,
-    Variant, Verb, Version,
+    ClientTags, EnumDef, Field, Kind, KindSource, StructDef, Ty, TypeDef, Variant, Version,
 };
 use kubegen_templates::names::{self, Namer};
 
@@ -51,19 +50,7 @@ use crate::error::Error;
 pub fn client_tags(version: &CrdVersion) -> ClientTags {
     let mut tags = ClientTags::all(version.status_subresource);
     if version.scale.is_some() {
-        for (name, verb) in [
-            ("GetScale", Verb::Get),
-            ("UpdateScale", Verb::Update),
-            ("PatchScale", Verb::Patch),
-        ] {
-            tags.methods.push(ExtensionMethod {
-                name: name.to_owned(),
-                verb,
-                subresource: Some("scale".to_owned()),
-                input: (verb == Verb::Update).then_some(TypeRef::Scale),
-                result: Some(TypeRef::Scale),
-            });
-        }
+        tags.methods.extend(ClientTags::scale_methods());
     }
     tags
 }
