@@ -1,0 +1,249 @@
+//! The generated built-in API against the in-memory API server, over the tower Service
+//! and over a real TCP socket through `kube::Client`: CRUD, status and scale through the
+//! typed clientset for kinds of several groups, and informers with listers from the
+//! shared factory.
+
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec, DeploymentStatus};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PodTemplateSpec};
+use k8s_openapi::api::rbac::v1::{PolicyRule, Role};
+use k8s_openapi::api::storage::v1::StorageClass;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
+use kubegen_kubernetes::clientset::Clientset;
+use kubegen_kubernetes::informers::SharedInformerFactory;
+use kubegen_runtime::client::{DeleteOptions, ListOptions, Patch, PatchParams, WriteParams};
+use kubegen_runtime::labels::Selector;
+use kubegen_runtime::testing::ApiServer;
+
+fn meta(namespace: Option<&str>, name: &str) -> ObjectMeta {
+    ObjectMeta {
+        name: Some(name.to_owned()),
+        namespace: namespace.map(str::to_owned),
+        ..ObjectMeta::default()
+    }
+}
+
+fn deployment(name: &str, replicas: i32) -> Deployment {
+    let labels = [("app".to_owned(), name.to_owned())].into_iter().collect();
+    Deployment {
+        metadata: meta(Some("ns"), name),
+        spec: DeploymentSpec {
+            replicas: Some(replicas),
+            selector: LabelSelector {
+                match_labels: Some(labels),
+                ..LabelSelector::default()
+            },
+            template: PodTemplateSpec::default(),
+            ..DeploymentSpec::default()
+        },
+        status: None,
+    }
+}
+
+/// What every transport must do: the same assertions over tower and TCP.
+async fn exercise(cs: Clientset) {
+    let wp = WriteParams::default();
+
+    // core/v1: namespaced CRUD and a cluster-scoped kind.
+    let cms = cs.core_v1().config_maps("ns");
+    let mut cm = ConfigMap {
+        metadata: meta(Some("ns"), "settings"),
+        data: Some([("a".to_owned(), "1".to_owned())].into_iter().collect()),
+        ..ConfigMap::default()
+    };
+    let created = cms.create(&cm, &wp).await.unwrap();
+    assert!(created.metadata.resource_version.is_some());
+    cm.metadata.resource_version = created.metadata.resource_version.clone();
+    cm.data
+        .get_or_insert_with(Default::default)
+        .insert("b".into(), "2".into());
+    let updated = cms.update(&cm, &wp).await.unwrap();
+    assert_eq!(updated.data.unwrap().len(), 2);
+    let patched = cms
+        .patch(
+            "settings",
+            &Patch::Merge(serde_json::json!({"data": {"c": "3"}})),
+            &PatchParams::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(patched.data.unwrap()["c"], "3");
+    cs.core_v1()
+        .namespaces()
+        .create(
+            &Namespace {
+                metadata: meta(None, "team-a"),
+                ..Namespace::default()
+            },
+            &wp,
+        )
+        .await
+        .unwrap();
+    let namespaces = cs
+        .core_v1()
+        .namespaces()
+        .list(&ListOptions::default())
+        .await
+        .unwrap();
+    assert!(namespaces
+        .items
+        .iter()
+        .any(|n| n.metadata.name.as_deref() == Some("team-a")));
+
+    // apps/v1: status and scale.
+    let deployments = cs.apps_v1().deployments("ns");
+    deployments
+        .create(&deployment("web", 2), &wp)
+        .await
+        .unwrap();
+    let mut web = deployments.get("web").await.unwrap();
+    web.status = Some(DeploymentStatus {
+        available_replicas: Some(2),
+        ..DeploymentStatus::default()
+    });
+    let with_status = deployments.update_status(&web, &wp).await.unwrap();
+    assert_eq!(with_status.status.unwrap().available_replicas, Some(2));
+    let mut scale = deployments.get_scale("web").await.unwrap();
+    assert_eq!(scale.spec.as_ref().unwrap().replicas, Some(2));
+    scale.spec.as_mut().unwrap().replicas = Some(5);
+    deployments.update_scale("web", &scale, &wp).await.unwrap();
+    assert_eq!(deployments.get("web").await.unwrap().spec.replicas, Some(5));
+
+    // batch/v1, coordination.k8s.io/v1, rbac.authorization.k8s.io/v1, storage.k8s.io/v1.
+    let job: Job = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "once", "namespace": "ns"},
+        "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "busybox"}], "restartPolicy": "Never"}}},
+    }))
+    .unwrap();
+    cs.batch_v1().jobs("ns").create(&job, &wp).await.unwrap();
+    assert_eq!(
+        cs.batch_v1()
+            .jobs("ns")
+            .list(&ListOptions::default())
+            .await
+            .unwrap()
+            .items
+            .len(),
+        1
+    );
+    let lease = Lease {
+        metadata: meta(Some("ns"), "leader"),
+        spec: Some(LeaseSpec {
+            holder_identity: Some("me".into()),
+            ..LeaseSpec::default()
+        }),
+    };
+    cs.coordination_v1()
+        .leases("ns")
+        .create(&lease, &wp)
+        .await
+        .unwrap();
+    let role = Role {
+        metadata: meta(Some("ns"), "reader"),
+        rules: Some(vec![PolicyRule {
+            api_groups: Some(vec![String::new()]),
+            resources: Some(vec!["pods".into()]),
+            verbs: vec!["get".into(), "list".into()],
+            ..PolicyRule::default()
+        }]),
+    };
+    cs.rbac_v1().roles("ns").create(&role, &wp).await.unwrap();
+    let sc = StorageClass {
+        metadata: meta(None, "fast"),
+        provisioner: "example.com/fast".into(),
+        ..StorageClass::default()
+    };
+    cs.storage_v1()
+        .storage_classes()
+        .create(&sc, &wp)
+        .await
+        .unwrap();
+    assert_eq!(
+        cs.storage_v1()
+            .storage_classes()
+            .get("fast")
+            .await
+            .unwrap()
+            .provisioner,
+        "example.com/fast"
+    );
+
+    // Informers and listers from the shared factory.
+    let factory = SharedInformerFactory::new(cs.clone(), Duration::from_secs(0));
+    let deployment_informer = factory.apps().v1().deployments();
+    let cm_informer = factory.core().v1().config_maps();
+    let (d_lister, cm_lister) = (deployment_informer.lister(), cm_informer.lister());
+    factory.start();
+    let synced = factory.wait_for_cache_sync().await;
+    assert!(synced.values().all(|s| *s), "{synced:?}");
+    assert_eq!(
+        d_lister.deployments("ns").get("web").unwrap().spec.replicas,
+        Some(5)
+    );
+    assert_eq!(cm_lister.list(&Selector::everything()).len(), 1);
+
+    deployments
+        .delete("web", &DeleteOptions::default())
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while d_lister.deployments("ns").get("web").is_ok() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the informer never saw the delete"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    factory.shutdown().await;
+}
+
+/// An in-memory server that serves every built-in kind of the generated API (its own
+/// registrations first, then the generated ones for kinds it lacks).
+fn server() -> ApiServer {
+    let server = ApiServer::new();
+    for registration in kubegen_kubernetes::fake::registrations().unwrap() {
+        server.register(registration);
+    }
+    server
+}
+
+#[tokio::test]
+async fn builtin_clientset_informers_and_listers_over_tower() {
+    let server = server();
+    let cs = Clientset::new(kube::Client::new(server.service(), "default"));
+    exercise(cs).await;
+}
+
+#[tokio::test]
+async fn builtin_clientset_informers_and_listers_over_tcp() {
+    let server = server();
+    let tcp = server.serve_tcp().await.unwrap();
+    let cs = Clientset::new(tcp.client().await.unwrap());
+    exercise(cs).await;
+    tcp.shutdown().await;
+}
+
+#[tokio::test]
+async fn the_fake_serves_every_listable_builtin_kind() {
+    let fake = kubegen_kubernetes::fake::new_simple_clientset([serde_json::json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "seeded", "namespace": "ns"},
+    })])
+    .await
+    .unwrap();
+    assert!(fake.core_v1().config_maps("ns").get("seeded").await.is_ok());
+    // A kind the in-memory server has no registration of its own for is served from the
+    // generated registration (a list answers, empty).
+    let classes = fake
+        .node_v1()
+        .runtime_classes()
+        .list(&ListOptions::default())
+        .await
+        .unwrap();
+    assert!(classes.items.is_empty());
+    let registrations = kubegen_kubernetes::fake::registrations().unwrap();
+    assert!(registrations.len() > 80, "{}", registrations.len());
+}
