@@ -97,7 +97,7 @@ impl Controller {
         // A change is needed: start from the live object (the cache may lag behind).
         let mut live = match self.live.get(name).await {
             Ok(cm) => cm,
-            Err(err) if err.status().is_some_and(|s| s.is_not_found()) => return Ok(Outcome::Gone),
+            Err(err) if err.is_not_found() => return Ok(Outcome::Gone),
             Err(err) => return Err(err.into()),
         };
         let want = checksum(live.data.as_ref());

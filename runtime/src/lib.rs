@@ -12,6 +12,7 @@
 //! - [`workqueue`]: the rate-limited workqueue and its rate limiters;
 //! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
 //! - [`leaderelection`]: leader election on a coordination.k8s.io/v1 Lease;
+//! - [`retry`]: `retry_on_conflict` and `on_error` (client-go's `util/retry`);
 //! - `testing` (feature `testing`): an in-memory Kubernetes API server.
 //!
 //! # Cargo features
@@ -62,6 +63,7 @@ pub mod fields;
 pub mod labels;
 pub mod leaderelection;
 pub mod object;
+pub mod retry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod types;

@@ -60,6 +60,9 @@ pub enum Error {
     /// The request could not be built.
     #[error("building the request: {0}")]
     Request(#[source] http::Error),
+    /// A retry helper ([`crate::retry`]) had no step left to try anything.
+    #[error(transparent)]
+    Interrupted(#[from] crate::retry::Interrupted),
 }
 
 impl Error {
@@ -69,6 +72,70 @@ impl Error {
             Error::Api(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+/// Defines `Error::is_*` classifiers, each delegating to [`StatusError`]'s predicate of
+/// the same meaning and false for errors that are not API errors.
+macro_rules! classifiers {
+    ($($(#[$doc:meta])* $name:ident => $pred:ident;)*) => {
+        impl Error {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> bool {
+                    self.status().is_some_and(StatusError::$pred)
+                }
+            )*
+        }
+    };
+}
+
+// apimachinery's `errors.IsXxx` functions, as methods: by the Status' reason first, by
+// its HTTP code only when the reason is unknown or empty (see `crate::errors`).
+classifiers! {
+    /// `IsNotFound`: reason NotFound, or an unknown reason with 404.
+    is_not_found => is_not_found;
+    /// `IsAlreadyExists`: reason AlreadyExists (a 409 with reason Conflict is not).
+    is_already_exists => is_already_exists;
+    /// `IsConflict`: reason Conflict (server-side apply conflicts included), or an
+    /// unknown reason with 409; AlreadyExists is not a conflict.
+    is_conflict => is_conflict;
+    /// `IsInvalid`: reason Invalid, or an unknown reason with 422.
+    is_invalid => is_invalid;
+    /// `IsGone`: reason Gone, or an unknown reason with 410; Expired is not Gone.
+    is_gone => is_gone;
+    /// `IsResourceExpired`: reason Expired (the reason only, as apimachinery checks).
+    is_resource_expired => is_expired;
+    /// `IsForbidden`: reason Forbidden, or an unknown reason with 403.
+    is_forbidden => is_forbidden;
+    /// `IsUnauthorized`: reason Unauthorized, or an unknown reason with 401.
+    is_unauthorized => is_unauthorized;
+    /// `IsTooManyRequests`: reason TooManyRequests, or code 429 whatever the reason.
+    is_too_many_requests => is_too_many_requests;
+    /// `IsServerTimeout`: reason ServerTimeout (no HTTP code means it).
+    is_server_timeout => is_server_timeout;
+    /// `IsTimeout`: reason Timeout, or an unknown reason with 504.
+    is_timeout => is_timeout;
+    /// `IsBadRequest`: reason BadRequest, or an unknown reason with 400.
+    is_bad_request => is_bad_request;
+    /// `IsInternalError`: reason InternalError, or an unknown reason with 500.
+    is_internal_error => is_internal_error;
+    /// `IsServiceUnavailable`: reason ServiceUnavailable, or an unknown reason with 503.
+    is_service_unavailable => is_service_unavailable;
+    /// `IsMethodNotSupported`: reason MethodNotAllowed, or an unknown reason with 405.
+    is_method_not_supported => is_method_not_supported;
+    /// `IsUnsupportedMediaType`: reason UnsupportedMediaType, or an unknown reason
+    /// with 415.
+    is_unsupported_media_type => is_unsupported_media_type;
+    /// `IsTooLargeResourceVersion`: a 504 Timeout with a ResourceVersionTooLarge cause.
+    is_too_large_resource_version => is_too_large_resource_version;
+}
+
+impl Error {
+    /// `SuggestsClientDelay`: the seconds the server asked the client to wait
+    /// (`details.retryAfterSeconds`), if any.
+    pub fn retry_after_seconds(&self) -> Option<i32> {
+        self.status().and_then(StatusError::retry_after_seconds)
     }
 }
 
