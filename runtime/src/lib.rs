@@ -10,6 +10,8 @@
 //! - [`labels`] and [`fields`]: selector parsing and matching (apimachinery's grammar);
 //! - [`cache`]: the thread-safe store and indexer, listers, the DeltaFIFO;
 //! - [`workqueue`]: the rate-limited workqueue and its rate limiters;
+//! - [`flowcontrol`]: the token bucket shared by the workqueue and client-side rate
+//!   limiting;
 //! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
 //! - [`leaderelection`]: leader election on a coordination.k8s.io/v1 Lease;
 //! - [`retry`]: `retry_on_conflict` and `on_error` (client-go's `util/retry`);
@@ -60,6 +62,7 @@ pub mod cache;
 pub mod client;
 pub mod errors;
 pub mod fields;
+pub mod flowcontrol;
 pub mod labels;
 pub mod leaderelection;
 pub mod object;
