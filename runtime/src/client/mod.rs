@@ -17,12 +17,17 @@
 //! - [`ResourceClient::watch`] decodes frames with a streaming JSON decoder that does not
 //!   rely on newlines; see [`WatchEvent`] for how errors surface.
 //!
+//! - Client-side rate limiting and `Retry-After` retries are opt-in, for every request of
+//!   a [`kube::Client`]: [`RestConfig::wrap`] or [`RestConfig::client`] (see
+//!   [`RestConfig`]); without them the client neither throttles nor retries.
+//!
 //! The write path (create, update, patch, apply, delete) lives in its own file; see
 //! [`Patch`] and [`DeleteOptions`]. It does not retry or cache. The `scale` subresource
 //! has its own verbs too ([`ResourceClient::get_scale`], `update_scale`, `patch_scale`).
 
 pub(crate) mod decode;
 mod pool;
+mod rest;
 mod scale;
 mod skip;
 mod watch;
@@ -40,6 +45,10 @@ use serde::Deserialize;
 
 use crate::errors::{Status, StatusError};
 
+pub use rest::{
+    RestConfig, RestConfigError, RestLayer, RestService, DEFAULT_BURST, DEFAULT_MAX_RETRIES,
+    DEFAULT_QPS,
+};
 pub use watch::{Bookmark, WatchEvent, WatchStream};
 pub use write::{
     DeleteOptions, Deleted, Patch, PatchParams, Preconditions, PropagationPolicy, WriteParams,
