@@ -15,6 +15,7 @@
 //! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
 //! - [`leaderelection`]: leader election on a coordination.k8s.io/v1 Lease;
 //! - [`retry`]: `retry_on_conflict` and `on_error` (client-go's `util/retry`);
+//! - [`watch`]: `RetryWatcher`, `until`, `until_with_sync` (client-go's `tools/watch`);
 //! - `testing` (feature `testing`): an in-memory Kubernetes API server.
 //!
 //! # Cargo features
@@ -70,4 +71,5 @@ pub mod retry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod types;
+pub mod watch;
 pub mod workqueue;
