@@ -43,18 +43,22 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
+// What a delete handler receives, named here beside the handler traits so that one `use`
+// covers writing handlers (the types stay where they are defined, too).
+pub use crate::cache::delta_fifo::DeltaObject;
+pub use crate::cache::DeletedFinalStateUnknown;
 
 use self::processor::{
     determine_resync_period, Listener, Notification, Processor, MINIMUM_RESYNC_PERIOD,
 };
-use crate::cache::delta_fifo::{
-    DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, Deltas, PopError,
-};
+use crate::cache::delta_fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, PopError};
 use crate::cache::lister::Lister;
 use crate::cache::reflector::{
     ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorStore,
 };
-use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer, Indexers};
+use crate::cache::store::{
+    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, StoreError,
+};
 use crate::object::{object_key, Object};
 
 /// A user transform as `set_transform` takes it (infallible; the FIFO's own is fallible).
@@ -246,22 +250,20 @@ static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 struct FifoStore<K>(Arc<DeltaFifo<K>>);
 
 impl<K: Send + Sync + 'static> ReflectorStore<K> for FifoStore<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), String> {
-        self.0.add(obj).map_err(|e| e.to_string())
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.0.add(obj)
     }
-    fn update(&self, obj: Arc<K>) -> Result<(), String> {
-        self.0.update(obj).map_err(|e| e.to_string())
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.0.update(obj)
     }
-    fn delete(&self, obj: Arc<K>) -> Result<(), String> {
-        self.0.delete(obj).map_err(|e| e.to_string())
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.0.delete(obj)
     }
-    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), String> {
-        self.0
-            .replace(objs, resource_version)
-            .map_err(|e| e.to_string())
+    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        self.0.replace(objs, resource_version)
     }
-    fn resync(&self) -> Result<(), String> {
-        self.0.resync().map_err(|e| e.to_string())
+    fn resync(&self) -> Result<(), StoreError> {
+        self.0.resync()
     }
 }
 
@@ -615,7 +617,7 @@ impl<K: Object> SharedIndexInformer<K> {
         let pop_loop = async {
             loop {
                 let popped = fifo
-                    .pop(|deltas, is_in_initial_list| {
+                    .try_pop(|deltas, is_in_initial_list| {
                         self.handle_deltas(deltas, is_in_initial_list);
                         Ok::<(), std::convert::Infallible>(())
                     })

@@ -44,6 +44,7 @@ use rand::Rng;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::store::StoreError;
 use crate::client::decode::compact;
 use crate::client::{
     self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, ResourceVersionMatch,
@@ -123,15 +124,15 @@ where
 /// implements it.
 pub trait ReflectorStore<K>: Send + Sync {
     /// An object was added.
-    fn add(&self, obj: Arc<K>) -> Result<(), String>;
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError>;
     /// An object was modified.
-    fn update(&self, obj: Arc<K>) -> Result<(), String>;
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError>;
     /// An object was deleted.
-    fn delete(&self, obj: Arc<K>) -> Result<(), String>;
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError>;
     /// The complete state at `resource_version`.
-    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), String>;
+    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError>;
     /// A periodic resync.
-    fn resync(&self) -> Result<(), String>;
+    fn resync(&self) -> Result<(), StoreError>;
     /// The watch reached `resource_version` (a bookmark); most stores ignore it.
     fn bookmark(&self, resource_version: &str) {
         let _ = resource_version;
@@ -174,12 +175,13 @@ pub enum ReflectorError {
         kind: String,
     },
     /// The store refused a replace or a resync.
-    #[error("store of {kind}: {message}")]
+    #[error("store of {kind}: {source}")]
     Store {
         /// The kind.
         kind: String,
         /// The store's error.
-        message: String,
+        #[source]
+        source: StoreError,
     },
 }
 
@@ -586,10 +588,10 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                         }
                         st.resource_version_unavailable = false;
                     }
-                    self.store.replace(items, &list_rv).map_err(|message| {
+                    self.store.replace(items, &list_rv).map_err(|source| {
                         ReflectorError::Store {
                             kind: self.kind.clone(),
-                            message,
+                            source,
                         }
                     })?;
                     self.set_last_sync(&list_rv);
@@ -757,9 +759,9 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
             if self.should_resync.as_ref().is_none_or(|f| f()) {
                 self.store
                     .resync()
-                    .map_err(|message| ReflectorError::Store {
+                    .map_err(|source| ReflectorError::Store {
                         kind: self.kind.clone(),
-                        message,
+                        source,
                     })?;
             }
         }
@@ -829,7 +831,11 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         }
     }
 
-    fn apply(&self, obj: K, f: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), String>) {
+    fn apply(
+        &self,
+        obj: K,
+        f: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), StoreError>,
+    ) {
         let rv = obj.meta().resource_version.clone().unwrap_or_default();
         if let Err(err) = f(self.store.as_ref(), Arc::new(obj)) {
             tracing::error!(kind = %self.kind, %err, "store rejected a watch event");

@@ -283,7 +283,8 @@ fn client_error_classifiers_follow_the_status() {
     assert!(e.is_too_many_requests() && e.is_service_unavailable());
     let e: client::Error = StatusError::too_many_requests("slow", 3).into();
     assert_eq!(e.retry_after_seconds(), Some(3));
-    let table: [(u16, fn(&client::Error) -> bool); 8] = [
+    type Classifier = fn(&client::Error) -> bool;
+    let table: [(u16, Classifier); 8] = [
         (400, client::Error::is_bad_request),
         (401, client::Error::is_unauthorized),
         (403, client::Error::is_forbidden),
