@@ -54,11 +54,13 @@ use self::processor::{
 use crate::cache::delta_fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, PopError};
 use crate::cache::lister::Lister;
 use crate::cache::reflector::{
-    ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorStore,
+    ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorStore, TweakListOptions,
+    Tweaked,
 };
 use crate::cache::store::{
     meta_namespace_key_func, namespace_indexers, Indexer, Indexers, StoreError,
 };
+use crate::client::ListOptions;
 use crate::object::{object_key, Object};
 
 /// A user transform as `set_transform` takes it (infallible; the FIFO's own is fallible).
@@ -102,6 +104,9 @@ pub struct InformerConfig {
     /// For [`DynamicObject`](kube::core::DynamicObject) informers: the resource, whose
     /// apiVersion and kind fill in objects that arrive without them.
     pub api_resource: Option<kube::core::ApiResource>,
+    /// Applied to the options of every list and watch: label and field selectors go here,
+    /// as with [`FactoryOptions::tweak_list_options`](crate::cache::factory::FactoryOptions::tweak_list_options).
+    pub tweak_list_options: Option<TweakListOptions>,
 }
 
 impl fmt::Debug for InformerConfig {
@@ -111,6 +116,7 @@ impl fmt::Debug for InformerConfig {
             .field("keep_managed_fields", &self.keep_managed_fields)
             .field("reflector", &self.reflector)
             .field("api_resource", &self.api_resource)
+            .field("tweak_list_options", &self.tweak_list_options.is_some())
             .finish()
     }
 }
@@ -129,6 +135,15 @@ impl InformerConfig {
     /// Sets the reflector's configuration.
     pub fn reflector(mut self, config: ReflectorConfig) -> Self {
         self.reflector = config;
+        self
+    }
+    /// Tweaks the options of every list and watch, e.g. a label selector:
+    /// `InformerConfig::default().tweak_list_options(|o| o.label_selector = Some("app=web".into()))`.
+    pub fn tweak_list_options(
+        mut self,
+        f: impl Fn(&mut ListOptions) + Send + Sync + 'static,
+    ) -> Self {
+        self.tweak_list_options = Some(Arc::new(f));
         self
     }
     /// Sets the resource of a `DynamicObject` informer.
@@ -301,6 +316,13 @@ impl<K: Object> SharedIndexInformer<K> {
         all.extend(indexers);
         let indexer = Indexer::new(meta_namespace_key_func::<K>(), all);
         let period = config.resync_period;
+        let lw = match &config.tweak_list_options {
+            Some(tweak) => Arc::new(Tweaked {
+                inner: lw,
+                tweak: Arc::clone(tweak),
+            }),
+            None => lw,
+        };
         SharedIndexInformer {
             inner: Arc::new(Inner {
                 id: NEXT_INFORMER_ID.fetch_add(1, Ordering::Relaxed),

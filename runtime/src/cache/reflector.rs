@@ -52,6 +52,40 @@ use crate::client::{
 };
 use crate::errors::StatusError;
 
+/// A tweak applied to the options of every list and watch (client-go's
+/// `TweakListOptionsFunc`): how informers and factories take label and field selectors.
+pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
+
+/// A lister-watcher whose every list and watch passes through a [`TweakListOptions`].
+pub(crate) struct Tweaked<K> {
+    pub(crate) inner: Arc<dyn ListerWatcher<K>>,
+    pub(crate) tweak: TweakListOptions,
+}
+
+impl<K: Send + 'static> ListerWatcher<K> for Tweaked<K> {
+    fn list(
+        &self,
+        mut opts: ListOptions,
+    ) -> BoxFuture<'static, Result<ObjectList<K>, client::Error>> {
+        (self.tweak)(&mut opts);
+        self.inner.list(opts)
+    }
+    fn list_deferred(
+        &self,
+        mut opts: ListOptions,
+    ) -> BoxFuture<'static, Result<DeferredPage<K>, client::Error>> {
+        (self.tweak)(&mut opts);
+        self.inner.list_deferred(opts)
+    }
+    fn watch(
+        &self,
+        mut opts: ListOptions,
+    ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>> {
+        (self.tweak)(&mut opts);
+        self.inner.watch(opts)
+    }
+}
+
 /// Lists and watches one resource (client-go's `ListerWatcher`).
 ///
 /// [`ResourceClient`] implements it; tests implement it with fakes.
@@ -305,10 +339,6 @@ pub struct ReflectorConfig {
     pub use_watch_list: bool,
     /// The backoff between rounds and between failed watch starts.
     pub backoff: Backoff,
-    /// Label selector applied to lists and watches.
-    pub label_selector: Option<String>,
-    /// Field selector applied to lists and watches.
-    pub field_selector: Option<String>,
     /// Ask the lister-watcher for objects without `metadata.managedFields`
     /// ([`ListOptions::without_managed_fields`]), skipped while decoding.
     pub without_managed_fields: bool,
@@ -324,8 +354,6 @@ impl Default for ReflectorConfig {
             max_internal_error_retry_duration: Duration::ZERO,
             use_watch_list: false,
             backoff: Backoff::default(),
-            label_selector: None,
-            field_selector: None,
             without_managed_fields: false,
         }
     }
@@ -371,16 +399,6 @@ impl ReflectorConfig {
     /// Sets how long 500 InternalError watch events are retried without relisting.
     pub fn max_internal_error_retry_duration(mut self, d: Duration) -> Self {
         self.max_internal_error_retry_duration = d;
-        self
-    }
-    /// Restricts lists and watches to objects matching a label selector.
-    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
-        self.label_selector = Some(selector.into());
-        self
-    }
-    /// Restricts lists and watches to objects matching a field selector.
-    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
-        self.field_selector = Some(selector.into());
         self
     }
     /// Asks for objects without `metadata.managedFields`.
@@ -549,8 +567,6 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
 
     fn base_options(&self, config: &ReflectorConfig) -> ListOptions {
         ListOptions {
-            label_selector: config.label_selector.clone(),
-            field_selector: config.field_selector.clone(),
             without_managed_fields: config.without_managed_fields,
             ..Default::default()
         }
