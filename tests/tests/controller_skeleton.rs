@@ -29,9 +29,9 @@ async fn run(cs: Clientset, factory: SharedInformerFactory, queue: RateLimitingQ
     let on_update = enqueue.clone();
     foos.informer()
         .add_event_handler(
-            ResourceEventHandlerFuncs::new()
-                .add_func(move |obj: &Arc<Foo>, _| enqueue(obj))
-                .update_func(move |_, new: &Arc<Foo>| on_update(new)),
+            ResourceEventHandlerFuncs::<Foo>::new()
+                .add_func(move |obj, _| enqueue(obj))
+                .update_func(move |_, new| on_update(new)),
         )
         .expect("the informer is not stopped");
     factory.start();

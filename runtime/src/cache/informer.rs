@@ -193,7 +193,7 @@ struct Inner<K: Object> {
 /// let pods = ResourceClient::<Pod>::all(client);
 /// let informer = SharedIndexInformer::new(Arc::new(pods), InformerConfig::default());
 /// informer
-///     .add_event_handler(ResourceEventHandlerFuncs::new().add_func(|pod: &Arc<Pod>, _| {
+///     .add_event_handler(ResourceEventHandlerFuncs::<Pod>::new().add_func(|pod, _| {
 ///         println!("pod {:?}", pod.metadata.name);
 ///     }))
 ///     .unwrap();
