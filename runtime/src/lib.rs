@@ -16,6 +16,7 @@
 //! - [`leaderelection`]: leader election on a coordination.k8s.io/v1 Lease;
 //! - [`retry`]: `retry_on_conflict` and `on_error` (client-go's `util/retry`);
 //! - [`watch`]: `RetryWatcher`, `until`, `until_with_sync` (client-go's `tools/watch`);
+//! - [`metrics`]: client-go's REST client, reflector and leader-election metrics;
 //! - `testing` (feature `testing`): an in-memory Kubernetes API server.
 //!
 //! # Cargo features
@@ -23,7 +24,7 @@
 //! | feature | enables |
 //! |---|---|
 //! | `testing` | `kubegen_runtime::testing`: the in-memory API server (tower Service and TCP) |
-//! | `prometheus` | a Prometheus implementation of the workqueue metrics |
+//! | `prometheus` | Prometheus implementations of the workqueue metrics and of client-go's REST client, reflector and leader-election metrics ([`metrics`]), with a `/metrics` endpoint |
 //!
 //! The crate never picks a k8s-openapi version: like kube-rs, the binary that uses it
 //! enables one (`k8s-openapi = { version = "0.29", features = ["latest"] }`).
@@ -66,6 +67,7 @@ pub mod fields;
 pub mod flowcontrol;
 pub mod labels;
 pub mod leaderelection;
+pub mod metrics;
 pub mod object;
 pub mod retry;
 #[cfg(feature = "testing")]

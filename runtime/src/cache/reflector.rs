@@ -43,6 +43,7 @@ use parking_lot::Mutex;
 use rand::Rng;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::cache::store::StoreError;
 use crate::client::decode::compact;
@@ -595,8 +596,11 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
             let mut opts = self.base_options(config);
             opts.resource_version = Some(rv.clone());
             opts.limit = (limit > 0).then_some(limit);
-            match self.list_pages(opts).await {
+            let started = Instant::now();
+            let span = tracing::debug_span!("relist", kind = %self.kind, resource_version = %rv);
+            match self.list_pages(opts).instrument(span).await {
                 Ok((items, list_rv, paginated)) => {
+                    crate::metrics::reflector_listed(&self.kind, items.len(), started.elapsed());
                     {
                         let mut st = self.state.lock();
                         if rv == "0" && paginated {
@@ -729,7 +733,10 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                         r = &mut resync => return r,
                     };
                     match started {
-                        Ok(s) => (s, idle),
+                        Ok(s) => {
+                            crate::metrics::reflector_watch_started(&self.kind);
+                            (s, idle)
+                        }
                         Err(err) if is_retriable_watch_start(&err) => {
                             tracing::debug!(kind = %self.kind, %err, "watch start failed; backing off and re-watching");
                             backoff.wait(cancel).await;

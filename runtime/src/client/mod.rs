@@ -42,6 +42,7 @@ use http_body_util::BodyExt;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use tracing::Instrument;
 
 use crate::errors::{Status, StatusError};
 
@@ -587,7 +588,9 @@ where
         opts: &ListOptions,
         finish: decode::Finish<K>,
     ) -> Result<DeferredPage<K>, Error> {
-        let body = read_all(&self.client, self.list_url(opts)).await?;
+        let url = self.list_url(opts);
+        let span = tracing::debug_span!("list", url = %url);
+        let body = read_all(&self.client, url).instrument(span).await?;
         let without_managed_fields = opts.without_managed_fields;
         let whole = (decode::WHOLE_PAGE_MIN_BYTES..decode::CHUNKED_MIN_BYTES)
             .contains(&body.len())
@@ -697,11 +700,14 @@ where
         opts: &ListOptions,
         finish: decode::Finish<K>,
     ) -> Result<WatchStream<K>, Error> {
-        let req = Request::get(self.watch_url(opts))
+        let url = self.watch_url(opts);
+        let span = tracing::debug_span!("watch", url = %url);
+        let req = Request::get(url)
             .body(kube::client::Body::empty())
             .map_err(Error::Request)?;
-        let res = self.client.send(req).await.map_err(Error::Transport)?;
-        let res = checked(res).await?;
+        let res = async { checked(self.client.send(req).await.map_err(Error::Transport)?).await }
+            .instrument(span)
+            .await?;
         Ok(WatchStream::with_finish(
             res.into_body(),
             opts.without_managed_fields,

@@ -34,6 +34,7 @@ use std::time::Duration;
 
 use http::{Request, Response};
 use kube::client::Body;
+use tokio::time::Instant;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
 use crate::flowcontrol::TokenBucket;
@@ -168,6 +169,7 @@ impl RestConfig {
         Ok(RestLayer {
             limiter: self.limiter()?,
             max_retries: u32::try_from(self.max_retries).unwrap_or(0),
+            host: String::new(),
         })
     }
 
@@ -180,8 +182,11 @@ impl RestConfig {
     /// retries turned off and this configuration's rate limiting and retries on.
     pub fn client(&self, mut config: kube::Config) -> Result<kube::Client, RestConfigError> {
         config.default_retry = false;
+        let host = config.cluster_url.host().unwrap_or_default().to_owned();
         let client = kube::Client::try_from(config).map_err(RestConfigError::Client)?;
-        self.wrap(client)
+        let mut layer = self.layer()?;
+        layer.host = host;
+        Ok(layer.wrap(client))
     }
 }
 
@@ -190,6 +195,8 @@ impl RestConfig {
 pub struct RestLayer {
     limiter: Option<Arc<TokenBucket>>,
     max_retries: u32,
+    /// The `host` label of `rest_client_requests_total` when a request's URI has none.
+    host: String,
 }
 
 impl RestLayer {
@@ -213,6 +220,7 @@ impl<S> Layer<S> for RestLayer {
             inner,
             limiter: self.limiter.clone(),
             max_retries: self.max_retries,
+            host: self.host.clone(),
         }
     }
 }
@@ -243,6 +251,7 @@ pub struct RestService<S> {
     inner: S,
     limiter: Option<Arc<TokenBucket>>,
     max_retries: u32,
+    host: String,
 }
 
 /// Why and after how long a request is retried.
@@ -360,6 +369,7 @@ where
         let inner = self.inner.clone();
         let limiter = self.limiter.clone();
         let max_retries = self.max_retries;
+        let layer_host = self.host.clone();
         Box::pin(async move {
             let (parts, body) = req.into_parts();
             let head = Head {
@@ -370,6 +380,7 @@ where
             };
             // A byte body can be sent again; a streaming one cannot, which disables
             // retries.
+            let host = head.uri.host().map_or(layer_host, str::to_owned);
             let replay = body.try_clone();
             let mut body = Some(body);
             let mut attempts = 0u32;
@@ -392,10 +403,18 @@ where
                 attempts += 1;
                 let max = if replay.is_some() { max_retries } else { 0 };
                 let mut svc = inner.clone();
+                let sent = Instant::now();
                 let res = match svc.ready().await {
                     Ok(svc) => svc.call(head.request(this)).await,
                     Err(e) => Err(e),
                 };
+                crate::metrics::request_done(
+                    &head.method,
+                    &host,
+                    head.uri.path(),
+                    res.as_ref().ok().map(|r| r.status().as_u16()),
+                    sent.elapsed(),
+                );
                 let retry = match res {
                     Ok(resp) => {
                         match retry_after_response(

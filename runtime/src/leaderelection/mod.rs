@@ -381,19 +381,29 @@ struct Inner {
     leading: AtomicBool,
 }
 
-/// Clears [`Inner::leading`] when `run` ends, however it ends.
-struct LeadingFlag<'a>(&'a AtomicBool);
+/// Sets [`Inner::leading`] (and `leader_election_master_status`) while `run` leads, and
+/// clears both when `run` ends, however it ends.
+struct LeadingFlag<'a> {
+    flag: &'a AtomicBool,
+    name: &'a str,
+}
 
 impl<'a> LeadingFlag<'a> {
-    fn set(flag: &'a AtomicBool) -> Self {
+    fn set(flag: &'a AtomicBool, name: &'a str) -> Self {
         flag.store(true, Ordering::SeqCst);
-        LeadingFlag(flag)
+        crate::metrics::leader_status(name, true);
+        LeadingFlag { flag, name }
+    }
+
+    fn clear(flag: &AtomicBool, name: &str) {
+        flag.store(false, Ordering::SeqCst);
+        crate::metrics::leader_status(name, false);
     }
 }
 
 impl Drop for LeadingFlag<'_> {
     fn drop(&mut self) {
-        self.0.store(false, Ordering::SeqCst);
+        LeadingFlag::clear(self.flag, self.name);
     }
 }
 
@@ -529,7 +539,7 @@ impl LeaderElector {
         let leading = cancel.child_token();
         // Leadership also ends if this future is dropped.
         let leading_guard = leading.clone().drop_guard();
-        let _leading_flag = LeadingFlag::set(&self.inner.leading);
+        let _leading_flag = LeadingFlag::set(&self.inner.leading, &self.inner.config.name);
         if let Some(started) = &self.inner.config.callbacks.on_started_leading {
             tokio::spawn(started(leading.clone()));
         }
@@ -598,7 +608,7 @@ impl LeaderElector {
             }
         }
         // Leadership is over from here on, whether or not the lock is released.
-        self.inner.leading.store(false, Ordering::SeqCst);
+        LeadingFlag::clear(&self.inner.leading, &cfg.name);
         if cfg.release_on_cancel {
             self.release().await;
         }
