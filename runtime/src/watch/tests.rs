@@ -477,8 +477,9 @@ mod server {
         assert!(w.next().await.is_none());
     }
 
-    // SEMANTICS 12.19. On the real clock: informer handlers run on threads of their own,
-    // which a paused clock does not wait for (it would jump past the stop deadline).
+    // SEMANTICS 12.19
+    // On the real clock: informer handlers run on threads of their own, which a paused
+    // clock does not wait for (it would jump past the stop deadline).
     #[tokio::test]
     async fn until_with_sync_waits_for_sync_runs_the_precondition_and_the_conditions() {
         fn secrets(server: &ApiServer) -> Arc<dyn ListerWatcher<Secret>> {
