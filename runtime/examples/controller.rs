@@ -25,9 +25,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
-use kubegen_runtime::cache::delta_fifo::DeltaObject;
 use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
-use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
+use kubegen_runtime::cache::informer::{DeltaObject, ResourceEventHandlerFuncs};
 use kubegen_runtime::cache::lister::Lister;
 use kubegen_runtime::client::ResourceClient;
 use kubegen_runtime::object::object_key;
@@ -97,7 +96,7 @@ impl Controller {
         // A change is needed: start from the live object (the cache may lag behind).
         let mut live = match self.live.get(name).await {
             Ok(cm) => cm,
-            Err(err) if err.status().is_some_and(|s| s.is_not_found()) => return Ok(Outcome::Gone),
+            Err(err) if err.is_not_found() => return Ok(Outcome::Gone),
             Err(err) => return Err(err.into()),
         };
         let want = checksum(live.data.as_ref());
@@ -202,13 +201,13 @@ async fn main() -> Result<(), BoxError> {
     let queue = RateLimitingQueue::with_config(QueueConfig::default().name("configmaps"));
     let (q1, q2, q3) = (queue.clone(), queue.clone(), queue.clone());
     informer.add_event_handler(
-        ResourceEventHandlerFuncs::new()
-            .add_func(move |cm: &Arc<ConfigMap>, initial| {
+        ResourceEventHandlerFuncs::<ConfigMap>::new()
+            .add_func(move |cm, initial| {
                 let key = object_key(cm.as_ref());
                 println!("handler: add {key} (initial list: {initial})");
                 q1.add(key);
             })
-            .update_func(move |old: &Arc<ConfigMap>, new: &Arc<ConfigMap>| {
+            .update_func(move |old, new| {
                 let key = object_key(new.as_ref());
                 let rv = |cm: &ConfigMap| cm.metadata.resource_version.clone().unwrap_or_default();
                 println!(
@@ -218,7 +217,7 @@ async fn main() -> Result<(), BoxError> {
                 );
                 q2.add(key);
             })
-            .delete_func(move |obj: &DeltaObject<ConfigMap>| {
+            .delete_func(move |obj| {
                 let key = match obj {
                     DeltaObject::Object(cm) => object_key(cm.as_ref()),
                     DeltaObject::Tombstone(t) => t.key.clone(),

@@ -125,8 +125,8 @@ async fn main() {
             start,
             c.id,
             &format!(
-                "is_leader={} sees leader {}",
-                c.elector.is_leader(),
+                "is_leading={} sees leader {}",
+                c.elector.is_leading(),
                 c.elector.get_leader()
             ),
         );

@@ -10,8 +10,14 @@
 //! - [`labels`] and [`fields`]: selector parsing and matching (apimachinery's grammar);
 //! - [`cache`]: the thread-safe store and indexer, listers, the DeltaFIFO;
 //! - [`workqueue`]: the rate-limited workqueue and its rate limiters;
+//! - [`flowcontrol`]: the token bucket shared by the workqueue and client-side rate
+//!   limiting;
 //! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
 //! - [`leaderelection`]: leader election on a coordination.k8s.io/v1 Lease;
+//! - [`retry`]: `retry_on_conflict` and `on_error` (client-go's `util/retry`);
+//! - [`pager`]: `ListPager` (client-go's `tools/pager`);
+//! - [`watch`]: `RetryWatcher`, `until`, `until_with_sync` (client-go's `tools/watch`);
+//! - [`metrics`]: client-go's REST client, reflector and leader-election metrics;
 //! - `testing` (feature `testing`): an in-memory Kubernetes API server.
 //!
 //! # Cargo features
@@ -19,7 +25,7 @@
 //! | feature | enables |
 //! |---|---|
 //! | `testing` | `kubegen_runtime::testing`: the in-memory API server (tower Service and TCP) |
-//! | `prometheus` | a Prometheus implementation of the workqueue metrics |
+//! | `prometheus` | Prometheus implementations of the workqueue metrics and of client-go's REST client, reflector and leader-election metrics ([`metrics`]), with a `/metrics` endpoint |
 //!
 //! The crate never picks a k8s-openapi version: like kube-rs, the binary that uses it
 //! enables one (`k8s-openapi = { version = "0.29", features = ["latest"] }`).
@@ -59,10 +65,15 @@ pub mod cache;
 pub mod client;
 pub mod errors;
 pub mod fields;
+pub mod flowcontrol;
 pub mod labels;
 pub mod leaderelection;
+pub mod metrics;
 pub mod object;
+pub mod pager;
+pub mod retry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod types;
+pub mod watch;
 pub mod workqueue;

@@ -485,19 +485,18 @@ async fn scenario(seed: u64, transport: Transport) {
     if let Some(n) = page_size {
         reflector = reflector.page_size(n);
     }
-    if selective {
-        reflector = reflector.label_selector(SELECTOR);
-    }
     // Some runs stream their lists (`sendInitialEvents`): the watch-list path must
     // converge under the same faults (SEMANTICS 3.18, 3.20).
     let watch_list = rng.random_bool(0.3);
     reflector = reflector.use_watch_list(watch_list);
-    let informer = SharedIndexInformer::new(
-        Arc::new(ResourceClient::<Pod>::all(client.clone())),
-        InformerConfig::default()
-            .resync_period(Duration::from_secs(1))
-            .reflector(reflector),
-    );
+    let mut config = InformerConfig::default()
+        .resync_period(Duration::from_secs(1))
+        .reflector(reflector);
+    if selective {
+        config = config.tweak_list_options(|o| o.label_selector = Some(SELECTOR.into()));
+    }
+    let informer =
+        SharedIndexInformer::new(Arc::new(ResourceClient::<Pod>::all(client.clone())), config);
     // Two handlers from the start: one that never resyncs (it must never see a sync
     // update), one on the informer's 1 s resync (it may, and the order check allows it).
     let plain = Recorder::default();

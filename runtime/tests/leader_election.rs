@@ -899,3 +899,26 @@ async fn micro_times_round_trip_with_microseconds() {
         .unwrap()
         .contains("2024-01-01T00:00:00.000000Z"));
 }
+
+/// `is_leading` says whether this candidate leads now; `is_leader` keeps client-go's
+/// meaning (the observed holder), which outlives `run` when the lock is not released.
+#[tokio::test(start_paused = true)]
+async fn is_leading_ends_with_run_even_without_release() {
+    let env = Env::new();
+    let (le, mut events) = env.elector("baz");
+    assert!(!le.is_leading());
+    let token = CancellationToken::new();
+    let run = spawn_run(&le, &token);
+    assert_eq!(events.next().await, Some(Event::NewLeader("baz".into())));
+    assert_eq!(events.next().await, Some(Event::Started("baz".into())));
+    assert!(le.is_leading() && le.is_leader());
+
+    token.cancel();
+    run.await.unwrap();
+    assert_eq!(env.spec()["holderIdentity"], "baz", "not released");
+    assert!(
+        le.is_leader(),
+        "client-go's IsLeader: the observed holder is still baz"
+    );
+    assert!(!le.is_leading(), "but it does not lead any more");
+}

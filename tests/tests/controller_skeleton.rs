@@ -29,9 +29,9 @@ async fn run(cs: Clientset, factory: SharedInformerFactory, queue: RateLimitingQ
     let on_update = enqueue.clone();
     foos.informer()
         .add_event_handler(
-            ResourceEventHandlerFuncs::new()
-                .add_func(move |obj: &Arc<Foo>, _| enqueue(obj))
-                .update_func(move |_, new: &Arc<Foo>| on_update(new)),
+            ResourceEventHandlerFuncs::<Foo>::new()
+                .add_func(move |obj, _| enqueue(obj))
+                .update_func(move |_, new| on_update(new)),
         )
         .expect("the informer is not stopped");
     factory.start();
@@ -63,7 +63,7 @@ async fn reconcile(cs: &Clientset, lister: &FooLister, key: &str) -> Result<(), 
     let deployments = ResourceClient::<Deployment>::namespaced(cs.client().clone(), namespace);
     let deployment = match deployments.get(&deployment_name).await {
         Ok(d) => d,
-        Err(e) if e.status().is_some_and(|s| s.is_not_found()) => {
+        Err(e) if e.is_not_found() => {
             let d = new_deployment(&obj, &deployment_name, spec.replicas);
             deployments.create(&d, &WriteParams::default()).await?
         }
@@ -145,14 +145,19 @@ async fn sample_controller_skeleton_creates_the_deployment_and_records_status() 
     let controller = tokio::spawn(run(cs.clone(), factory, queue.clone()));
 
     let foos = cs.samplecontroller_v1alpha1().foos("default");
-    // Poll until the controller has written the status (no deadline: the test harness's
-    // own timeout catches a controller that never does).
-    let status = loop {
-        if let Some(status) = foos.get("example").await.unwrap().status {
-            break status;
+    // Poll until the controller has written the status. cargo test has no timeout of its
+    // own, so a controller that never writes it would hang CI: the deadline turns that
+    // into a failure. It is generous (the machine may be loaded); speed is not asserted.
+    let status = tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if let Some(status) = foos.get("example").await.unwrap().status {
+                break status;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
         }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    };
+    })
+    .await
+    .expect("the controller wrote no status within 60 s");
     assert_eq!(status.available_replicas, Some(2));
     let deployment = ResourceClient::<Deployment>::namespaced(cs.client().clone(), "default")
         .get("example-nginx")
@@ -161,5 +166,8 @@ async fn sample_controller_skeleton_creates_the_deployment_and_records_status() 
     assert_eq!(deployment.spec.replicas, Some(2));
 
     queue.shut_down_with_drain().await;
-    controller.await.unwrap();
+    tokio::time::timeout(Duration::from_secs(60), controller)
+        .await
+        .expect("the controller did not stop within 60 s of the queue's shutdown")
+        .unwrap();
 }

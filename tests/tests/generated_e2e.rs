@@ -74,7 +74,7 @@ async fn foo_create_get_list_update_status_apply_delete_through_the_clientset() 
     let updated = foos.update(&scaled, &params).await.unwrap();
     assert_eq!(updated.spec.as_ref().unwrap().replicas, Some(3));
     let stale = foos.update(&got, &params).await.unwrap_err();
-    assert!(stale.status().unwrap().is_conflict(), "{stale}");
+    assert!(stale.is_conflict(), "{stale}");
 
     let mut with_status = updated.clone();
     with_status.status = Some(FooStatus {
@@ -108,7 +108,7 @@ async fn foo_create_get_list_update_status_apply_delete_through_the_clientset() 
 
     foos.delete("web", &DeleteOptions::default()).await.unwrap();
     let gone = foos.get("web").await.unwrap_err();
-    assert!(gone.status().unwrap().is_not_found(), "{gone}");
+    assert!(gone.is_not_found(), "{gone}");
 
     let all = cs
         .samplecontroller_v1alpha1()
@@ -320,7 +320,7 @@ async fn scale_subresource_through_the_generated_client() {
         created.metadata.resource_version
     );
     let stale = sets.update_scale("web", &up, &params).await.unwrap_err();
-    assert!(stale.status().unwrap().is_conflict(), "{stale}");
+    assert!(stale.is_conflict(), "{stale}");
 
     let patched = sets
         .patch_scale(
@@ -359,7 +359,7 @@ async fn scale_subresource_through_the_generated_client() {
         .get_scale("f")
         .await
         .unwrap_err();
-    assert!(err.status().unwrap().is_not_found(), "{err}");
+    assert!(err.is_not_found(), "{err}");
 }
 
 #[tokio::test]

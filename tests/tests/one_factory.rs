@@ -19,17 +19,17 @@ use kubegen_tests::golden::informers::SharedInformerFactory;
 async fn one_factory_for_foos_and_deployments(client: kube::Client) {
     let kube_cs = KubeClientset::new(client.clone());
     let cs = Clientset::new(client);
-    let mut foo = Foo::new(
+    let mut example = Foo::new(
         "example",
         FooSpec {
             deployment_name: Some("example-web".into()),
             replicas: Some(1),
         },
     );
-    foo.metadata.namespace = Some("ns".into());
+    example.metadata.namespace = Some("ns".into());
     cs.samplecontroller_v1alpha1()
         .foos("ns")
-        .create(&foo, &WriteParams::default())
+        .create(&example, &WriteParams::default())
         .await
         .unwrap();
     let deployment = Deployment {
@@ -64,7 +64,11 @@ async fn one_factory_for_foos_and_deployments(client: kube::Client) {
     assert_eq!(synced.len(), 2, "{synced:?}");
     assert!(synced.values().all(|s| *s), "{synced:?}");
     assert_eq!(foos.lister().list(&Selector::everything()).len(), 1);
-    assert!(deployments.lister().deployments("ns").get("example-web").is_ok());
+    assert!(deployments
+        .lister()
+        .deployments("ns")
+        .get("example-web")
+        .is_ok());
     custom.shutdown().await;
 }
 

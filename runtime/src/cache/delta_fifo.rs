@@ -74,7 +74,8 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 
-use crate::cache::store::{StoreError, TransformError};
+pub use crate::cache::keys::{KeyError, KeyFunc, KnownObjects, TransformError, TransformFunc};
+use crate::cache::store::StoreError;
 use crate::cache::DeletedFinalStateUnknown;
 
 /// What happened to an object (client-go's `DeltaType`).
@@ -277,23 +278,6 @@ impl<'a, T> IntoIterator for &'a Deltas<T> {
     }
 }
 
-/// A key could not be computed for an object (client-go's `KeyError`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("couldn't create key for object: {reason}")]
-pub struct KeyError {
-    /// Why.
-    pub reason: String,
-}
-
-impl KeyError {
-    /// A key error with the given reason.
-    pub fn new(reason: impl Into<String>) -> Self {
-        KeyError {
-            reason: reason.into(),
-        }
-    }
-}
-
 /// Why [`DeltaFifo::pop`] returned no result.
 #[derive(Debug, thiserror::Error)]
 pub enum PopError<E> {
@@ -304,20 +288,6 @@ pub enum PopError<E> {
     #[error("processing popped deltas failed: {0}")]
     Process(#[source] E),
 }
-
-/// The objects an informer already holds (client-go's `KeyListerGetter`); in an informer
-/// this is its indexer. The FIFO consults them to emit deletions and resyncs.
-///
-/// The FIFO calls these methods while holding its own lock: an implementation must never
-/// call into the FIFO.
-pub trait KnownObjects<T>: Send + Sync {
-    /// The keys of every known object.
-    fn list_keys(&self) -> Vec<String>;
-    /// The known object with this key, if any.
-    fn get_by_key(&self, key: &str) -> Option<Arc<T>>;
-}
-
-pub use crate::cache::store::{KeyFunc, TransformFunc};
 
 /// How a [`DeltaFifo`] is built (client-go's `DeltaFIFOOptions`).
 ///
@@ -584,16 +554,14 @@ impl<T> DeltaQueue<T> {
 /// // Both changes to "a" come out together, oldest first.
 /// let seen = fifo
 ///     .pop(|deltas, _is_in_initial_list| {
-///         Ok::<_, std::convert::Infallible>(
-///             deltas.iter().map(|d| (d.delta_type, d.object.object().map(|o| o.value))).collect::<Vec<_>>(),
-///         )
+///         deltas.iter().map(|d| (d.delta_type, d.object.object().map(|o| o.value))).collect::<Vec<_>>()
 ///     })
 ///     .await
 ///     .unwrap();
 /// assert_eq!(seen, vec![(DeltaType::Added, Some(1)), (DeltaType::Updated, Some(2))]);
 ///
 /// fifo.close();
-/// let closed = fifo.pop(|_, _| Ok::<_, std::convert::Infallible>(())).await;
+/// let closed = fifo.pop(|_, _| ()).await;
 /// assert!(matches!(closed, Err(PopError::Closed)));
 /// # }
 /// ```
@@ -796,6 +764,16 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
         Ok(())
     }
 
+    /// [`DeltaFifo::try_pop`] with a `process` that cannot fail: no error type to spell.
+    /// Returns [`PopError::Closed`] when the FIFO is closed and empty.
+    pub async fn pop<R>(
+        &self,
+        process: impl FnOnce(Deltas<T>, bool) -> R,
+    ) -> Result<R, PopError<std::convert::Infallible>> {
+        self.try_pop(|deltas, initial| Ok(process(deltas, initial)))
+            .await
+    }
+
     /// Waits for a queued key, removes it with all its deltas, and calls
     /// `process(deltas, is_in_initial_list)` while holding the FIFO's lock, returning
     /// what `process` returns.
@@ -808,7 +786,7 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
     /// `process` must not call into this FIFO (it would deadlock) and should be quick:
     /// every other operation waits for it. Cancel-safe: dropping the future while it
     /// waits loses nothing.
-    pub async fn pop<R, E>(
+    pub async fn try_pop<R, E>(
         &self,
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
@@ -974,7 +952,7 @@ mod tests {
 
     /// Pops one key; the FIFO must not be empty.
     async fn pop(fifo: &DeltaFifo<TestObj>) -> (Vec<String>, bool) {
-        fifo.pop(|deltas, initial| Ok::<_, std::convert::Infallible>((summary(&deltas), initial)))
+        fifo.pop(|deltas, initial| (summary(&deltas), initial))
             .await
             .unwrap()
     }
@@ -993,7 +971,7 @@ mod tests {
         let mut out = Vec::new();
         while !fifo.is_empty() {
             let value = fifo
-                .pop(|deltas, _| {
+                .try_pop(|deltas, _| {
                     Ok::<_, std::convert::Infallible>(
                         deltas
                             .newest()
@@ -1278,7 +1256,7 @@ mod tests {
         f.add(obj("foo", 13)).unwrap();
         f.add(obj("zab", 30)).unwrap();
         let first = f
-            .pop(|d, _| {
+            .try_pop(|d, _| {
                 Ok::<_, std::convert::Infallible>(
                     d.newest().and_then(|d| d.object.object()).map(|o| o.value),
                 )
@@ -1367,9 +1345,7 @@ mod tests {
     async fn close_wakes_every_blocked_pop() {
         // SEMANTICS 2.24
         let f = fifo();
-        let mut pops: Vec<_> = (0..10)
-            .map(|_| Box::pin(f.pop(|_, _| Ok::<_, std::convert::Infallible>(()))))
-            .collect();
+        let mut pops: Vec<_> = (0..10).map(|_| Box::pin(f.pop(|_, _| ()))).collect();
         for p in &mut pops {
             assert!(
                 futures::poll!(p.as_mut()).is_pending(),
@@ -1400,7 +1376,7 @@ mod tests {
                 let started = Arc::clone(&started);
                 tokio::spawn(async move {
                     started.wait().await;
-                    f.pop(|_, _| Ok::<_, std::convert::Infallible>(())).await
+                    f.pop(|_, _| ()).await
                 })
             })
             .collect();
@@ -1426,7 +1402,7 @@ mod tests {
             pop_all(&f).await,
             vec![strings(&["Added a=1"]), strings(&["Added b=2"])]
         );
-        let r = f.pop(|_, _| Ok::<_, std::convert::Infallible>(())).await;
+        let r = f.pop(|_, _| ()).await;
         assert!(matches!(r, Err(PopError::Closed)));
     }
 
@@ -1449,7 +1425,7 @@ mod tests {
         let f = fifo();
         f.add(obj("a", 1)).unwrap();
         f.add(obj("b", 1)).unwrap();
-        let r: Result<(), _> = f.pop(|_, _| Err("handler failed")).await;
+        let r: Result<(), _> = f.try_pop(|_, _| Err("handler failed")).await;
         match r {
             Err(PopError::Process(e)) => assert_eq!(e, "handler failed"),
             other => panic!("expected a process error, got {other:?}"),
@@ -1531,10 +1507,7 @@ mod tests {
 
         let mut seen = Vec::new();
         while !f.is_empty() {
-            let deltas = f
-                .pop(|d, _| Ok::<_, std::convert::Infallible>(d))
-                .await
-                .unwrap();
+            let deltas = f.pop(|d, _| d).await.unwrap();
             for d in &deltas {
                 let o = d.object.object().unwrap();
                 assert_eq!(o.transformed, 1, "{d:?}");
@@ -1587,7 +1560,7 @@ mod tests {
                 tokio::spawn(async move {
                     loop {
                         let r = f
-                            .pop(|deltas, _| {
+                            .try_pop(|deltas, _| {
                                 let mut log = log.lock();
                                 for d in &deltas {
                                     let o = d.object.object().unwrap();
@@ -1691,14 +1664,14 @@ mod tests {
             Ok::<_, StoreError>(())
         };
         f.replace(vec![cm("a"), cm("b")], "1").unwrap();
-        f.pop(handle).await.unwrap();
-        f.pop(handle).await.unwrap();
+        f.try_pop(handle).await.unwrap();
+        f.try_pop(handle).await.unwrap();
         assert!(f.has_synced());
         assert_eq!(indexer.len(), 2);
 
         f.replace(vec![cm("a")], "2").unwrap();
         let replaced = f
-            .pop(|d, initial| {
+            .try_pop(|d, initial| {
                 handle(d.clone(), initial)?;
                 Ok::<_, StoreError>(d)
             })
@@ -1707,7 +1680,7 @@ mod tests {
         assert_eq!(replaced.len(), 1);
         assert_eq!(replaced[0].delta_type, DeltaType::Replaced);
         let gone = f
-            .pop(|d, initial| {
+            .try_pop(|d, initial| {
                 handle(d.clone(), initial)?;
                 Ok::<_, StoreError>(d)
             })
@@ -1727,7 +1700,7 @@ mod tests {
     fn pop_is_send() {
         fn assert_send<F: Send>(_: F) {}
         let f = fifo();
-        assert_send(f.pop(|_, _| Ok::<_, std::convert::Infallible>(())));
+        assert_send(f.pop(|_, _| ()));
     }
 
     mod model {
@@ -1967,7 +1940,7 @@ mod tests {
                     Op::Resync => fifo.resync().unwrap(),
                     Op::Pop => {
                         let got = fifo
-                            .pop(|deltas, initial| {
+                            .try_pop(|deltas, initial| {
                                 handle(&known, &deltas);
                                 Ok::<_, std::convert::Infallible>((to_model(&deltas), initial))
                             })

@@ -26,21 +26,19 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use futures::future::Shared;
-use futures::stream::BoxStream;
 use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::informer::{InformerConfig, SharedIndexInformer};
 use crate::cache::lister::Lister;
-use crate::cache::reflector::ListerWatcher;
-use crate::client::{self, ListOptions, ObjectList, ResourceClient, WatchEvent};
+use crate::cache::reflector::Tweaked;
+use crate::client::{ListOptions, ResourceClient};
 use crate::errors::{GroupResource, StatusError};
 use crate::labels::Selector;
 use crate::object::{AnyObject, GroupVersionResource, Object};
 
-/// A tweak applied to the options of every list and watch.
-pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
+pub use crate::cache::reflector::TweakListOptions;
 /// A transform applied to every object of every informer, before it is cached; it gets
 /// the object as `&mut dyn Any` to downcast to the types it cares about.
 pub type FactoryTransform = Arc<dyn Fn(&mut dyn Any) + Send + Sync>;
@@ -221,36 +219,6 @@ impl fmt::Debug for InformerFactory {
             .field("options", &self.options)
             .field("informers", &self.state.lock().informers.len())
             .finish()
-    }
-}
-
-/// Applies the factory's tweak to every list and watch of an inner lister-watcher.
-struct Tweaked<K> {
-    inner: Arc<dyn ListerWatcher<K>>,
-    tweak: TweakListOptions,
-}
-
-impl<K: Send + 'static> ListerWatcher<K> for Tweaked<K> {
-    fn list(
-        &self,
-        mut opts: ListOptions,
-    ) -> BoxFuture<'static, Result<ObjectList<K>, client::Error>> {
-        (self.tweak)(&mut opts);
-        self.inner.list(opts)
-    }
-    fn list_deferred(
-        &self,
-        mut opts: ListOptions,
-    ) -> BoxFuture<'static, Result<crate::client::DeferredPage<K>, client::Error>> {
-        (self.tweak)(&mut opts);
-        self.inner.list_deferred(opts)
-    }
-    fn watch(
-        &self,
-        mut opts: ListOptions,
-    ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>> {
-        (self.tweak)(&mut opts);
-        self.inner.watch(opts)
     }
 }
 

@@ -43,18 +43,24 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
+// What a delete handler receives, named here beside the handler traits so that one `use`
+// covers writing handlers (the types stay where they are defined, too).
+pub use crate::cache::delta_fifo::DeltaObject;
+pub use crate::cache::DeletedFinalStateUnknown;
 
 use self::processor::{
     determine_resync_period, Listener, Notification, Processor, MINIMUM_RESYNC_PERIOD,
 };
-use crate::cache::delta_fifo::{
-    DeltaFifo, DeltaFifoOptions, DeltaObject, DeltaType, Deltas, PopError,
-};
+use crate::cache::delta_fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, PopError};
 use crate::cache::lister::Lister;
 use crate::cache::reflector::{
-    ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorStore,
+    ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorStore, TweakListOptions,
+    Tweaked,
 };
-use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer, Indexers};
+use crate::cache::store::{
+    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, StoreError,
+};
+use crate::client::ListOptions;
 use crate::object::{object_key, Object};
 
 /// A user transform as `set_transform` takes it (infallible; the FIFO's own is fallible).
@@ -98,6 +104,9 @@ pub struct InformerConfig {
     /// For [`DynamicObject`](kube::core::DynamicObject) informers: the resource, whose
     /// apiVersion and kind fill in objects that arrive without them.
     pub api_resource: Option<kube::core::ApiResource>,
+    /// Applied to the options of every list and watch: label and field selectors go here,
+    /// as with [`FactoryOptions::tweak_list_options`](crate::cache::factory::FactoryOptions::tweak_list_options).
+    pub tweak_list_options: Option<TweakListOptions>,
 }
 
 impl fmt::Debug for InformerConfig {
@@ -107,6 +116,7 @@ impl fmt::Debug for InformerConfig {
             .field("keep_managed_fields", &self.keep_managed_fields)
             .field("reflector", &self.reflector)
             .field("api_resource", &self.api_resource)
+            .field("tweak_list_options", &self.tweak_list_options.is_some())
             .finish()
     }
 }
@@ -125,6 +135,15 @@ impl InformerConfig {
     /// Sets the reflector's configuration.
     pub fn reflector(mut self, config: ReflectorConfig) -> Self {
         self.reflector = config;
+        self
+    }
+    /// Tweaks the options of every list and watch, e.g. a label selector:
+    /// `InformerConfig::default().tweak_list_options(|o| o.label_selector = Some("app=web".into()))`.
+    pub fn tweak_list_options(
+        mut self,
+        f: impl Fn(&mut ListOptions) + Send + Sync + 'static,
+    ) -> Self {
+        self.tweak_list_options = Some(Arc::new(f));
         self
     }
     /// Sets the resource of a `DynamicObject` informer.
@@ -174,7 +193,7 @@ struct Inner<K: Object> {
 /// let pods = ResourceClient::<Pod>::all(client);
 /// let informer = SharedIndexInformer::new(Arc::new(pods), InformerConfig::default());
 /// informer
-///     .add_event_handler(ResourceEventHandlerFuncs::new().add_func(|pod: &Arc<Pod>, _| {
+///     .add_event_handler(ResourceEventHandlerFuncs::<Pod>::new().add_func(|pod, _| {
 ///         println!("pod {:?}", pod.metadata.name);
 ///     }))
 ///     .unwrap();
@@ -246,22 +265,20 @@ static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 struct FifoStore<K>(Arc<DeltaFifo<K>>);
 
 impl<K: Send + Sync + 'static> ReflectorStore<K> for FifoStore<K> {
-    fn add(&self, obj: Arc<K>) -> Result<(), String> {
-        self.0.add(obj).map_err(|e| e.to_string())
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.0.add(obj)
     }
-    fn update(&self, obj: Arc<K>) -> Result<(), String> {
-        self.0.update(obj).map_err(|e| e.to_string())
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.0.update(obj)
     }
-    fn delete(&self, obj: Arc<K>) -> Result<(), String> {
-        self.0.delete(obj).map_err(|e| e.to_string())
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError> {
+        self.0.delete(obj)
     }
-    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), String> {
-        self.0
-            .replace(objs, resource_version)
-            .map_err(|e| e.to_string())
+    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError> {
+        self.0.replace(objs, resource_version)
     }
-    fn resync(&self) -> Result<(), String> {
-        self.0.resync().map_err(|e| e.to_string())
+    fn resync(&self) -> Result<(), StoreError> {
+        self.0.resync()
     }
 }
 
@@ -299,6 +316,13 @@ impl<K: Object> SharedIndexInformer<K> {
         all.extend(indexers);
         let indexer = Indexer::new(meta_namespace_key_func::<K>(), all);
         let period = config.resync_period;
+        let lw = match &config.tweak_list_options {
+            Some(tweak) => Arc::new(Tweaked {
+                inner: lw,
+                tweak: Arc::clone(tweak),
+            }),
+            None => lw,
+        };
         SharedIndexInformer {
             inner: Arc::new(Inner {
                 id: NEXT_INFORMER_ID.fetch_add(1, Ordering::Relaxed),
@@ -615,7 +639,7 @@ impl<K: Object> SharedIndexInformer<K> {
         let pop_loop = async {
             loop {
                 let popped = fifo
-                    .pop(|deltas, is_in_initial_list| {
+                    .try_pop(|deltas, is_in_initial_list| {
                         self.handle_deltas(deltas, is_in_initial_list);
                         Ok::<(), std::convert::Infallible>(())
                     })

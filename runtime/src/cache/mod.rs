@@ -9,6 +9,7 @@ use std::sync::Arc;
 pub mod delta_fifo;
 pub mod factory;
 pub mod informer;
+pub mod keys;
 pub mod lister;
 pub mod real_fifo;
 pub mod reflector;

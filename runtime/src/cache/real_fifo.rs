@@ -35,7 +35,8 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cache::store::{StoreError, TransformError};
+use crate::cache::keys::TransformError;
+use crate::cache::store::StoreError;
 
 use crate::cache::delta_fifo::{
     Delta, DeltaType, Deltas, FifoCore, KeyError, KeyFunc, KnownObjects, PopError, Queue,
@@ -126,7 +127,7 @@ impl<T> Queue for VecDeque<Delta<T>> {
 /// // Each change comes out on its own, in order.
 /// for expected in [DeltaType::Added, DeltaType::Updated] {
 ///     let got = fifo
-///         .pop(|deltas, _| Ok::<_, std::convert::Infallible>(deltas[0].delta_type))
+///         .pop(|deltas, _| deltas[0].delta_type)
 ///         .await
 ///         .unwrap();
 ///     assert_eq!(got, expected);
@@ -274,6 +275,16 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
         Ok(())
     }
 
+    /// [`RealFifo::try_pop`] with a `process` that cannot fail: no error type to spell.
+    /// Returns [`PopError::Closed`] when the FIFO is closed and empty.
+    pub async fn pop<R>(
+        &self,
+        process: impl FnOnce(Deltas<T>, bool) -> R,
+    ) -> Result<R, PopError<std::convert::Infallible>> {
+        self.try_pop(|deltas, initial| Ok(process(deltas, initial)))
+            .await
+    }
+
     /// Waits for a queued delta, removes it, and calls
     /// `process(deltas_of_one, is_in_initial_list)` while holding the FIFO's lock,
     /// returning what `process` returns.
@@ -282,7 +293,7 @@ impl<T: Send + Sync + 'static> RealFifo<T> {
     /// `process` drops the delta and its error is returned in [`PopError::Process`];
     /// [`PopError::Closed`] when closed and empty; `process` must not call into this FIFO;
     /// cancel-safe.
-    pub async fn pop<R, E>(
+    pub async fn try_pop<R, E>(
         &self,
         process: impl FnOnce(Deltas<T>, bool) -> Result<R, E>,
     ) -> Result<R, PopError<E>> {
@@ -340,7 +351,7 @@ mod tests {
 
     /// Pops one delta; the FIFO must not be empty.
     async fn pop(fifo: &RealFifo<TestObj>) -> (Vec<String>, bool) {
-        fifo.pop(|deltas, initial| Ok::<_, std::convert::Infallible>((summary(&deltas), initial)))
+        fifo.pop(|deltas, initial| (summary(&deltas), initial))
             .await
             .unwrap()
     }
@@ -479,17 +490,14 @@ mod tests {
         assert_eq!(pop(&f).await.0, strings(&["Added a=1"]));
         assert_eq!(pop(&f).await.0, strings(&["Deleted DFSU a=1"]));
         let b = f
-            .pop(|d, _| Ok::<_, std::convert::Infallible>(d[0].object.object().cloned()))
+            .pop(|d, _| d[0].object.object().cloned())
             .await
             .unwrap()
             .unwrap();
         assert_eq!(b.transformed, 1);
         known.0.lock().insert("b".to_owned(), b);
         f.resync().unwrap();
-        let sync = f
-            .pop(|d, _| Ok::<_, std::convert::Infallible>(d[0].clone()))
-            .await
-            .unwrap();
+        let sync = f.pop(|d, _| d[0].clone()).await.unwrap();
         assert_eq!(sync.delta_type, DeltaType::Sync);
         assert_eq!(sync.object.object().unwrap().transformed, 1);
         assert_eq!(calls.load(Ordering::SeqCst), 2, "a and b, once each");
@@ -499,13 +507,13 @@ mod tests {
     async fn process_error_drops_the_delta_and_close_wakes_pops() {
         let f = Arc::new(fifo_with_known(&[]));
         f.add(obj("a", 1)).unwrap();
-        let r: Result<(), _> = f.pop(|_, _| Err("failed")).await;
+        let r: Result<(), _> = f.try_pop(|_, _| Err("failed")).await;
         assert!(matches!(r, Err(PopError::Process("failed"))));
         assert!(f.is_empty());
 
         let waiting = {
             let f = Arc::clone(&f);
-            tokio::spawn(async move { f.pop(|_, _| Ok::<_, std::convert::Infallible>(())).await })
+            tokio::spawn(async move { f.pop(|_, _| ()).await })
         };
         tokio::task::yield_now().await;
         f.close();
@@ -664,7 +672,7 @@ mod tests {
                     Op::Resync => fifo.resync().unwrap(),
                     Op::Pop => {
                         let got = fifo
-                            .pop(|deltas, initial| {
+                            .try_pop(|deltas, initial| {
                                 // Apply to the known objects as an informer would.
                                 let mut store = known.0.lock();
                                 let d = &deltas[0];

@@ -43,13 +43,49 @@ use parking_lot::Mutex;
 use rand::Rng;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
+use crate::cache::store::StoreError;
 use crate::client::decode::compact;
 use crate::client::{
     self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, ResourceVersionMatch,
     WatchEvent,
 };
 use crate::errors::StatusError;
+
+/// A tweak applied to the options of every list and watch (client-go's
+/// `TweakListOptionsFunc`): how informers and factories take label and field selectors.
+pub type TweakListOptions = Arc<dyn Fn(&mut ListOptions) + Send + Sync>;
+
+/// A lister-watcher whose every list and watch passes through a [`TweakListOptions`].
+pub(crate) struct Tweaked<K> {
+    pub(crate) inner: Arc<dyn ListerWatcher<K>>,
+    pub(crate) tweak: TweakListOptions,
+}
+
+impl<K: Send + 'static> ListerWatcher<K> for Tweaked<K> {
+    fn list(
+        &self,
+        mut opts: ListOptions,
+    ) -> BoxFuture<'static, Result<ObjectList<K>, client::Error>> {
+        (self.tweak)(&mut opts);
+        self.inner.list(opts)
+    }
+    fn list_deferred(
+        &self,
+        mut opts: ListOptions,
+    ) -> BoxFuture<'static, Result<DeferredPage<K>, client::Error>> {
+        (self.tweak)(&mut opts);
+        self.inner.list_deferred(opts)
+    }
+    fn watch(
+        &self,
+        mut opts: ListOptions,
+    ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>> {
+        (self.tweak)(&mut opts);
+        self.inner.watch(opts)
+    }
+}
 
 /// Lists and watches one resource (client-go's `ListerWatcher`).
 ///
@@ -123,15 +159,15 @@ where
 /// implements it.
 pub trait ReflectorStore<K>: Send + Sync {
     /// An object was added.
-    fn add(&self, obj: Arc<K>) -> Result<(), String>;
+    fn add(&self, obj: Arc<K>) -> Result<(), StoreError>;
     /// An object was modified.
-    fn update(&self, obj: Arc<K>) -> Result<(), String>;
+    fn update(&self, obj: Arc<K>) -> Result<(), StoreError>;
     /// An object was deleted.
-    fn delete(&self, obj: Arc<K>) -> Result<(), String>;
+    fn delete(&self, obj: Arc<K>) -> Result<(), StoreError>;
     /// The complete state at `resource_version`.
-    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), String>;
+    fn replace(&self, objs: Vec<Arc<K>>, resource_version: &str) -> Result<(), StoreError>;
     /// A periodic resync.
-    fn resync(&self) -> Result<(), String>;
+    fn resync(&self) -> Result<(), StoreError>;
     /// The watch reached `resource_version` (a bookmark); most stores ignore it.
     fn bookmark(&self, resource_version: &str) {
         let _ = resource_version;
@@ -174,12 +210,13 @@ pub enum ReflectorError {
         kind: String,
     },
     /// The store refused a replace or a resync.
-    #[error("store of {kind}: {message}")]
+    #[error("store of {kind}: {source}")]
     Store {
         /// The kind.
         kind: String,
         /// The store's error.
-        message: String,
+        #[source]
+        source: StoreError,
     },
 }
 
@@ -303,10 +340,6 @@ pub struct ReflectorConfig {
     pub use_watch_list: bool,
     /// The backoff between rounds and between failed watch starts.
     pub backoff: Backoff,
-    /// Label selector applied to lists and watches.
-    pub label_selector: Option<String>,
-    /// Field selector applied to lists and watches.
-    pub field_selector: Option<String>,
     /// Ask the lister-watcher for objects without `metadata.managedFields`
     /// ([`ListOptions::without_managed_fields`]), skipped while decoding.
     pub without_managed_fields: bool,
@@ -322,8 +355,6 @@ impl Default for ReflectorConfig {
             max_internal_error_retry_duration: Duration::ZERO,
             use_watch_list: false,
             backoff: Backoff::default(),
-            label_selector: None,
-            field_selector: None,
             without_managed_fields: false,
         }
     }
@@ -369,16 +400,6 @@ impl ReflectorConfig {
     /// Sets how long 500 InternalError watch events are retried without relisting.
     pub fn max_internal_error_retry_duration(mut self, d: Duration) -> Self {
         self.max_internal_error_retry_duration = d;
-        self
-    }
-    /// Restricts lists and watches to objects matching a label selector.
-    pub fn label_selector(mut self, selector: impl Into<String>) -> Self {
-        self.label_selector = Some(selector.into());
-        self
-    }
-    /// Restricts lists and watches to objects matching a field selector.
-    pub fn field_selector(mut self, selector: impl Into<String>) -> Self {
-        self.field_selector = Some(selector.into());
         self
     }
     /// Asks for objects without `metadata.managedFields`.
@@ -547,8 +568,6 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
 
     fn base_options(&self, config: &ReflectorConfig) -> ListOptions {
         ListOptions {
-            label_selector: config.label_selector.clone(),
-            field_selector: config.field_selector.clone(),
             without_managed_fields: config.without_managed_fields,
             ..Default::default()
         }
@@ -577,8 +596,11 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
             let mut opts = self.base_options(config);
             opts.resource_version = Some(rv.clone());
             opts.limit = (limit > 0).then_some(limit);
-            match self.list_pages(opts).await {
+            let started = Instant::now();
+            let span = tracing::debug_span!("relist", kind = %self.kind, resource_version = %rv);
+            match self.list_pages(opts).instrument(span).await {
                 Ok((items, list_rv, paginated)) => {
+                    crate::metrics::reflector_listed(&self.kind, items.len(), started.elapsed());
                     {
                         let mut st = self.state.lock();
                         if rv == "0" && paginated {
@@ -586,10 +608,10 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                         }
                         st.resource_version_unavailable = false;
                     }
-                    self.store.replace(items, &list_rv).map_err(|message| {
+                    self.store.replace(items, &list_rv).map_err(|source| {
                         ReflectorError::Store {
                             kind: self.kind.clone(),
-                            message,
+                            source,
                         }
                     })?;
                     self.set_last_sync(&list_rv);
@@ -711,7 +733,10 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                         r = &mut resync => return r,
                     };
                     match started {
-                        Ok(s) => (s, idle),
+                        Ok(s) => {
+                            crate::metrics::reflector_watch_started(&self.kind);
+                            (s, idle)
+                        }
                         Err(err) if is_retriable_watch_start(&err) => {
                             tracing::debug!(kind = %self.kind, %err, "watch start failed; backing off and re-watching");
                             backoff.wait(cancel).await;
@@ -757,9 +782,9 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
             if self.should_resync.as_ref().is_none_or(|f| f()) {
                 self.store
                     .resync()
-                    .map_err(|message| ReflectorError::Store {
+                    .map_err(|source| ReflectorError::Store {
                         kind: self.kind.clone(),
-                        message,
+                        source,
                     })?;
             }
         }
@@ -829,7 +854,11 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         }
     }
 
-    fn apply(&self, obj: K, f: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), String>) {
+    fn apply(
+        &self,
+        obj: K,
+        f: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), StoreError>,
+    ) {
         let rv = obj.meta().resource_version.clone().unwrap_or_default();
         if let Err(err) = f(self.store.as_ref(), Arc::new(obj)) {
             tracing::error!(kind = %self.kind, %err, "store rejected a watch event");

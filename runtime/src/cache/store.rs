@@ -31,8 +31,8 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-pub use crate::cache::delta_fifo::KeyError;
-use crate::cache::delta_fifo::KnownObjects;
+use crate::cache::keys::KnownObjects;
+pub use crate::cache::keys::{KeyError, KeyFunc, TransformError, TransformFunc};
 use crate::cache::DeletedFinalStateUnknown;
 use crate::object::{meta_namespace_key, object_key, AnyObject};
 
@@ -40,18 +40,11 @@ mod thread_safe;
 
 pub use thread_safe::ThreadSafeStore;
 
-/// Computes the key an object is stored under; the DeltaFIFOs use the same type.
-pub type KeyFunc<T> = Arc<dyn Fn(&T) -> Result<String, KeyError> + Send + Sync>;
-
 /// Computes the values an object is filed under in one index (zero, one or many).
 pub type IndexFunc<T> = Arc<dyn Fn(&T) -> Result<Vec<String>, IndexError> + Send + Sync>;
 
 /// Index functions by index name.
 pub type Indexers<T> = HashMap<String, IndexFunc<T>>;
-
-/// Rewrites an object before it is stored (client-go's `TransformFunc`), e.g. to drop
-/// `managedFields` and save memory.
-pub type TransformFunc<T> = Arc<dyn Fn(Arc<T>) -> Result<Arc<T>, TransformError> + Send + Sync>;
 
 /// The name of the namespace index (client-go's `NamespaceIndex`).
 pub const NAMESPACE_INDEX: &str = "namespace";
@@ -68,23 +61,6 @@ impl IndexError {
     /// An index error saying `message`.
     pub fn new(message: impl Into<String>) -> Self {
         IndexError {
-            message: message.into(),
-        }
-    }
-}
-
-/// A transformer rejected an object.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{message}")]
-pub struct TransformError {
-    /// What went wrong.
-    pub message: String,
-}
-
-impl TransformError {
-    /// A transform error saying `message`.
-    pub fn new(message: impl Into<String>) -> Self {
-        TransformError {
             message: message.into(),
         }
     }

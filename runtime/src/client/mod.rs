@@ -17,12 +17,17 @@
 //! - [`ResourceClient::watch`] decodes frames with a streaming JSON decoder that does not
 //!   rely on newlines; see [`WatchEvent`] for how errors surface.
 //!
+//! - Client-side rate limiting and `Retry-After` retries are opt-in, for every request of
+//!   a [`kube::Client`]: [`RestConfig::wrap`] or [`RestConfig::client`] (see
+//!   [`RestConfig`]); without them the client neither throttles nor retries.
+//!
 //! The write path (create, update, patch, apply, delete) lives in its own file; see
 //! [`Patch`] and [`DeleteOptions`]. It does not retry or cache. The `scale` subresource
 //! has its own verbs too ([`ResourceClient::get_scale`], `update_scale`, `patch_scale`).
 
 pub(crate) mod decode;
 mod pool;
+mod rest;
 mod scale;
 mod skip;
 mod subresource;
@@ -38,9 +43,14 @@ use http_body_util::BodyExt;
 use kube::Resource;
 use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use tracing::Instrument;
 
 use crate::errors::{Status, StatusError};
 
+pub use rest::{
+    RestConfig, RestConfigError, RestLayer, RestService, DEFAULT_BURST, DEFAULT_MAX_RETRIES,
+    DEFAULT_QPS,
+};
 pub use watch::{Bookmark, WatchEvent, WatchStream};
 pub use write::{
     DeleteOptions, Deleted, Patch, PatchParams, Preconditions, PropagationPolicy, WriteParams,
@@ -61,6 +71,9 @@ pub enum Error {
     /// The request could not be built.
     #[error("building the request: {0}")]
     Request(#[source] http::Error),
+    /// A retry helper ([`crate::retry`]) had no step left to try anything.
+    #[error(transparent)]
+    Interrupted(#[from] crate::retry::Interrupted),
 }
 
 impl Error {
@@ -70,6 +83,70 @@ impl Error {
             Error::Api(s) => Some(s),
             _ => None,
         }
+    }
+}
+
+/// Defines `Error::is_*` classifiers, each delegating to [`StatusError`]'s predicate of
+/// the same meaning and false for errors that are not API errors.
+macro_rules! classifiers {
+    ($($(#[$doc:meta])* $name:ident => $pred:ident;)*) => {
+        impl Error {
+            $(
+                $(#[$doc])*
+                pub fn $name(&self) -> bool {
+                    self.status().is_some_and(StatusError::$pred)
+                }
+            )*
+        }
+    };
+}
+
+// apimachinery's `errors.IsXxx` functions, as methods: by the Status' reason first, by
+// its HTTP code only when the reason is unknown or empty (see `crate::errors`).
+classifiers! {
+    /// `IsNotFound`: reason NotFound, or an unknown reason with 404.
+    is_not_found => is_not_found;
+    /// `IsAlreadyExists`: reason AlreadyExists (a 409 with reason Conflict is not).
+    is_already_exists => is_already_exists;
+    /// `IsConflict`: reason Conflict (server-side apply conflicts included), or an
+    /// unknown reason with 409; AlreadyExists is not a conflict.
+    is_conflict => is_conflict;
+    /// `IsInvalid`: reason Invalid, or an unknown reason with 422.
+    is_invalid => is_invalid;
+    /// `IsGone`: reason Gone, or an unknown reason with 410; Expired is not Gone.
+    is_gone => is_gone;
+    /// `IsResourceExpired`: reason Expired (the reason only, as apimachinery checks).
+    is_resource_expired => is_expired;
+    /// `IsForbidden`: reason Forbidden, or an unknown reason with 403.
+    is_forbidden => is_forbidden;
+    /// `IsUnauthorized`: reason Unauthorized, or an unknown reason with 401.
+    is_unauthorized => is_unauthorized;
+    /// `IsTooManyRequests`: reason TooManyRequests, or code 429 whatever the reason.
+    is_too_many_requests => is_too_many_requests;
+    /// `IsServerTimeout`: reason ServerTimeout (no HTTP code means it).
+    is_server_timeout => is_server_timeout;
+    /// `IsTimeout`: reason Timeout, or an unknown reason with 504.
+    is_timeout => is_timeout;
+    /// `IsBadRequest`: reason BadRequest, or an unknown reason with 400.
+    is_bad_request => is_bad_request;
+    /// `IsInternalError`: reason InternalError, or an unknown reason with 500.
+    is_internal_error => is_internal_error;
+    /// `IsServiceUnavailable`: reason ServiceUnavailable, or an unknown reason with 503.
+    is_service_unavailable => is_service_unavailable;
+    /// `IsMethodNotSupported`: reason MethodNotAllowed, or an unknown reason with 405.
+    is_method_not_supported => is_method_not_supported;
+    /// `IsUnsupportedMediaType`: reason UnsupportedMediaType, or an unknown reason
+    /// with 415.
+    is_unsupported_media_type => is_unsupported_media_type;
+    /// `IsTooLargeResourceVersion`: a 504 Timeout with a ResourceVersionTooLarge cause.
+    is_too_large_resource_version => is_too_large_resource_version;
+}
+
+impl Error {
+    /// `SuggestsClientDelay`: the seconds the server asked the client to wait
+    /// (`details.retryAfterSeconds`), if any.
+    pub fn retry_after_seconds(&self) -> Option<i32> {
+        self.status().and_then(StatusError::retry_after_seconds)
     }
 }
 
@@ -512,7 +589,9 @@ where
         opts: &ListOptions,
         finish: decode::Finish<K>,
     ) -> Result<DeferredPage<K>, Error> {
-        let body = read_all(&self.client, self.list_url(opts)).await?;
+        let url = self.list_url(opts);
+        let span = tracing::debug_span!("list", url = %url);
+        let body = read_all(&self.client, url).instrument(span).await?;
         let without_managed_fields = opts.without_managed_fields;
         let whole = (decode::WHOLE_PAGE_MIN_BYTES..decode::CHUNKED_MIN_BYTES)
             .contains(&body.len())
@@ -622,11 +701,14 @@ where
         opts: &ListOptions,
         finish: decode::Finish<K>,
     ) -> Result<WatchStream<K>, Error> {
-        let req = Request::get(self.watch_url(opts))
+        let url = self.watch_url(opts);
+        let span = tracing::debug_span!("watch", url = %url);
+        let req = Request::get(url)
             .body(kube::client::Body::empty())
             .map_err(Error::Request)?;
-        let res = self.client.send(req).await.map_err(Error::Transport)?;
-        let res = checked(res).await?;
+        let res = async { checked(self.client.send(req).await.map_err(Error::Transport)?).await }
+            .instrument(span)
+            .await?;
         Ok(WatchStream::with_finish(
             res.into_body(),
             opts.without_managed_fields,

@@ -42,6 +42,7 @@ mod resourcelock;
 
 use std::fmt;
 use std::future::Future;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -375,13 +376,42 @@ struct Inner {
     config: LeaderElectionConfig,
     observed: Mutex<Observed>,
     clock: WallClock,
+    /// True from acquiring the lock until leadership ends (renewal fails, `run` is
+    /// cancelled or its future dropped); see [`LeaderElector::is_leader`].
+    leading: AtomicBool,
+}
+
+/// Sets [`Inner::leading`] (and `leader_election_master_status`) while `run` leads, and
+/// clears both when `run` ends, however it ends.
+struct LeadingFlag<'a> {
+    flag: &'a AtomicBool,
+    name: &'a str,
+}
+
+impl<'a> LeadingFlag<'a> {
+    fn set(flag: &'a AtomicBool, name: &'a str) -> Self {
+        flag.store(true, Ordering::SeqCst);
+        crate::metrics::leader_status(name, true);
+        LeadingFlag { flag, name }
+    }
+
+    fn clear(flag: &AtomicBool, name: &str) {
+        flag.store(false, Ordering::SeqCst);
+        crate::metrics::leader_status(name, false);
+    }
+}
+
+impl Drop for LeadingFlag<'_> {
+    fn drop(&mut self) {
+        LeadingFlag::clear(self.flag, self.name);
+    }
 }
 
 /// A candidate in a leader election (client-go's `LeaderElector`).
 ///
 /// Build it with [`LeaderElector::new`], then [`run`](LeaderElector::run) it until its
 /// token is cancelled or it loses leadership. Cloning is cheap (clones share the elector),
-/// so a clone can answer [`is_leader`](LeaderElector::is_leader) or serve a health check
+/// so a clone can answer [`is_leading`](LeaderElector::is_leading) or serve a health check
 /// ([`check`](LeaderElector::check)) while `run` goes on. Run one `run` at a time.
 ///
 /// ```
@@ -423,14 +453,14 @@ struct Inner {
 ///     async move { elector.run(stop).await }
 /// });
 /// started.await.unwrap();
-/// assert!(elector.is_leader());
+/// assert!(elector.is_leader() && elector.is_leading());
 /// assert_eq!(elector.get_leader(), "pod-a");
 /// assert!(elector.check(std::time::Duration::from_secs(20)).is_ok());
 ///
 /// stop.cancel();
 /// run.await.unwrap();
 /// // Released: nobody holds the lease now.
-/// assert!(!elector.is_leader());
+/// assert!(!elector.is_leader() && !elector.is_leading());
 /// let lease = server
 ///     .get("leases.coordination.k8s.io", "default", "my-controller")
 ///     .unwrap()
@@ -472,6 +502,7 @@ impl LeaderElector {
                 config,
                 observed: Mutex::new(Observed::default()),
                 clock: WallClock::new(),
+                leading: AtomicBool::new(false),
             }),
         })
     }
@@ -508,6 +539,7 @@ impl LeaderElector {
         let leading = cancel.child_token();
         // Leadership also ends if this future is dropped.
         let leading_guard = leading.clone().drop_guard();
+        let _leading_flag = LeadingFlag::set(&self.inner.leading, &self.inner.config.name);
         if let Some(started) = &self.inner.config.callbacks.on_started_leading {
             tokio::spawn(started(leading.clone()));
         }
@@ -575,6 +607,8 @@ impl LeaderElector {
                 _ = tokio::time::sleep(cfg.retry_period) => {}
             }
         }
+        // Leadership is over from here on, whether or not the lock is released.
+        LeadingFlag::clear(&self.inner.leading, &cfg.name);
         if cfg.release_on_cancel {
             self.release().await;
         }
@@ -585,7 +619,7 @@ impl LeaderElector {
     /// conflict, for at most `renew_deadline`. Returns whether the lock is not held by
     /// this candidate afterwards.
     async fn release(&self) -> bool {
-        if !self.is_leader() {
+        if !self.holds_lock() {
             return true;
         }
         let cfg = &self.inner.config;
@@ -759,8 +793,23 @@ impl LeaderElector {
         }
     }
 
-    /// Whether this candidate is the holder it last observed (or wrote).
+    /// Whether the holder last observed (or written) is this candidate (client-go's
+    /// `IsLeader`). Like client-go's, it stays true after `run` ends without releasing
+    /// the lock (the Lease still names this candidate until it expires): to know whether
+    /// this candidate leads now, ask [`is_leading`](LeaderElector::is_leading).
     pub fn is_leader(&self) -> bool {
+        self.holds_lock()
+    }
+
+    /// Whether this candidate leads now: `run` acquired the lock, leadership has not ended
+    /// (renewal did not fail, `run` was not cancelled nor its future dropped), and the
+    /// holder last observed (or written) is this candidate. False whenever `run` is not
+    /// running.
+    pub fn is_leading(&self) -> bool {
+        self.inner.leading.load(Ordering::SeqCst) && self.holds_lock()
+    }
+
+    fn holds_lock(&self) -> bool {
         self.inner.observed.lock().record.holder_identity == self.identity()
     }
 

@@ -24,7 +24,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use tokio::time::Instant;
+
+use crate::flowcontrol::TokenBucket;
 
 /// Decides how long an item waits before it is retried.
 pub trait RateLimiter<T>: Send + Sync {
@@ -231,41 +232,33 @@ impl<T: Clone + Eq + Hash + Send + Sync> RateLimiter<T> for ItemFastSlowRateLimi
 /// A token bucket over all items (client-go's `BucketRateLimiter` on
 /// `golang.org/x/time/rate`): `burst` tokens, refilled at `qps` per second. Each
 /// [`when`](RateLimiter::when) takes a token, going into debt when none is left, and
-/// returns how long until that token exists. It keeps no per-item state.
+/// returns how long until that token exists. It keeps no per-item state. The bucket is
+/// [`crate::flowcontrol::TokenBucket`], the one the client's rate limiting uses.
 ///
 /// A `burst` of 0 never grants a token: `when` returns `Duration::MAX`. An infinite `qps`
 /// never waits.
 ///
 /// ```
 /// use std::time::Duration;
-/// use kubegen_runtime::workqueue::{BucketRateLimiter, RateLimiter};
+/// use kubegen_runtime::workqueue::BucketRateLimiter;
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
 /// let limiter = BucketRateLimiter::new(10.0, 1);
-/// assert_eq!(RateLimiter::<&str>::when(&limiter, &"a"), Duration::ZERO);
-/// assert_eq!(RateLimiter::<&str>::when(&limiter, &"b"), Duration::from_millis(100));
+/// assert_eq!(limiter.when(&"a"), Duration::ZERO);
+/// assert_eq!(limiter.when(&"b"), Duration::from_millis(100));
 /// # }
 /// ```
 pub struct BucketRateLimiter {
-    qps: f64,
-    burst: u32,
-    bucket: Mutex<Bucket>,
-}
-
-struct Bucket {
-    tokens: f64,
-    /// When `tokens` was last brought up to date; `None` before the first reservation
-    /// (the bucket starts full).
-    last: Option<Instant>,
+    bucket: TokenBucket,
 }
 
 impl fmt::Debug for BucketRateLimiter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("BucketRateLimiter")
-            .field("qps", &self.qps)
-            .field("burst", &self.burst)
-            .finish_non_exhaustive()
+            .field("qps", &self.bucket.qps())
+            .field("burst", &self.bucket.burst())
+            .finish()
     }
 }
 
@@ -273,48 +266,20 @@ impl BucketRateLimiter {
     /// A full bucket of `burst` tokens, refilled at `qps` tokens per second.
     pub fn new(qps: f64, burst: u32) -> Self {
         Self {
-            qps,
-            burst,
-            bucket: Mutex::new(Bucket {
-                tokens: f64::from(burst),
-                last: None,
-            }),
+            bucket: TokenBucket::new(qps, burst),
         }
     }
 
-    /// Takes one token; returns how long until it is available.
-    fn reserve(&self) -> Duration {
-        if self.qps.is_infinite() && self.qps > 0.0 {
-            return Duration::ZERO;
-        }
-        if self.burst == 0 {
-            return Duration::MAX;
-        }
-        let now = Instant::now();
-        let mut bucket = self.bucket.lock();
-        let refill = match bucket.last {
-            Some(last) if self.qps > 0.0 => {
-                now.saturating_duration_since(last).as_secs_f64() * self.qps
-            }
-            _ => 0.0,
-        };
-        let tokens = (bucket.tokens + refill).min(f64::from(self.burst)) - 1.0;
-        bucket.tokens = tokens;
-        bucket.last = Some(now);
-        if tokens >= 0.0 {
-            return Duration::ZERO;
-        }
-        if self.qps > 0.0 {
-            Duration::try_from_secs_f64(-tokens / self.qps).unwrap_or(Duration::MAX)
-        } else {
-            Duration::MAX
-        }
+    /// [`RateLimiter::when`] for any item type, callable without naming it
+    /// (`limiter.when(&key)`): the bucket ignores the item.
+    pub fn when<T>(&self, _item: &T) -> Duration {
+        self.bucket.reserve()
     }
 }
 
 impl<T> RateLimiter<T> for BucketRateLimiter {
-    fn when(&self, _item: &T) -> Duration {
-        self.reserve()
+    fn when(&self, item: &T) -> Duration {
+        BucketRateLimiter::when(self, item)
     }
 
     fn num_requeues(&self, _item: &T) -> usize {

@@ -11,6 +11,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
+use crate::cache::reflector::ListerWatcher;
 use crate::cache::test_support::{pod, settle, wait_until, FakeSource};
 
 /// A kube client whose requests are answered from memory (empty lists; watches that end

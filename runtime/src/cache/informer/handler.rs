@@ -48,13 +48,20 @@ type DeleteFn<K> = Box<dyn Fn(&DeltaObject<K>) + Send + Sync>;
 /// A [`ResourceEventHandler`] made of closures (client-go's `ResourceEventHandlerFuncs`);
 /// a missing closure ignores its notification.
 ///
+/// Name the object type once, on `new` (`ResourceEventHandlerFuncs::<Pod>::new()`): the
+/// closures then need no parameter types. Without it, nothing tells the closures their
+/// type while they are checked (`add_event_handler` takes any handler, so the informer's
+/// type cannot flow back into them), and a closure that reads its object fails with
+/// "type annotations needed".
+///
 /// ```
 /// use std::sync::Arc;
 /// use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
 /// use k8s_openapi::api::core::v1::Pod;
 ///
 /// let handler = ResourceEventHandlerFuncs::<Pod>::new()
-///     .add_func(|pod: &Arc<Pod>, _initial| println!("added {:?}", pod.metadata.name))
+///     .add_func(|pod, _initial| println!("added {:?}", pod.metadata.name))
+///     .update_func(|old, new| println!("{:?} -> {:?}", old.metadata.resource_version, new.metadata.resource_version))
 ///     .delete_func(|obj| println!("deleted {:?}", obj.object().map(|p| &p.metadata.name)));
 /// # let _ = handler;
 /// ```

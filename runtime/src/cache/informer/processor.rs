@@ -208,6 +208,16 @@ impl<K: Send + Sync + 'static> Listener<K> {
                 }
             );
             let handler = &self.handler;
+            let _span = tracing::debug_span!(
+                "handle",
+                listener = self.id,
+                notification = match &next {
+                    Notification::Add { .. } => "add",
+                    Notification::Update { .. } => "update",
+                    Notification::Delete(_) => "delete",
+                }
+            )
+            .entered();
             let outcome = catch_unwind(AssertUnwindSafe(|| match &next {
                 Notification::Add {
                     obj,

@@ -737,3 +737,31 @@ async fn handler_added_while_run_starts_gets_every_object_once() {
         running.stop().await;
     }
 }
+
+/// Selectors reach an informer's lists and watches through `tweak_list_options`, the
+/// same way a factory takes them.
+#[tokio::test(start_paused = true)]
+async fn tweak_list_options_applies_to_every_list_and_watch() {
+    let source = FakeSource::new(vec![pod("pod1", "1")]);
+    let informer = SharedIndexInformer::new(
+        Arc::clone(&source) as Arc<dyn ListerWatcher<Pod>>,
+        InformerConfig::default().tweak_list_options(|o| {
+            o.label_selector = Some("app=web".into());
+            o.field_selector = Some("spec.nodeName=n1".into());
+        }),
+    );
+    let running = run(&informer);
+    wait_until("listed and watching", || {
+        !source.list_calls().is_empty() && !source.watch_calls().is_empty()
+    })
+    .await;
+    running.stop().await;
+    for opts in source
+        .list_calls()
+        .iter()
+        .chain(source.watch_calls().iter())
+    {
+        assert_eq!(opts.label_selector.as_deref(), Some("app=web"));
+        assert_eq!(opts.field_selector.as_deref(), Some("spec.nodeName=n1"));
+    }
+}

@@ -142,28 +142,32 @@ fn rv(p: &Pod) -> String {
 }
 
 impl ReflectorStore<Pod> for RecStore {
-    fn add(&self, obj: Arc<Pod>) -> Result<(), String> {
+    fn add(&self, obj: Arc<Pod>) -> Result<(), crate::cache::store::StoreError> {
         self.ops
             .lock()
             .push(format!("add {} {}", name(&obj), rv(&obj)));
         self.items.lock().insert(name(&obj), rv(&obj));
         Ok(())
     }
-    fn update(&self, obj: Arc<Pod>) -> Result<(), String> {
+    fn update(&self, obj: Arc<Pod>) -> Result<(), crate::cache::store::StoreError> {
         self.ops
             .lock()
             .push(format!("update {} {}", name(&obj), rv(&obj)));
         self.items.lock().insert(name(&obj), rv(&obj));
         Ok(())
     }
-    fn delete(&self, obj: Arc<Pod>) -> Result<(), String> {
+    fn delete(&self, obj: Arc<Pod>) -> Result<(), crate::cache::store::StoreError> {
         self.ops
             .lock()
             .push(format!("delete {} {}", name(&obj), rv(&obj)));
         self.items.lock().remove(&name(&obj));
         Ok(())
     }
-    fn replace(&self, objs: Vec<Arc<Pod>>, resource_version: &str) -> Result<(), String> {
+    fn replace(
+        &self,
+        objs: Vec<Arc<Pod>>,
+        resource_version: &str,
+    ) -> Result<(), crate::cache::store::StoreError> {
         let names: Vec<String> = objs.iter().map(|o| name(o)).collect();
         self.ops
             .lock()
@@ -171,7 +175,7 @@ impl ReflectorStore<Pod> for RecStore {
         *self.items.lock() = objs.iter().map(|o| (name(o), rv(o))).collect();
         Ok(())
     }
-    fn resync(&self) -> Result<(), String> {
+    fn resync(&self) -> Result<(), crate::cache::store::StoreError> {
         *self.resyncs.lock() += 1;
         Ok(())
     }

@@ -7,7 +7,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use proptest::prelude::*;
 
 use super::*;
-use crate::cache::delta_fifo::KnownObjects;
+use crate::cache::keys::KnownObjects;
 
 /// A bare key/value object, as SEMANTICS' store tests use.
 #[derive(Debug, Clone, PartialEq, Eq)]
