@@ -18,9 +18,9 @@ CRD=$(cd "$(dirname "${1:-$ROOT/../shared/crds/cert-manager__certificates.cert-m
 ROUNDS=${ROUNDS:-3}
 OUT=$ROOT/target/bench-compile
 TOOLS=$ROOT/target/tools
-KIND=$(awk '/^  names:/{n=1} n&&/kind:/{print $2; exit}' "$CRD")
-PLURAL=$(awk '/^  names:/{n=1} n&&/plural:/{print $2; exit}' "$CRD")
-VERSION=$(awk '/^  versions:/{n=1} n&&/- name:/{print $3; exit}' "$CRD")
+KIND=$(awk '/^  names:/{n=1; next} n&&/^    kind:/{print $2; exit}' "$CRD")
+PLURAL=$(awk '/^  names:/{n=1; next} n&&/^    plural:/{print $2; exit}' "$CRD")
+VERSION=$(awk '/^  versions:/{n=1; next} n&&/^  - name:/{print $3; exit} n&&/^    name:/{print $2; exit}' "$CRD")
 [ -n "$KIND" ] && [ -n "$PLURAL" ] && [ -n "$VERSION" ] || { echo "cannot read kind/plural/version of $CRD" >&2; exit 1; }
 
 if [ ! -x "$TOOLS/bin/kopium" ]; then
@@ -35,6 +35,8 @@ cp "$ROOT/Cargo.lock" "$OUT/kubegen/Cargo.lock"; cp "$ROOT/Cargo.lock" "$OUT/kub
 "$ROOT/target/release/kubegen" generate -f "$CRD" -o "$OUT/kubegen/src/generated" 2>/dev/null
 GROUP_MOD=$(ls "$OUT/kubegen/src/generated/apis" | grep -v mod.rs | head -1)
 VMOD=$(ls "$OUT/kubegen/src/generated/apis/$GROUP_MOD" | grep -v mod.rs | head -1)
+ACCESSOR=$(grep -rhoE "pub fn [a-z_0-9]+\(&self(, namespace: &str)?\) -> ${KIND}Client" "$OUT/kubegen/src/generated/clientset" \
+  | head -1 | sed -E 's/pub fn ([a-z_0-9]+).*/\1/')
 cat >"$OUT/kubegen/Cargo.toml" <<TOML
 [package]
 name = "bench-kubegen-controller"
@@ -67,7 +69,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let cs = Clientset::new(kubegen_runtime::kube::Client::try_default().await?);
     let factory = SharedInformerFactory::new(cs.clone(), Duration::from_secs(30));
     let queue = RateLimitingQueue::new();
-    let informer = factory.$GROUP_MOD().$VMOD().$PLURAL();
+    let informer = factory.$GROUP_MOD().$VMOD().$ACCESSOR();
     let q = queue.clone();
     informer.informer().add_event_handler(
         ResourceEventHandlerFuncs::new().add_func(move |obj: &Arc<$KIND>, _| q.add(object_key(obj.as_ref()))),
@@ -77,9 +79,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let lister = informer.lister();
     while let Some(key) = queue.get().await {
         let (ns, name) = split_meta_namespace_key(&key)?;
-        if let Ok(obj) = lister.$PLURAL(ns).get(name) {
+        if let Ok(obj) = lister.$ACCESSOR(ns).get(name) {
             let updated = $KIND::clone(&obj);
-            cs.${GROUP_MOD}_$VMOD().$PLURAL(ns).update_status(&updated, &WriteParams::default()).await?;
+            cs.${GROUP_MOD}_$VMOD().$ACCESSOR(ns).update_status(&updated, &WriteParams::default()).await?;
         }
         queue.forget(&key);
         queue.done(&key);
