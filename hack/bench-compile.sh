@@ -124,8 +124,7 @@ use types::$KIND;
 async fn reconcile(obj: Arc<$KIND>, client: Arc<Client>) -> Result<Action, kube::Error> {
     let api: Api<$KIND> = Api::namespaced((*client).clone(), obj.metadata.namespace.as_deref().unwrap_or("default"));
     let name = obj.metadata.name.clone().unwrap_or_default();
-    let data = serde_json::to_vec(obj.as_ref()).map_err(kube::Error::SerdeError)?;
-    api.replace_status(&name, &PostParams::default(), data).await?;
+    api.replace_status(&name, &PostParams::default(), obj.as_ref()).await?;
     Ok(Action::requeue(Duration::from_secs(30)))
 }
 
