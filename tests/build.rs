@@ -16,6 +16,8 @@ fn field(name: &str, ty: Ty, optional: bool) -> Field {
         optional,
         required: !optional,
         nullable: false,
+        flatten: false,
+        skip: false,
         default: None,
     }
 }

@@ -257,6 +257,28 @@ pub struct ExtensionMethod {
     pub result: Option<TypeRef>,
 }
 
+impl ExtensionMethod {
+    /// `GetScale`, `UpdateScale` and `PatchScale` on the `scale` subresource with
+    /// `autoscaling/v1` `Scale`: what a kind with a scale subresource gets, as
+    /// code-generator users declare with `+genclient:method=`.
+    pub fn scale_methods() -> Vec<ExtensionMethod> {
+        [
+            ("GetScale", Verb::Get),
+            ("UpdateScale", Verb::Update),
+            ("PatchScale", Verb::Patch),
+        ]
+        .into_iter()
+        .map(|(name, verb)| ExtensionMethod {
+            name: name.to_owned(),
+            verb,
+            subresource: Some("scale".to_owned()),
+            input: (verb == Verb::Update).then_some(TypeRef::Scale),
+            result: Some(TypeRef::Scale),
+        })
+        .collect()
+    }
+}
+
 /// A type an extension method sends or receives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TypeRef {
@@ -380,6 +402,12 @@ pub struct Field {
     pub nullable: bool,
     /// The schema default, as JSON (exposed by `apply_defaults`, never injected by serde).
     pub default: Option<serde_json::Value>,
+    /// `#[serde(flatten)]` on a user-written field (Rust input): its type's fields sit in
+    /// the parent object. Never set for types kubegen defines.
+    pub flatten: bool,
+    /// `#[serde(skip)]` on a user-written field (Rust input): not on the wire, but still
+    /// part of the value (a deep copy clones it). Never set for types kubegen defines.
+    pub skip: bool,
 }
 
 /// A string enum.

@@ -4,5 +4,6 @@
 
 pub mod assemble;
 pub mod crd;
+pub mod rust;
 
 pub use assemble::{assemble, group_modules, VersionPart};
