@@ -6,7 +6,8 @@
 //! directory's module. Inline `mod x { ... }` blocks extend the path; `mod x;`
 //! declarations are not followed (every file under the root is read anyway).
 //!
-//! What is kept: structs and enums (with their markers and docs), the inner (`//!`)
+//! Files kubegen generated (they start with its header) are skipped. What is kept:
+//! structs and enums (with their markers and docs), the inner (`//!`)
 //! markers of every module, and which traits (`Clone`, `Resource`) and inherent `new`
 //! functions are implemented for which type names, wherever in the files they are.
 
@@ -222,6 +223,11 @@ fn read_file(f: &SourceFile, source: &mut Source) -> Result<(), Error> {
         problem: format!("cannot read: {e}"),
         fix: "check the path and that the file is UTF-8 Rust source".to_owned(),
     })?;
+    // kubegen's own output under -f (`-f src -o src/generated`) is not input: its Clone
+    // impls would make the next run think the user's types have them.
+    if text.starts_with(kubegen_templates::emit::HEADER) {
+        return Ok(());
+    }
     let parsed = syn::parse_file(&text).map_err(|e| {
         error_at(
             file,
