@@ -8,8 +8,9 @@
 //! [`optional`](Field::optional) when its type is `Option<T>` (the model's meaning: the
 //! type is wrapped), and [`required`](Field::required) unless it is optional, has
 //! `#[serde(default)]` or is skipped.
-//! Types stay as written ([`Ty::External`]), except `bool`, `i32` and `i64`, which the
-//! deep copy copies instead of cloning.
+//! Types stay as written ([`Ty::External`]), except `bool`, `i32` and `i64`, and the
+//! runtime's `ApiVersion<K>`/`Kind<K>` on `apiVersion`/`kind`, which the deep copy
+//! copies instead of cloning.
 
 use heck::{
     ToKebabCase, ToLowerCamelCase, ToShoutyKebabCase, ToShoutySnakeCase, ToSnakeCase,
@@ -185,7 +186,14 @@ pub fn struct_def(item: &Item, s: &syn::ItemStruct, path: String) -> Result<Stru
             (None, Some(rule)) => convert_case(rule, &bare).unwrap_or(bare),
             (None, None) => bare,
         };
-        let (ty, option) = field_ty(&f.ty);
+        let (mut ty, option) = field_ty(&f.ty);
+        // The runtime's zero-sized type meta fields are Copy: the deep copy assigns them.
+        let last = type_name(&f.ty);
+        if !option && json_name == "apiVersion" && last.as_deref() == Some("ApiVersion") {
+            ty = Ty::ApiVersion;
+        } else if !option && json_name == "kind" && last.as_deref() == Some("Kind") {
+            ty = Ty::KindField;
+        }
         fields.push(Field {
             json_name,
             rust_name,
