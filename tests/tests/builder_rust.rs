@@ -25,21 +25,21 @@ async fn build_script_tree_serves_the_user_types() {
     let cs = generated::fake::new_simple_clientset(Vec::new())
         .await
         .unwrap();
-    let mut foo = Foo {
+    let mut obj = Foo {
         spec: FooSpec {
             deployment_name: "d".to_owned(),
             replicas: None,
         },
         ..Foo::default()
     };
-    foo.metadata.name = Some("f".to_owned());
+    obj.metadata.name = Some("f".to_owned());
     let created = cs
         .samplecontroller_v1alpha1()
         .foos("default")
-        .create(&foo, &WriteParams::default())
+        .create(&obj, &WriteParams::default())
         .await
         .unwrap();
-    assert_eq!(created.spec, foo.spec);
+    assert_eq!(created.spec, obj.spec);
     let doc = Document::new(
         "d",
         DocumentSpec {

@@ -49,17 +49,17 @@ async fn clientset(
     }
 }
 
-fn foo(name: &str) -> Foo {
-    let mut foo = Foo {
+fn new_foo(name: &str) -> Foo {
+    let mut obj = Foo {
         spec: FooSpec {
             deployment_name: format!("{name}-deployment"),
             replicas: Some(1),
         },
         ..Foo::default()
     };
-    foo.metadata.name = Some(name.to_owned());
-    foo.metadata.namespace = Some("default".to_owned());
-    foo
+    obj.metadata.name = Some(name.to_owned());
+    obj.metadata.namespace = Some("default".to_owned());
+    obj
 }
 
 async fn foo_lifecycle(transport: Transport) {
@@ -86,7 +86,7 @@ async fn foo_lifecycle(transport: Transport) {
 
     let foos = cs.samplecontroller_v1alpha1().foos("default");
     let params = WriteParams::default();
-    let created = foos.create(&foo("web"), &params).await.unwrap();
+    let created = foos.create(&new_foo("web"), &params).await.unwrap();
     assert!(created.metadata.resource_version.is_some());
     assert_eq!(
         rx.recv().await,
