@@ -1,8 +1,10 @@
 //! kubegen: generates Rust types, typed clientsets (and fake clientsets), listers and
 //! shared informer factories from CustomResourceDefinitions, the way Kubernetes'
-//! code-generator does for Go.
+//! code-generator does for Go; or, from API types written in Rust (`+genclient` markers,
+//! kube-derive's `#[derive(CustomResource)]`), everything but the types
+//! ([`input::rust`]).
 //!
-//! The pipeline is one-way: [`input`] reads CRD YAML into the model
+//! The pipeline is one-way: [`input`] reads CRD YAML and Rust source into the model
 //! (`kubegen_templates::model`), the emitters turn the model into files, and [`output`]
 //! owns the output directory (atomic replacement, ownership checks, `verify` diffs).
 //! [`generate`] runs input and emitters; it does no output IO. [`Builder`] does the same
