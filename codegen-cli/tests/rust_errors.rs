@@ -235,3 +235,16 @@ fn nothing_is_written_for_bad_input() {
     assert_eq!(status.code(), Some(1));
     assert!(!Path::new(&out).exists());
 }
+
+#[test]
+fn two_structs_of_one_version_with_one_name_needing_clone() {
+    let kube = "#[derive(CustomResource)]\n#[kube(group = \"example.com\", version = \"v1\", kind = \"Bar\", namespaced)]\npub struct BarSpec { pub spec: Spec }\npub struct Spec { pub a: i32 }\n";
+    assert_eq!(
+        errors(&[
+            DOC,
+            ("g/v1/types.rs", &format!("/// +genclient\npub struct Foo {{ {META} pub spec: Spec }}\npub struct Spec {{ pub b: i32 }}\n")),
+            ("other/bar.rs", kube),
+        ]),
+        "ROOT/other/bar.rs:4:12:\n  Spec needs a generated Clone, and so does crate::apis::g::v1::types::Spec of the same group and version (ROOT/g/v1/types.rs:3:12)\n  fix: derive Clone on one of them, or rename one"
+    );
+}

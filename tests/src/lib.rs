@@ -10,11 +10,12 @@
 #[path = "../../fixtures/golden/mod.rs"]
 pub mod golden;
 
-/// The hand-written API types of `fixtures/rust`, mounted where the generated tree
-/// names them (`--types-path crate::apis`), as in a user's crate.
+// The hand-written API types of fixtures/rust, mounted where the generated tree names
+// them (--types-path crate::apis), as in a user's crate. (Plain comments: outer docs
+// here would make rustdoc resolve the modules' own intra-doc links from this scope.)
 #[path = "../../fixtures/rust/mod.rs"]
 pub mod apis;
 
-/// The tree generated from [`apis`] (`fixtures/golden-rust`).
+// The tree generated from `apis` (fixtures/golden-rust).
 #[path = "../../fixtures/golden-rust/mod.rs"]
 pub mod golden_rust;

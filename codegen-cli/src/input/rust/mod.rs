@@ -432,6 +432,17 @@ fn deep_copies(
                     ));
                 }
                 let path = rust_path(types_path, &item.module, &name);
+                if let Some(TypeDef::Struct(other)) = defs.get(&name) {
+                    return Err(item.error_at(
+                        s.ident.span(),
+                        format!(
+                            "{name} needs a generated Clone, and so does {} of the same group and version ({})",
+                            other.existing.as_deref().unwrap_or_default(),
+                            other.origin
+                        ),
+                        "derive Clone on one of them, or rename one",
+                    ));
+                }
                 defs.insert(
                     name.clone(),
                     TypeDef::Struct(fields::struct_def(item, s, path)?),
