@@ -122,10 +122,12 @@ fn tuple_struct_needing_clone() {
 }
 
 #[test]
-fn enum_without_clone() {
+fn generic_enum_without_clone() {
     assert_eq!(
-        types(&format!("/// +genclient\npub struct Foo {{ {META} pub spec: Phase }}\n\npub enum Phase {{ Ready }}\n")),
-        "ROOT/g/v1/types.rs:4:10:\n  enum Phase has no Clone; kubegen generates Clone for structs only\n  fix: add #[derive(Clone)] to the enum"
+        types(&format!(
+            "/// +genclient\npub struct Foo {{ {META} pub spec: Phase<i32> }}\n\npub enum Phase<T> {{ Ready(T) }}\n"
+        )),
+        "ROOT/g/v1/types.rs:4:10:\n  generic enum Phase has no Clone; kubegen cannot generate one for it\n  fix: add #[derive(Clone)] to the enum"
     );
 }
 
@@ -245,6 +247,6 @@ fn two_structs_of_one_version_with_one_name_needing_clone() {
             ("g/v1/types.rs", &format!("/// +genclient\npub struct Foo {{ {META} pub spec: Spec }}\npub struct Spec {{ pub b: i32 }}\n")),
             ("other/bar.rs", kube),
         ]),
-        "ROOT/other/bar.rs:4:12:\n  Spec needs a generated Clone, and so does crate::apis::g::v1::types::Spec of the same group and version (ROOT/g/v1/types.rs:3:12)\n  fix: derive Clone on one of them, or rename one"
+        "ROOT/other/bar.rs:4:12:\n  Spec needs a generated Clone, and so does crate::apis::g::v1::types::Spec (ROOT/g/v1/types.rs:3:12) of the same group and version; crate::apis::other::bar::Spec cannot share the name\n  fix: derive Clone on one of them, or rename one"
     );
 }

@@ -342,13 +342,16 @@ pub struct PrinterColumn {
     pub json_path: String,
 }
 
-/// A type emitted into a version's `types.rs`.
+/// A type of a version: emitted into its `types.rs`, or (Rust input) existing in the
+/// user's crate and given only a deep copy.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TypeDef {
     /// A struct with named fields.
     Struct(StructDef),
     /// A closed set of string values plus a catch-all.
     Enum(EnumDef),
+    /// An enum the user wrote, without `Clone` (Rust input): kubegen emits its `Clone`.
+    ExistingEnum(ExistingEnumDef),
 }
 
 impl TypeDef {
@@ -357,8 +360,49 @@ impl TypeDef {
         match self {
             TypeDef::Struct(s) => &s.name,
             TypeDef::Enum(e) => &e.name,
+            TypeDef::ExistingEnum(e) => &e.name,
         }
     }
+
+    /// Whether the type exists in the user's crate (kubegen emits no definition).
+    pub fn is_existing(&self) -> bool {
+        match self {
+            TypeDef::Struct(s) => s.existing.is_some(),
+            TypeDef::Enum(_) => false,
+            TypeDef::ExistingEnum(_) => true,
+        }
+    }
+}
+
+/// An enum of the user's crate (Rust input), as its deep copy needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExistingEnumDef {
+    /// Rust name (`Phase`).
+    pub name: String,
+    /// The path the generated code names it by.
+    pub path: String,
+    /// Its variants, in declaration order.
+    pub variants: Vec<ExistingVariant>,
+}
+
+/// One variant of an [`ExistingEnumDef`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExistingVariant {
+    /// The variant's name.
+    pub name: String,
+    /// What it holds.
+    pub fields: VariantFields,
+}
+
+/// The fields of an enum variant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VariantFields {
+    /// `A`.
+    Unit,
+    /// `A(T, U)`: how many.
+    Tuple(usize),
+    /// `A { x: T }`: the field names.
+    Named(Vec<String>),
 }
 
 /// A struct: an object schema with properties.

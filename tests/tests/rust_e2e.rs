@@ -14,7 +14,7 @@ use kubegen_runtime::labels::Selector;
 use kubegen_tests::apis::documents::v1::{Document, DocumentSpec, DocumentStatus};
 use kubegen_tests::apis::samplecontroller::v1alpha1::{Bar, Foo, FooSpec, FooStatus};
 use kubegen_tests::apis::scaling::v1::{Pool, PoolSpec, PoolStatus};
-use kubegen_tests::apis::widgets::v1beta1::{Color, Gizmo, GizmoSpec};
+use kubegen_tests::apis::widgets::v1beta1::{Color, Gizmo, GizmoSpec, Shape};
 use kubegen_tests::golden_rust::clientset::Clientset;
 use kubegen_tests::golden_rust::fake::{new_simple_clientset, FakeClientset};
 use kubegen_tests::golden_rust::informers::SharedInformerFactory;
@@ -234,6 +234,11 @@ async fn cluster_scoped_kind_has_no_namespace_and_no_status_verbs() {
             color: Color::Blue,
             enabled: true,
             size_millis: 12,
+            shape: Some(Shape::Rectangle {
+                width: 2,
+                height: 3,
+                label: "r".to_owned(),
+            }),
         },
         ..Gizmo::default()
     };
@@ -252,6 +257,9 @@ async fn cluster_scoped_kind_has_no_namespace_and_no_status_verbs() {
     let mut copy = Gizmo::default();
     copy.clone_from(&created);
     assert_eq!(copy, created);
+    for shape in [Shape::Point, Shape::Circle(4)] {
+        assert_eq!(shape.clone(), shape);
+    }
 }
 
 #[tokio::test]

@@ -16,7 +16,9 @@ use heck::{
     ToKebabCase, ToLowerCamelCase, ToShoutyKebabCase, ToShoutySnakeCase, ToSnakeCase,
     ToUpperCamelCase,
 };
-use kubegen_templates::model::{Field, StructDef, Ty};
+use kubegen_templates::model::{
+    ExistingEnumDef, ExistingVariant, Field, StructDef, Ty, VariantFields,
+};
 use quote::ToTokens;
 
 use super::source::Item;
@@ -215,6 +217,32 @@ pub fn struct_def(item: &Item, s: &syn::ItemStruct, path: String) -> Result<Stru
         fields,
         unknown_fields: None,
     })
+}
+
+/// The model's enum for a user-written enum at `path` (its variants' shapes; enum
+/// fields are always visible where the enum is).
+pub fn enum_def(e: &syn::ItemEnum, path: String) -> ExistingEnumDef {
+    ExistingEnumDef {
+        name: e.ident.to_string(),
+        path,
+        variants: e
+            .variants
+            .iter()
+            .map(|v| ExistingVariant {
+                name: v.ident.to_string(),
+                fields: match &v.fields {
+                    syn::Fields::Unit => VariantFields::Unit,
+                    syn::Fields::Unnamed(u) => VariantFields::Tuple(u.unnamed.len()),
+                    syn::Fields::Named(n) => VariantFields::Named(
+                        n.named
+                            .iter()
+                            .filter_map(|f| f.ident.as_ref().map(ToString::to_string))
+                            .collect(),
+                    ),
+                },
+            })
+            .collect(),
+    }
 }
 
 fn origin(item: &Item) -> String {

@@ -32,11 +32,11 @@
 //! `clone_from`) for the structs a kind is made of, found by following field types from
 //! each kind's root (its struct, or the kube-derive spec and status) through the
 //! package's own structs, and for structs marked `+k8s:deepcopy-gen=true` (every struct
-//! of a package with `//! +k8s:deepcopy-gen=package`). Structs that derive or implement
-//! `Clone` already, and those marked `+k8s:deepcopy-gen=false`, are left alone. A
-//! generated `Clone` lives in the generated tree, so the struct's fields must be
-//! visible to the crate (`pub` or `pub(crate)`) and named; enums must implement `Clone`
-//! themselves. Otherwise the error says so, with the fix.
+//! of a package with `//! +k8s:deepcopy-gen=package`), and for the enums reached so.
+//! Types that derive or implement `Clone` already, and those marked
+//! `+k8s:deepcopy-gen=false`, are left alone. A generated `Clone` lives in the generated
+//! tree, so a struct's fields must be visible to the crate (`pub` or `pub(crate)`) and
+//! named, and the type must not be generic. Otherwise the error says so, with the fix.
 //!
 //! # What the model gets from serde
 //!
@@ -405,15 +405,31 @@ fn deep_copies(
         let has_clone = item.derives("Clone") || source.implements(&name, "Clone", "");
         match &item.kind {
             ItemKind::Enum(e) => {
-                if !has_clone {
+                for v in &e.variants {
+                    for f in &v.fields {
+                        let mut idents = Vec::new();
+                        fields::idents_in(&f.ty, &mut idents);
+                        queue.extend(idents.into_iter().map(|i| (package.clone(), i)));
+                    }
+                }
+                if has_clone {
+                    continue;
+                }
+                if !e.generics.params.is_empty() {
                     return Err(item.error_at(
                         e.ident.span(),
                         format!(
-                            "enum {name} has no Clone; kubegen generates Clone for structs only"
+                            "generic enum {name} has no Clone; kubegen cannot generate one for it"
                         ),
                         "add #[derive(Clone)] to the enum",
                     ));
                 }
+                let path = rust_path(types_path, &item.module, &name);
+                check_unique(&defs, &name, item, &path)?;
+                defs.insert(
+                    name.clone(),
+                    TypeDef::ExistingEnum(fields::enum_def(e, path)),
+                );
             }
             ItemKind::Struct(s) => {
                 for f in s.fields.iter() {
@@ -432,17 +448,7 @@ fn deep_copies(
                     ));
                 }
                 let path = rust_path(types_path, &item.module, &name);
-                if let Some(TypeDef::Struct(other)) = defs.get(&name) {
-                    return Err(item.error_at(
-                        s.ident.span(),
-                        format!(
-                            "{name} needs a generated Clone, and so does {} of the same group and version ({})",
-                            other.existing.as_deref().unwrap_or_default(),
-                            other.origin
-                        ),
-                        "derive Clone on one of them, or rename one",
-                    ));
-                }
+                check_unique(&defs, &name, item, &path)?;
                 defs.insert(
                     name.clone(),
                     TypeDef::Struct(fields::struct_def(item, s, path)?),
@@ -451,4 +457,28 @@ fn deep_copies(
         }
     }
     Ok(defs.into_values().collect())
+}
+
+/// Two types of one version needing a generated `Clone` must have different names (the
+/// model's rule); the error names both places.
+fn check_unique(
+    defs: &BTreeMap<String, TypeDef>,
+    name: &str,
+    item: &Item,
+    path: &str,
+) -> Result<(), Error> {
+    let other = match defs.get(name) {
+        Some(TypeDef::Struct(s)) => format!(
+            "{} ({})",
+            s.existing.as_deref().unwrap_or_default(),
+            s.origin
+        ),
+        Some(TypeDef::ExistingEnum(e)) => e.path.clone(),
+        _ => return Ok(()),
+    };
+    Err(item.error_at(
+        item.ident().span(),
+        format!("{name} needs a generated Clone, and so does {other} of the same group and version; {path} cannot share the name"),
+        "derive Clone on one of them, or rename one",
+    ))
 }
