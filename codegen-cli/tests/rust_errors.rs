@@ -250,3 +250,11 @@ fn two_structs_of_one_version_with_one_name_needing_clone() {
         "ROOT/other/bar.rs:4:12:\n  Spec needs a generated Clone, and so does crate::apis::g::v1::types::Spec (ROOT/g/v1/types.rs:3:12) of the same group and version; crate::apis::other::bar::Spec cannot share the name\n  fix: derive Clone on one of them, or rename one"
     );
 }
+
+#[test]
+fn optional_metadata() {
+    assert_eq!(
+        types("/// +genclient\npub struct Foo { pub metadata: Option<ObjectMeta> }\n"),
+        "ROOT/g/v1/types.rs:2:12:\n  Foo has +genclient but no `metadata: ObjectMeta` field\n  fix: add `pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta` (with #[serde(default)]), or remove +genclient"
+    );
+}

@@ -252,3 +252,23 @@ fn deep_copies_follow_the_kind_through_its_package() {
     // Done derives Clone, which needs Clone of Reached: kubegen walks through it.
     assert_eq!(names, ["Foo", "Forced", "Inner", "Reached", "Spec"]);
 }
+
+#[test]
+fn an_explicit_file_is_a_module_of_its_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("types.rs");
+    fs::write(
+        &file,
+        "//! +groupName=one.example.com\n//! +versionName=v1\n\
+         /// +genclient\npub struct One { pub metadata: ObjectMeta }\n",
+    )
+    .unwrap();
+    let mut config = kubegen::Config::new(vec![file]);
+    config.types_path = "crate::api".to_owned();
+    let (api, inputs) = kubegen::build_model(&config).unwrap();
+    assert_eq!(inputs.rust_kinds, 1);
+    let KindSource::User { rust_path, .. } = &api.groups[0].versions[0].kinds[0].source else {
+        panic!("a user kind")
+    };
+    assert_eq!(rust_path, "crate::api::types::One");
+}

@@ -95,8 +95,12 @@ pub fn marker_kind(
             .iter()
             .find(|f| f.ident.as_ref().is_some_and(|i| i == name))
     };
-    let has_meta = field("metadata")
-        .is_some_and(|f| fields::type_name(&f.ty).as_deref() == Some("ObjectMeta"));
+    // Exactly `ObjectMeta` (not `Option<ObjectMeta>`): the generated `Metadata` impl
+    // returns `&self.metadata`.
+    let has_meta = field("metadata").is_some_and(|f| {
+        fields::option_inner(&f.ty).is_none()
+            && fields::type_name(&f.ty).as_deref() == Some("ObjectMeta")
+    });
     if !has_meta {
         return Err(item.error_at(
             s.ident.span(),
