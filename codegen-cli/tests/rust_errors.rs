@@ -258,3 +258,25 @@ fn optional_metadata() {
         "ROOT/g/v1/types.rs:2:12:\n  Foo has +genclient but no `metadata: ObjectMeta` field\n  fix: add `pub metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta` (with #[serde(default)]), or remove +genclient"
     );
 }
+
+#[test]
+fn kube_derive_group_and_version_are_validated() {
+    assert_eq!(
+        types("#[derive(CustomResource)]\n#[kube(group = \"../../etc\", version = \"v1\", kind = \"Foo\")]\npub struct FooSpec { pub a: i32 }\n"),
+        "ROOT/g/v1/types.rs:3:12:\n  #[kube(group = \"../../etc\")]: \"../../etc\" is not a DNS subdomain (lowercase letters, digits, '-' and '.')\n  fix: write the API group as a DNS subdomain (samplecontroller.k8s.io)"
+    );
+}
+
+#[test]
+fn bad_group_marker() {
+    assert_eq!(
+        errors(&[
+            ("g/v1/mod.rs", "//! +groupName=Example_Com\n"),
+            (
+                "g/v1/types.rs",
+                &format!("/// +genclient\npub struct Foo {{ {META} }}\n")
+            ),
+        ]),
+        "ROOT/g/v1/mod.rs:1:5:\n  `+groupName=Example_Com`: \"Example_Com\" is not a DNS subdomain (lowercase letters, digits, '-' and '.')\n  fix: write the API group as a DNS subdomain (samplecontroller.k8s.io)"
+    );
+}

@@ -270,6 +270,24 @@ fn find_kind(
         parts.join("::")
     };
     if let Some(k) = kinds::kube_derive_kind(item, &module_path)? {
+        let span = item.ident().span();
+        if let Some(problem) = group_problem(&k.group) {
+            return Err(item.error_at(
+                span,
+                format!("#[kube(group = {:?})]: {problem}", k.group),
+                "write the API group as a DNS subdomain (samplecontroller.k8s.io)",
+            ));
+        }
+        if !source::is_version(&k.version) {
+            return Err(item.error_at(
+                span,
+                format!(
+                    "#[kube(version = {:?})] is not a Kubernetes version",
+                    k.version
+                ),
+                "name versions like v1, v1alpha1, v2beta3",
+            ));
+        }
         return Ok(Some(k));
     }
     if !item.markers.iter().any(|m| m.name.starts_with("genclient")) {
