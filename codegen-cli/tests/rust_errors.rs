@@ -280,3 +280,11 @@ fn bad_group_marker() {
         "ROOT/g/v1/mod.rs:1:5:\n  `+groupName=Example_Com`: \"Example_Com\" is not a DNS subdomain (lowercase letters, digits, '-' and '.')\n  fix: write the API group as a DNS subdomain (samplecontroller.k8s.io)"
     );
 }
+
+#[test]
+fn marker_on_a_field() {
+    assert_eq!(
+        types("pub struct Foo {\n    /// +genclient\n    pub metadata: ObjectMeta,\n}\n"),
+        "ROOT/g/v1/types.rs:2:9:\n  `+genclient` on a field of Foo; kubegen reads it on types\n  fix: move it to the /// docs of the struct (or the module's //! docs for +groupName)"
+    );
+}

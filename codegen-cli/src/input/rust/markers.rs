@@ -63,7 +63,7 @@ pub const KNOWN: &[&str] = &[
 ];
 
 /// Whether a marker name belongs to a family kubegen owns (and must therefore know).
-fn is_owned(name: &str) -> bool {
+pub fn is_owned(name: &str) -> bool {
     let lower = name.to_ascii_lowercase();
     lower.starts_with("genclient")
         || lower.starts_with("k8s:")

@@ -333,6 +333,7 @@ fn collect(
         match item {
             syn::Item::Struct(s) => {
                 let (markers, doc) = markers::read(&s.attrs, file)?;
+                check_field_markers(s, file)?;
                 source.items.push(Item {
                     file: file.to_owned(),
                     module: module.to_vec(),
@@ -400,6 +401,25 @@ fn collect(
                 collect(inner, file, &sub, dir_module, &inner_uses, source)?;
             }
             _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// kubegen's markers mean nothing on a field: one there was meant for the type.
+fn check_field_markers(s: &syn::ItemStruct, file: &Path) -> Result<(), Error> {
+    for f in &s.fields {
+        let (field_markers, _) = markers::read(&f.attrs, file)?;
+        if let Some(m) = field_markers.iter().find(|m| markers::is_owned(&m.name)) {
+            return Err(m.error(
+                file,
+                format!(
+                    "`{}` on a field of {}; kubegen reads it on types",
+                    m.text(),
+                    s.ident
+                ),
+                "move it to the /// docs of the struct (or the module's //! docs for +groupName)",
+            ));
         }
     }
     Ok(())
