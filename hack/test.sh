@@ -29,6 +29,9 @@ FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus"
 if [ "$what" != corpus ]; then
   stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9 10 12
   stage "unit and integration tests" cargo test --workspace --locked --features "$FEATURES"
+  # Build scripts depend on kubegen with default-features = false: the library must
+  # build without the CLI (clap).
+  stage "kubegen without its CLI" cargo check -q -p kubegen --no-default-features --locked
   if [ -x hack/verify-codegen.sh ]; then
     stage "verify generated code is current" hack/verify-codegen.sh
   fi

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerates the golden tree (fixtures/golden) from the fixture CRDs (fixtures/crds).
+# Regenerates the golden trees: fixtures/golden from the fixture CRDs (fixtures/crds),
+# fixtures/golden-rust from the hand-written Rust API types (fixtures/rust).
 # Golden files are never edited by hand: change the generator or a fixture, run this,
 # and review the diff. hack/verify-codegen.sh checks that the tree is current.
 set -euo pipefail
@@ -7,4 +8,9 @@ cd "$(dirname "$0")/.."
 cargo run -q --locked -p kubegen -- generate \
   -f fixtures/crds \
   -o fixtures/golden \
+  --boilerplate hack/boilerplate.rs.txt
+cargo run -q --locked -p kubegen -- generate \
+  -f fixtures/rust \
+  --types-path crate::apis \
+  -o fixtures/golden-rust \
   --boilerplate hack/boilerplate.rs.txt

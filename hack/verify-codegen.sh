@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fails (exit 1, with a unified diff) when a checked-in generated tree is not what the
 # generator produces today:
-#   - fixtures/golden from fixtures/crds (fix: hack/update-codegen.sh);
+#   - fixtures/golden from fixtures/crds, fixtures/golden-rust from fixtures/rust
+#     (fix: hack/update-codegen.sh);
 #   - kubernetes/api/builtin.yaml from k8s-openapi and kubernetes/api/table.yaml, and
 #     kubernetes/src/generated from builtin.yaml (fix: hack/update-builtin-api.sh).
 set -euo pipefail
@@ -11,6 +12,14 @@ if ! cargo run -q --locked -p kubegen -- verify \
   -o fixtures/golden \
   --boilerplate hack/boilerplate.rs.txt; then
   echo "fixtures/golden is stale: run hack/update-codegen.sh and commit the result" >&2
+  exit 1
+fi
+if ! cargo run -q --locked -p kubegen -- verify \
+  -f fixtures/rust \
+  --types-path crate::apis \
+  -o fixtures/golden-rust \
+  --boilerplate hack/boilerplate.rs.txt; then
+  echo "fixtures/golden-rust is stale: run hack/update-codegen.sh and commit the result" >&2
   exit 1
 fi
 src=$(cargo metadata --format-version 1 --locked | python3 -c '

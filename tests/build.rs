@@ -3,7 +3,8 @@
 //! use kubegen's emitters, so tests/tests/deepcopy.rs can check `clone_from` on every
 //! field shape. Files are wrapped as inline modules so `include!` can mount them.
 //! It also runs `kubegen::Builder` on the sample-controller CRD, as a user's build.rs
-//! would (tests/tests/builder.rs mounts the result).
+//! would (tests/tests/builder.rs mounts the result), and `kubegen::Builder::rust` on the
+//! hand-written types of fixtures/rust (tests/tests/builder_rust.rs).
 use kubegen_templates::emit::{generate, Options};
 use kubegen_templates::model::{Api, Field, Group, StructDef, Ty, TypeDef, Version};
 
@@ -16,6 +17,8 @@ fn field(name: &str, ty: Ty, optional: bool) -> Field {
         optional,
         required: !optional,
         nullable: false,
+        flatten: false,
+        skip: false,
         default: None,
     }
 }
@@ -76,4 +79,10 @@ fn main() {
         .file_name("samplecontroller.rs")
         .generate()
         .unwrap_or_else(|e| panic!("{e}"));
+
+    // What a crate with hand-written API types in src/apis does (`pub mod apis;`).
+    kubegen::Builder::rust("../fixtures/rust")
+        .types_path("crate::apis")
+        .file_name("rust_apis.rs")
+        .run();
 }

@@ -3,13 +3,19 @@
 //! A build script cannot add modules to the crate's source tree, so the builder writes the
 //! whole tree as a single file of nested inline modules
 //! ([`generate_single_file`](kubegen_templates::emit::generate_single_file)), which the
-//! crate mounts with `include!`. It prints `cargo:rerun-if-changed` for every input, so cargo
-//! regenerates only when a CRD changes. Errors come back as [`Error`]s (a build script
-//! usually panics with their text, which cargo shows).
+//! crate mounts with `include!`. It prints `cargo:rerun-if-changed` for every file it
+//! reads, so cargo regenerates only when an input changes.
 //!
-//! In `build.rs`: `kubegen::Builder::new().crd("crds/foo.yaml").generate()`, then in the
-//! crate: `include!(concat!(env!("OUT_DIR"), "/kubegen.rs"));`. Outside a build script,
-//! give it a directory:
+//! In `build.rs`: `kubegen::Builder::new().crd("crds/foo.yaml").run()` (CRDs), or
+//! `kubegen::Builder::rust("src/apis").run()` (API types written in Rust, named from the
+//! generated code as `crate::apis::...`; [`Builder::types_path`] changes that), then in
+//! the crate: `include!(concat!(env!("OUT_DIR"), "/kubegen.rs"));`. [`Builder::run`]
+//! reports problems the way cargo shows build-script errors (`cargo::error=` lines that
+//! name the `Builder` call to change, not the CLI's flags) and exits 1;
+//! [`Builder::generate`] returns them instead. Build scripts depend on kubegen without
+//! its command line: `kubegen = { version = "...", default-features = false }`.
+//!
+//! Outside a build script, give it a directory:
 //!
 //! ```
 //! let out = tempfile::tempdir().unwrap();
@@ -47,6 +53,25 @@ impl Builder {
         self
     }
 
+    /// A builder reading the Rust API types under `dir` (see [`crate::input::rust`]):
+    /// `Builder::rust("src/apis")` for a crate whose `src/lib.rs` has `pub mod apis;`.
+    pub fn rust(dir: impl Into<PathBuf>) -> Self {
+        Builder::new().rust_input(dir)
+    }
+
+    /// Adds a directory (or file) of Rust API types to read.
+    pub fn rust_input(mut self, path: impl Into<PathBuf>) -> Self {
+        self.config.inputs.push(path.into());
+        self
+    }
+
+    /// The Rust path of the Rust input's root module in this crate (default
+    /// `crate::apis`); generated code names the user's types through it.
+    pub fn types_path(mut self, path: impl Into<String>) -> Self {
+        self.config.types_path = path.into();
+        self
+    }
+
     /// Text placed after the generated-code header (a license comment).
     pub fn boilerplate(mut self, text: impl Into<String>) -> Self {
         self.config.boilerplate = Some(text.into());
@@ -73,21 +98,50 @@ impl Builder {
         self
     }
 
-    /// Generates, writes the single file and returns its path.
+    /// Generates and writes the single file, or, from a build script, prints every
+    /// problem as a `cargo::error=` line in build-script words (which `Builder` call to
+    /// change) and exits with status 1.
+    pub fn run(self) -> PathBuf {
+        match self.generate_all() {
+            Ok(path) => path,
+            Err(errors) => {
+                // One line per problem: cargo shows each `cargo::error=` as one error.
+                for e in errors {
+                    let text = build_script_message(&e);
+                    let line: Vec<&str> = text.lines().map(str::trim).collect();
+                    println!("cargo::error={}", line.join(" "));
+                }
+                std::process::exit(1);
+            }
+        }
+    }
+
+    /// Generates, writes the single file and returns its path; on failure the first
+    /// problem (see [`Builder::generate_all`] for all of them).
     pub fn generate(self) -> Result<PathBuf, Error> {
+        self.generate_all().map_err(|errors| {
+            errors
+                .into_iter()
+                .next()
+                .unwrap_or_else(|| Error::at("", "generation failed", ""))
+        })
+    }
+
+    /// Generates, writes the single file and returns its path, or every problem found.
+    pub fn generate_all(self) -> Result<PathBuf, Vec<Error>> {
         let dir = match self.out_dir {
             Some(dir) => dir,
             None => std::env::var_os("OUT_DIR")
                 .map(PathBuf::from)
                 .ok_or_else(|| {
-                    Error::at(
+                    vec![Error::at(
                         "",
                         "OUT_DIR is not set",
-                        "call Builder::generate from a build script, or set Builder::out_dir",
-                    )
+                        "call Builder::run from a build script, or set Builder::out_dir",
+                    )]
                 })?,
         };
-        for input in crate::input_files(&self.config.inputs)? {
+        for input in crate::input_files(&self.config.inputs).map_err(|e| vec![e])? {
             println!("cargo:rerun-if-changed={}", input.display());
         }
         for input in &self.config.inputs {
@@ -96,21 +150,55 @@ impl Builder {
         let mut config = self.config;
         // A build script always gets one file.
         config.layout = crate::Layout::SingleFile;
-        let generated = crate::generate(&config).map_err(|errors| {
-            errors
-                .into_iter()
-                .next()
-                .unwrap_or_else(|| Error::at("", "generation failed", ""))
-        })?;
+        let generated = crate::generate(&config)?;
         let path = dir.join(self.file_name.as_deref().unwrap_or("kubegen.rs"));
         let text = generated
             .files
             .first()
             .map(|f| f.contents.as_str())
             .unwrap_or_default();
-        write_if_changed(&path, text)?;
+        write_if_changed(&path, text).map_err(|e| vec![e])?;
         Ok(path)
     }
+}
+
+/// An error's text with the CLI's flags said as the `Builder` calls that set the same
+/// thing (`-f` -> `Builder::crd`/`Builder::rust`, `--types-path x` ->
+/// `Builder::types_path("x")`, `--group-alias g=m` -> `Builder::group_alias("g", "m")`).
+pub fn build_script_message(error: &Error) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let text = error.to_string();
+    let mut tokens = text.split(' ').peekable();
+    while let Some(token) = tokens.next() {
+        match token {
+            "-f" => words.push("Builder::crd(..) or Builder::rust(..)".to_owned()),
+            "--types-path" | "--group-alias" => {
+                let arg =
+                    tokens.next_if(|t| t.contains("::") || t.contains('=') || t.starts_with('"'));
+                let Some(arg) = arg else {
+                    let call = if token == "--types-path" {
+                        "Builder::types_path(..)"
+                    } else {
+                        "Builder::group_alias(..)"
+                    };
+                    words.push(call.to_owned());
+                    continue;
+                };
+                let end = arg.trim_end_matches([',', '.', ';', ')']);
+                let rest = &arg[end.len()..];
+                let quoted = |v: &str| format!("{:?}", v.trim_matches('"'));
+                let call = if token == "--types-path" {
+                    format!("Builder::types_path({})", quoted(end))
+                } else {
+                    let (g, m) = end.split_once('=').unwrap_or((end, "<module>"));
+                    format!("Builder::group_alias({}, {})", quoted(g), quoted(m))
+                };
+                words.push(format!("{call}{rest}"));
+            }
+            _ => words.push(token.to_owned()),
+        }
+    }
+    words.join(" ")
 }
 
 fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {

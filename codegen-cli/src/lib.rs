@@ -1,8 +1,10 @@
 //! kubegen: generates Rust types, typed clientsets (and fake clientsets), listers and
 //! shared informer factories from CustomResourceDefinitions, the way Kubernetes'
-//! code-generator does for Go.
+//! code-generator does for Go; or, from API types written in Rust (`+genclient` markers,
+//! kube-derive's `#[derive(CustomResource)]`), everything but the types
+//! ([`input::rust`]).
 //!
-//! The pipeline is one-way: [`input`] reads CRD YAML into the model
+//! The pipeline is one-way: [`input`] reads CRD YAML and Rust source into the model
 //! (`kubegen_templates::model`), the emitters turn the model into files, and [`output`]
 //! owns the output directory (atomic replacement, ownership checks, `verify` diffs).
 //! [`generate`] runs input and emitters; it does no output IO. [`Builder`] does the same
@@ -53,10 +55,15 @@ pub use error::Error;
 pub use kubegen_templates::emit::{GeneratedFile, HEADER};
 
 /// What to generate from.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Config {
-    /// CRD files, or directories searched recursively for `*.yaml` / `*.yml`.
+    /// CRD files and Rust files, or directories searched recursively for `*.yaml`,
+    /// `*.yml` and `*.rs`. A Rust file's module path is its path under the directory
+    /// given (see [`input::rust`]).
     pub inputs: Vec<PathBuf>,
+    /// The Rust path of the inputs' root module in the crate that mounts the generated
+    /// tree (`crate::apis`, the default): generated code names user-written types by it.
+    pub types_path: String,
     /// Text placed after the header of every file (a license comment).
     pub boilerplate: Option<String>,
     /// Group name -> module name overrides.
@@ -77,8 +84,24 @@ pub enum Layout {
     SingleFile,
 }
 
+/// The default [`Config::types_path`].
+pub const DEFAULT_TYPES_PATH: &str = "crate::apis";
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            inputs: Vec::new(),
+            types_path: DEFAULT_TYPES_PATH.to_owned(),
+            boilerplate: None,
+            group_aliases: BTreeMap::new(),
+            layout: Layout::default(),
+        }
+    }
+}
+
 impl Config {
-    /// A configuration reading `inputs`, with no boilerplate and no aliases.
+    /// A configuration reading `inputs`, with no boilerplate and no aliases, naming
+    /// Rust input under [`DEFAULT_TYPES_PATH`].
     pub fn new(inputs: Vec<PathBuf>) -> Self {
         Config {
             inputs,
@@ -96,10 +119,22 @@ pub struct Generated {
     pub input_files: usize,
     /// CRDs read.
     pub crds: usize,
+    /// Kinds read from Rust files.
+    pub rust_kinds: usize,
 }
 
-/// Expands directories into their YAML files (sorted), keeping files as given.
+/// Expands directories into their YAML and Rust files (sorted), keeping files as given.
 pub fn input_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
+    Ok(discover(inputs)?.into_iter().map(|f| f.path).collect())
+}
+
+fn is_rust(path: &Path) -> bool {
+    path.extension().and_then(|e| e.to_str()) == Some("rs")
+}
+
+/// Every input file with the root its module path is relative to (the directory given,
+/// or the file's own directory).
+fn discover(inputs: &[PathBuf]) -> Result<Vec<input::rust::SourceFile>, Error> {
     let mut files = Vec::new();
     for input in inputs {
         if input.is_dir() {
@@ -109,19 +144,30 @@ pub fn input_files(inputs: &[PathBuf]) -> Result<Vec<PathBuf>, Error> {
                 .filter_map(Result::ok)
                 .filter(|e| e.file_type().is_file())
                 .map(|e| e.into_path())
-                .filter(|p| matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml")))
+                .filter(|p| {
+                    matches!(
+                        p.extension().and_then(|e| e.to_str()),
+                        Some("yaml" | "yml" | "rs")
+                    )
+                })
                 .collect();
             found.sort();
-            files.extend(found);
+            files.extend(found.into_iter().map(|path| input::rust::SourceFile {
+                path,
+                root: input.clone(),
+            }));
         } else if input.is_file() {
-            files.push(input.clone());
+            files.push(input::rust::SourceFile {
+                path: input.clone(),
+                root: input.parent().map(Path::to_path_buf).unwrap_or_default(),
+            });
         } else {
             return Err(Error {
                 file: Some(input.clone()),
                 yaml_path: String::new(),
                 line_col: None,
                 problem: "no such file or directory".to_owned(),
-                fix: "pass CRD files or directories with -f".to_owned(),
+                fix: "pass CRD files, Rust files, or directories of them with -f".to_owned(),
             });
         }
     }
@@ -183,17 +229,19 @@ fn load_file(file: &Path) -> Result<Vec<input::crd::Crd>, Error> {
 /// checked by the model's own validation (no emitter runs on a model that fails it).
 /// An input set that defines no kind is an error: an empty tree helps nobody.
 pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, Inputs), Vec<Error>> {
-    let files = input_files(&config.inputs).map_err(|e| vec![e])?;
-    if files.is_empty() {
+    let found = discover(&config.inputs).map_err(|e| vec![e])?;
+    if found.is_empty() {
         return Err(vec![Error::at(
             "",
-            "no CRD files found in the inputs",
-            "pass *.yaml CRD files or directories holding them with -f",
+            "no CRD or Rust files found in the inputs",
+            "pass *.yaml CRD files, *.rs API types, or directories holding them with -f",
         )]);
     }
-    let (builtin, crd_files): (Vec<PathBuf>, Vec<PathBuf>) = files
-        .iter()
-        .cloned()
+    let (rust_files, yaml_files): (Vec<_>, Vec<_>) =
+        found.iter().cloned().partition(|f| is_rust(&f.path));
+    let (builtin, crd_files): (Vec<PathBuf>, Vec<PathBuf>) = yaml_files
+        .into_iter()
+        .map(|f| f.path)
         .partition(|f| is_builtin_description(f));
     let crds = load_crds(&crd_files)?;
     let mut parts = input::crd::build_versions(&crds).map_err(|e| vec![e])?;
@@ -202,6 +250,19 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
             vec![Error::at("", format!("cannot read: {e}"), "check the path").in_file(file)]
         })?;
         parts.extend(input::builtin::read(file, &text).map_err(|e| vec![e])?);
+    }
+    let mut rust_kinds = 0;
+    if !rust_files.is_empty() {
+        if !kubegen_templates::validate::is_type_path(&config.types_path) {
+            return Err(vec![Error::at(
+                "",
+                format!("--types-path {:?} is not a Rust path", config.types_path),
+                "pass the path of the inputs' root module, such as --types-path crate::apis",
+            )]);
+        }
+        let rust_parts = input::rust::read(&rust_files, &config.types_path)?;
+        rust_kinds = rust_parts.iter().map(|p| p.version.kinds.len()).sum();
+        parts.extend(rust_parts);
     }
     let api = input::assemble(parts, &config.group_aliases).map_err(|e| vec![e])?;
     let kinds: usize = api
@@ -214,11 +275,11 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
         return Err(vec![Error::at(
             "",
             format!(
-                "the inputs define no kind ({} files, {} CRDs with no version)",
-                files.len(),
+                "the inputs define no kind ({} files, {} CRDs with no version, no Rust type with +genclient or #[derive(CustomResource)])",
+                found.len(),
                 crds.len()
             ),
-            "pass CustomResourceDefinitions with at least one version",
+            "pass CustomResourceDefinitions with at least one version, or Rust types marked as kinds",
         )]);
     }
     let problems = kubegen_templates::validate::validate(&api);
@@ -231,8 +292,9 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
     Ok((
         api,
         Inputs {
-            files: files.len(),
+            files: found.len(),
             crds: crds.len(),
+            rust_kinds,
         },
     ))
 }
@@ -253,6 +315,8 @@ pub struct Inputs {
     pub files: usize,
     /// CRDs read.
     pub crds: usize,
+    /// Kinds read from Rust files.
+    pub rust_kinds: usize,
 }
 
 /// Reads the inputs and emits the tree in memory.
@@ -275,5 +339,6 @@ pub fn generate(config: &Config) -> Result<Generated, Vec<Error>> {
         files,
         input_files: inputs.files,
         crds: inputs.crds,
+        rust_kinds: inputs.rust_kinds,
     })
 }

@@ -7,7 +7,8 @@ use std::time::Instant;
 use clap::{Args, Parser, Subcommand};
 
 /// Generates Rust types, clientsets, listers and informers for Kubernetes custom
-/// resources from their CRDs.
+/// resources from their CRDs, or clientsets, listers and informers for API types
+/// written in Rust (`+genclient` markers, kube-derive's `#[derive(CustomResource)]`).
 #[derive(Parser)]
 #[command(name = "kubegen", version, after_help = EXAMPLES)]
 struct Cli {
@@ -21,6 +22,7 @@ const EXAMPLES: &str = "Examples:
   kubegen generate -f crds/ -o src/generated --group-alias gateway.networking.x-k8s.io=gatewayx
   kubegen generate -f crds/ -o src/generated --dry-run
   kubegen generate -f crds/ -o src/generated --layout single-file   # one mod.rs
+  kubegen generate -f src/apis -o src/generated --types-path crate::apis   # Rust types
   kubegen verify -f crds/ -o src/generated      # exit 1 and a diff when stale";
 
 #[derive(Subcommand)]
@@ -35,9 +37,14 @@ enum Command {
 
 #[derive(Args)]
 struct Common {
-    /// CRD YAML files or directories (searched recursively for *.yaml, *.yml).
+    /// CRD YAML files, Rust files, or directories (searched recursively for *.yaml,
+    /// *.yml, *.rs). A Rust file's module path is its path under the directory given.
     #[arg(short = 'f', long = "filename", required = true, num_args = 1..)]
     inputs: Vec<PathBuf>,
+    /// Rust path of the -f directory's module in the crate that mounts the generated
+    /// tree; generated code names the Rust input's types through it.
+    #[arg(long = "types-path", default_value = kubegen::DEFAULT_TYPES_PATH)]
+    types_path: String,
     /// Output directory; kubegen owns it and refuses to touch files it did not generate.
     #[arg(short = 'o', long = "output")]
     output: PathBuf,
@@ -82,6 +89,7 @@ fn main() -> ExitCode {
 fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
     let start = Instant::now();
     let mut config = kubegen::Config::new(common.inputs.clone());
+    config.types_path = common.types_path.clone();
     if let Some(path) = &common.boilerplate {
         let text = std::fs::read_to_string(path).map_err(|e| {
             vec![kubegen::Error {
@@ -107,10 +115,10 @@ fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
         {
             None => {
                 eprintln!(
-                    "kubegen: {} is up to date ({} files from {} CRDs, {})",
+                    "kubegen: {} is up to date ({} files from {}, {})",
                     common.output.display(),
                     generated.files.len(),
-                    generated.crds,
+                    sources(&generated),
                     elapsed()
                 );
                 Ok(ExitCode::SUCCESS)
@@ -134,9 +142,9 @@ fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
             );
         }
         eprintln!(
-            "kubegen: dry run: would write {} files from {} CRDs in {} input files ({})",
+            "kubegen: dry run: would write {} files from {} in {} input files ({})",
             generated.files.len(),
-            generated.crds,
+            sources(&generated),
             generated.input_files,
             elapsed()
         );
@@ -151,15 +159,24 @@ fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
         );
     }
     eprintln!(
-        "kubegen: wrote {} files ({} stale removed) to {} from {} CRDs in {} input files ({})",
+        "kubegen: wrote {} files ({} stale removed) to {} from {} in {} input files ({})",
         summary.written,
         summary.removed,
         common.output.display(),
-        generated.crds,
+        sources(&generated),
         generated.input_files,
         elapsed()
     );
     Ok(ExitCode::SUCCESS)
+}
+
+/// `3 CRDs`, `4 Rust kinds`, or both.
+fn sources(generated: &kubegen::Generated) -> String {
+    match (generated.crds, generated.rust_kinds) {
+        (c, 0) => format!("{c} CRDs"),
+        (0, r) => format!("{r} Rust kinds"),
+        (c, r) => format!("{c} CRDs and {r} Rust kinds"),
+    }
 }
 
 fn parse_aliases(values: &[String]) -> Result<BTreeMap<String, String>, Vec<kubegen::Error>> {

@@ -161,26 +161,6 @@ impl ClientTags {
         self.verbs.contains(&verb)
     }
 
-    /// The methods of a scale subresource, as code-generator names them for Go types
-    /// that serve one: `GetScale`, `UpdateScale` and `PatchScale` on `autoscaling/v1`
-    /// `Scale`.
-    pub fn scale_methods() -> Vec<ExtensionMethod> {
-        [
-            ("GetScale", Verb::Get),
-            ("UpdateScale", Verb::Update),
-            ("PatchScale", Verb::Patch),
-        ]
-        .into_iter()
-        .map(|(name, verb)| ExtensionMethod {
-            name: name.to_owned(),
-            verb,
-            subresource: Some("scale".to_owned()),
-            input: (verb == Verb::Update).then_some(TypeRef::Scale),
-            result: Some(TypeRef::Scale),
-        })
-        .collect()
-    }
-
     /// Whether the kind gets a lister and an informer (it can be listed and watched).
     pub fn has_informer(&self) -> bool {
         self.has(Verb::List) && self.has(Verb::Watch)
@@ -277,6 +257,28 @@ pub struct ExtensionMethod {
     pub result: Option<TypeRef>,
 }
 
+impl ExtensionMethod {
+    /// `GetScale`, `UpdateScale` and `PatchScale` on the `scale` subresource with
+    /// `autoscaling/v1` `Scale`: what a kind with a scale subresource gets, as
+    /// code-generator users declare with `+genclient:method=`.
+    pub fn scale_methods() -> Vec<ExtensionMethod> {
+        [
+            ("GetScale", Verb::Get),
+            ("UpdateScale", Verb::Update),
+            ("PatchScale", Verb::Patch),
+        ]
+        .into_iter()
+        .map(|(name, verb)| ExtensionMethod {
+            name: name.to_owned(),
+            verb,
+            subresource: Some("scale".to_owned()),
+            input: (verb == Verb::Update).then_some(TypeRef::Scale),
+            result: Some(TypeRef::Scale),
+        })
+        .collect()
+    }
+}
+
 /// A type an extension method sends or receives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TypeRef {
@@ -340,13 +342,16 @@ pub struct PrinterColumn {
     pub json_path: String,
 }
 
-/// A type emitted into a version's `types.rs`.
+/// A type of a version: emitted into its `types.rs`, or (Rust input) existing in the
+/// user's crate and given only a deep copy.
 #[derive(Clone, Debug, PartialEq)]
 pub enum TypeDef {
     /// A struct with named fields.
     Struct(StructDef),
     /// A closed set of string values plus a catch-all.
     Enum(EnumDef),
+    /// An enum the user wrote, without `Clone` (Rust input): kubegen emits its `Clone`.
+    ExistingEnum(ExistingEnumDef),
 }
 
 impl TypeDef {
@@ -355,8 +360,49 @@ impl TypeDef {
         match self {
             TypeDef::Struct(s) => &s.name,
             TypeDef::Enum(e) => &e.name,
+            TypeDef::ExistingEnum(e) => &e.name,
         }
     }
+
+    /// Whether the type exists in the user's crate (kubegen emits no definition).
+    pub fn is_existing(&self) -> bool {
+        match self {
+            TypeDef::Struct(s) => s.existing.is_some(),
+            TypeDef::Enum(_) => false,
+            TypeDef::ExistingEnum(_) => true,
+        }
+    }
+}
+
+/// An enum of the user's crate (Rust input), as its deep copy needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExistingEnumDef {
+    /// Rust name (`Phase`).
+    pub name: String,
+    /// The path the generated code names it by.
+    pub path: String,
+    /// Its variants, in declaration order.
+    pub variants: Vec<ExistingVariant>,
+}
+
+/// One variant of an [`ExistingEnumDef`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExistingVariant {
+    /// The variant's name.
+    pub name: String,
+    /// What it holds.
+    pub fields: VariantFields,
+}
+
+/// The fields of an enum variant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum VariantFields {
+    /// `A`.
+    Unit,
+    /// `A(T, U)`: how many.
+    Tuple(usize),
+    /// `A { x: T }`: the field names.
+    Named(Vec<String>),
 }
 
 /// A struct: an object schema with properties.
@@ -400,6 +446,12 @@ pub struct Field {
     pub nullable: bool,
     /// The schema default, as JSON (exposed by `apply_defaults`, never injected by serde).
     pub default: Option<serde_json::Value>,
+    /// `#[serde(flatten)]` on a user-written field (Rust input): its type's fields sit in
+    /// the parent object. Never set for types kubegen defines.
+    pub flatten: bool,
+    /// `#[serde(skip)]` on a user-written field (Rust input): not on the wire, but still
+    /// part of the value (a deep copy clones it). Never set for types kubegen defines.
+    pub skip: bool,
 }
 
 /// A string enum.

@@ -4,9 +4,21 @@
 //! `hack/update-codegen.sh`) as [`golden`], so the workspace's clippy run, `cargo test`
 //! (including `--doc`: no description may become a doctest) and rustdoc all check
 //! generated code exactly as a user's crate would compile it. Tests use its types.
+//! The same holds for Rust input: [`apis`] (fixtures/rust) and [`golden_rust`], the
+//! tree generated from it.
 
 #[path = "../../fixtures/golden/mod.rs"]
 pub mod golden;
+
+// The hand-written API types of fixtures/rust, mounted where the generated tree names
+// them (--types-path crate::apis), as in a user's crate. (Plain comments: outer docs
+// here would make rustdoc resolve the modules' own intra-doc links from this scope.)
+#[path = "../../fixtures/rust/mod.rs"]
+pub mod apis;
+
+// The tree generated from `apis` (fixtures/golden-rust).
+#[path = "../../fixtures/golden-rust/mod.rs"]
+pub mod golden_rust;
 
 /// The sample-controller tree as a build script writes it (`kubegen::Builder`, one file
 /// for `include!`), mounted privately and left unused: generated code must build

@@ -215,7 +215,7 @@ fn resource_kind(crate_path: &str, r: &Resource) -> Result<Kind, (&'static str, 
         verbs.insert(Verb::parse(v).ok_or(("verbs", format!("unknown verb {v:?}")))?);
     }
     let mut methods = if r.scale.is_some() {
-        ClientTags::scale_methods()
+        ExtensionMethod::scale_methods()
     } else {
         Vec::new()
     };

@@ -6,5 +6,6 @@
 pub mod assemble;
 pub mod builtin;
 pub mod crd;
+pub mod rust;
 
 pub use assemble::{assemble, group_modules, VersionPart};

@@ -7,6 +7,9 @@
 //! and generated structs and enums recurse (an enum's catch-all keeps its `String`), as
 //! does the runtime's `Condition`. Copy fields are assigned.
 //!
+//! User-written enums (Rust input) get a `clone()` that clones each variant's fields, and
+//! the standard `clone_from`.
+//!
 //! What does not reuse allocations: `BTreeMap` (the standard library's `clone_from` for
 //! it rebuilds the map), `serde_json::Value`, and k8s-openapi types (`ObjectMeta`,
 //! `IntOrString`), whose `Clone` is derived upstream; for them `clone_from` is
@@ -16,7 +19,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::{ident, is_copy, path_tokens, Module};
-use crate::model::{EnumDef, StructDef, TypeDef, Version};
+use crate::model::{EnumDef, ExistingEnumDef, StructDef, TypeDef, VariantFields, Version};
 
 /// The `zz_generated_deepcopy` module of a version.
 pub fn deepcopy_module(version: &Version) -> Module {
@@ -28,6 +31,7 @@ pub fn deepcopy_module(version: &Version) -> Module {
     let impls = version.types.iter().map(|t| match t {
         TypeDef::Struct(s) => struct_clone(s),
         TypeDef::Enum(e) => enum_clone(e),
+        TypeDef::ExistingEnum(e) => existing_enum_clone(e),
     });
     Module::new("zz_generated_deepcopy", docs, quote!(#(#impls)*))
 }
@@ -103,6 +107,46 @@ pub fn enum_clone(e: &EnumDef) -> TokenStream {
                     ::std::clone::Clone::clone_from(target, value);
                 } else {
                     *self = ::std::clone::Clone::clone(source);
+                }
+            }
+        }
+    }
+}
+
+/// `Clone` for a user-written enum (Rust input): each variant clones what it holds.
+/// `clone_from` is the standard `*self = source.clone()`: a variant may change.
+pub fn existing_enum_clone(e: &ExistingEnumDef) -> TokenStream {
+    let name = path_tokens(&e.path);
+    let arms = e.variants.iter().map(|v| {
+        let n = ident(&v.name);
+        match &v.fields {
+            VariantFields::Unit => quote!(Self::#n => Self::#n,),
+            VariantFields::Tuple(count) => {
+                let binds: Vec<syn::Ident> =
+                    (0..*count).map(|i| quote::format_ident!("f{}", i)).collect();
+                quote! {
+                    Self::#n(#(#binds),*) => Self::#n(#(::std::clone::Clone::clone(#binds)),*),
+                }
+            }
+            VariantFields::Named(fields) => {
+                let fields: Vec<syn::Ident> = fields.iter().map(|f| ident(f)).collect();
+                quote! {
+                    Self::#n { #(#fields),* } => Self::#n { #(#fields: ::std::clone::Clone::clone(#fields)),* },
+                }
+            }
+        }
+    });
+    // An enum without variants has no value to clone; `*self` says so to the checker.
+    let scrutinee = if e.variants.is_empty() {
+        quote!(*self)
+    } else {
+        quote!(self)
+    };
+    quote! {
+        impl ::std::clone::Clone for #name {
+            fn clone(&self) -> Self {
+                match #scrutinee {
+                    #(#arms)*
                 }
             }
         }

@@ -15,7 +15,7 @@ use proc_macro2::TokenStream;
 use quote::quote;
 
 use super::{deepcopy, path_tokens, register, types, Module};
-use crate::model::{Api, Group, KindSource, TypeDef, Version};
+use crate::model::{Api, Group, KindSource, Version};
 
 /// The inner attributes of every top-level module (see the module docs).
 pub fn top_level_allows() -> TokenStream {
@@ -95,10 +95,7 @@ pub fn version(group: &Group, version: &Version) -> Module {
             unserved.join(", ")
         ));
     }
-    let defines_types = version
-        .types
-        .iter()
-        .any(|t| !matches!(t, TypeDef::Struct(s) if s.existing.is_some()));
+    let defines_types = version.types.iter().any(|t| !t.is_existing());
     let needs_register = version
         .kinds
         .iter()

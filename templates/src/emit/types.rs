@@ -25,6 +25,7 @@ pub fn types_module(group: &Group, version: &Version) -> Module {
     let with_defaults = types_with_defaults(version);
     let items = version.types.iter().map(|t| match t {
         TypeDef::Struct(s) if s.existing.is_some() => quote!(),
+        TypeDef::ExistingEnum(_) => quote!(),
         TypeDef::Struct(s) => {
             let def = struct_def(s);
             let defaults = with_defaults

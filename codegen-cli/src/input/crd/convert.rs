@@ -35,7 +35,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use kubegen_templates::model::{
-    ClientTags, EnumDef, Field, Kind, KindSource, StructDef, Ty, TypeDef, Variant, Version,
+    ClientTags, EnumDef, ExtensionMethod, Field, Kind, KindSource, StructDef, Ty, TypeDef, Variant,
+    Version,
 };
 use kubegen_templates::names::{self, Namer};
 
@@ -50,7 +51,7 @@ use crate::error::Error;
 pub fn client_tags(version: &CrdVersion) -> ClientTags {
     let mut tags = ClientTags::all(version.status_subresource);
     if version.scale.is_some() {
-        tags.methods.extend(ClientTags::scale_methods());
+        tags.methods = ExtensionMethod::scale_methods();
     }
     tags
 }
@@ -193,6 +194,8 @@ impl VersionBuilder {
             optional: !required || prop.nullable || prop.default.is_some(),
             required,
             nullable: prop.nullable,
+            flatten: false,
+            skip: false,
             default: prop.default.clone(),
         })
     }
@@ -377,6 +380,8 @@ fn marker_field(json: &str, rust: &str, ty: Ty, doc: &str) -> Field {
         optional: false,
         required: true,
         nullable: false,
+        flatten: false,
+        skip: false,
         default: None,
     }
 }

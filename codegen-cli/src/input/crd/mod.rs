@@ -4,7 +4,7 @@
 //! - [`document`]: one CRD document -> group, names, scope, versions;
 //! - [`convert`]: schemas -> types (the mapping table lives there);
 //! - [`build_versions`]: CRDs -> one [`VersionPart`] per group and version; kinds of the
-//!   same group and version share a module. [`crate::input::assemble`] names the groups'
+//!   same group and version share a module. [`crate::input::assemble()`] names the groups'
 //!   modules and builds the [`Api`](kubegen_templates::model::Api).
 
 pub mod convert;
