@@ -9,14 +9,16 @@
 //!   values, a date-time with nanoseconds and a `+02:00` offset), `full-str` (every
 //!   property set, int-or-string as a string, string enums at a value the schema does not
 //!   list, a date-time with one fractional digit and a `-07:30` offset), `nulls` (every
-//!   nullable property `null`) and `minimal` (optional properties left out). Objects that
+//!   nullable property, item and map value an explicit `null`, wherever the schema allows
+//!   one) and `minimal` (optional properties left out). Objects that
 //!   keep unknown fields get one undeclared key.
 //! - `versions FILE...`: `FILE VERSION` lines (for the kopium benchmark).
 //! - `dispatch GEN_ROOT MODULE...`: the round-trip runner's `main.rs` on stdout; it maps
 //!   (module, apiVersion, kind) to the generated type found in each tree's `register.rs`.
 //! - `compare FILE... < results`: compares each runner result with the object sent,
-//!   numbers by value, `null` and absent equal only where the schema says `nullable`;
-//!   prints one line per file and version and exits 1 on any failure.
+//!   numbers by value, `null` and absent never equal (an explicit `null` sent on a
+//!   nullable property must come back `null`, as kube-apiserver keeps it); prints one
+//!   line per file and version and exits 1 on any failure.
 //!
 //! It does not validate patterns, bounds or CEL rules: generated types do not check them.
 
@@ -358,10 +360,9 @@ fn diff(sent: &Value, back: &Value, s: Option<&Value>, path: &str) -> Option<Str
             let keys: std::collections::BTreeSet<&String> = a.keys().chain(b.keys()).collect();
             for k in keys {
                 let sub = child(s, k);
-                let nullable = sub.is_some_and(|x| is_true(x, "nullable"));
                 let p = format!("{path}.{k}");
+                // An explicit null must come back null: kube-apiserver keeps it.
                 match (a.get(k), b.get(k)) {
-                    (Some(Value::Null), None) | (None, Some(Value::Null)) if nullable => {}
                     (Some(x), Some(y)) => {
                         if let Some(d) = diff(x, y, sub, &p) {
                             return Some(d);

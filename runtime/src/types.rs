@@ -1,7 +1,7 @@
 //! Wire types that kubegen-generated code uses where a standard type would lose data.
 //!
 //! Generated types must round-trip every valid object: what a server sends is what a
-//! controller writes back. Two schema constructs have no lossless standard Rust type:
+//! controller writes back. Four schema constructs have no lossless standard Rust type:
 //!
 //! - `format: date-time`: k8s-openapi's meta/v1 [`Time`] serializes at second precision
 //!   in UTC, so `2024-05-01T10:00:00.123456+02:00` would come back as
@@ -13,6 +13,8 @@
 //!   `lastTransitionTime` as a [`Time`], so it loses the same way. [`Condition`] is the
 //!   same six fields with the same JSON shape and a [`DateTime`]; it converts to and from
 //!   k8s-openapi's type (the direction into k8s-openapi's loses fractions and offsets).
+//! - A `nullable: true` field: `Option<T>` reads `null` and an absent key alike, so an
+//!   explicit `null` would be written back absent. [`Nullable`] keeps the three states.
 //!
 //! This module also holds the constant descriptions generated `register.rs` files fill in
 //! for each kind ([`ResourceInfo`], [`PrinterColumn`], [`ScaleSubresource`]): plain data,
@@ -243,6 +245,141 @@ impl TryFrom<Condition> for k8s_openapi::apimachinery::pkg::apis::meta::v1::Cond
             status: c.status,
             type_: c.type_,
         })
+    }
+}
+
+/// A field the schema marks `nullable`: absent, an explicit `null`, or a value.
+///
+/// `Option<T>` has one state for "no value", so an object that arrives with
+/// `"field": null` would be written back without the key. kube-apiserver keeps such
+/// nulls, a merge patch reads a `null` as "delete the field", and a required nullable
+/// field written back absent is rejected: generated types use `Nullable` for optional
+/// nullable fields so each of the three states is written back as it came.
+///
+/// Generated fields carry `#[serde(default, skip_serializing_if = "Nullable::is_absent")]`:
+/// a missing key reads as [`Nullable::Absent`] and is not written; `null` reads as
+/// [`Nullable::Null`] and is written as `null`. (Serialized on its own, without the
+/// attribute, `Absent` is written as `null` too: only a struct field can be left out.)
+/// Conversions from and to `Option` read `None` as absent and give `None` for both
+/// absent and null.
+///
+/// ```
+/// use kubegen_runtime::types::Nullable;
+///
+/// #[derive(Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+/// struct Spec {
+///     #[serde(default, skip_serializing_if = "Nullable::is_absent")]
+///     replicas: Nullable<i64>,
+/// }
+///
+/// for wire in [r#"{}"#, r#"{"replicas":null}"#, r#"{"replicas":3}"#] {
+///     let spec: Spec = serde_json::from_str(wire).unwrap();
+///     assert_eq!(serde_json::to_string(&spec).unwrap(), wire);
+/// }
+/// let spec: Spec = serde_json::from_str(r#"{"replicas":null}"#).unwrap();
+/// assert!(spec.replicas.is_null());
+/// assert_eq!(Option::<i64>::from(spec.replicas), None);
+/// assert_eq!(Nullable::from(Some(3)), Nullable::Value(3));
+/// ```
+#[derive(Debug, Default, PartialEq, Eq, Hash)]
+pub enum Nullable<T> {
+    /// The key is not there.
+    #[default]
+    Absent,
+    /// The key is there with the value `null`.
+    Null,
+    /// The key is there with a value.
+    Value(T),
+}
+
+impl<T> Nullable<T> {
+    /// Whether the key is absent (what generated fields' `skip_serializing_if` asks).
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Nullable::Absent)
+    }
+
+    /// Whether the key holds an explicit `null`.
+    pub fn is_null(&self) -> bool {
+        matches!(self, Nullable::Null)
+    }
+
+    /// Whether the key holds a value.
+    pub fn is_value(&self) -> bool {
+        matches!(self, Nullable::Value(_))
+    }
+
+    /// The value, if there is one.
+    pub fn as_ref(&self) -> Option<&T> {
+        match self {
+            Nullable::Value(v) => Some(v),
+            Nullable::Absent | Nullable::Null => None,
+        }
+    }
+
+    /// The value, mutably, if there is one.
+    pub fn as_mut(&mut self) -> Option<&mut T> {
+        match self {
+            Nullable::Value(v) => Some(v),
+            Nullable::Absent | Nullable::Null => None,
+        }
+    }
+
+    /// The value, if there is one (absent and null both give `None`).
+    pub fn into_option(self) -> Option<T> {
+        match self {
+            Nullable::Value(v) => Some(v),
+            Nullable::Absent | Nullable::Null => None,
+        }
+    }
+}
+
+/// `clone_from` clones a value into the value already held, reusing its allocations
+/// (generated deepcopy code relies on that).
+impl<T: Clone> Clone for Nullable<T> {
+    fn clone(&self) -> Self {
+        match self {
+            Nullable::Absent => Nullable::Absent,
+            Nullable::Null => Nullable::Null,
+            Nullable::Value(v) => Nullable::Value(v.clone()),
+        }
+    }
+
+    fn clone_from(&mut self, source: &Self) {
+        match (&mut *self, source) {
+            (Nullable::Value(target), Nullable::Value(value)) => target.clone_from(value),
+            _ => *self = source.clone(),
+        }
+    }
+}
+
+/// `None` is absent (an `Option` field is absent when `None`), `Some(v)` a value.
+impl<T> From<Option<T>> for Nullable<T> {
+    fn from(value: Option<T>) -> Self {
+        value.map_or(Nullable::Absent, Nullable::Value)
+    }
+}
+
+/// Absent and null are both `None`.
+impl<T> From<Nullable<T>> for Option<T> {
+    fn from(value: Nullable<T>) -> Self {
+        value.into_option()
+    }
+}
+
+impl<T: serde::Serialize> serde::Serialize for Nullable<T> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Nullable::Value(v) => serializer.serialize_some(v),
+            Nullable::Absent | Nullable::Null => serializer.serialize_none(),
+        }
+    }
+}
+
+/// A present key: `null` is [`Nullable::Null`], anything else a value. (An absent key
+/// never reaches this: `#[serde(default)]` makes it [`Nullable::Absent`].)
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Nullable<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Option::<T>::deserialize(deserializer).map(|v| v.map_or(Nullable::Null, Nullable::Value))
     }
 }
 
@@ -562,5 +699,45 @@ mod tests {
         assert_eq!(n.to_string(), "1");
         let f: serde_json::Number = serde_json::from_str("1.0").unwrap();
         assert_eq!(f.to_string(), "1.0");
+    }
+
+    #[derive(Debug, PartialEq, serde::Deserialize, serde::Serialize)]
+    struct WithNullable {
+        #[serde(default, skip_serializing_if = "Nullable::is_absent")]
+        value: Nullable<serde_json::Value>,
+        #[serde(default, skip_serializing_if = "Nullable::is_absent")]
+        items: Nullable<Vec<Option<String>>>,
+    }
+
+    #[test]
+    fn nullable_keeps_absent_null_and_value_apart() {
+        for wire in [
+            r#"{}"#,
+            r#"{"value":null}"#,
+            r#"{"value":{"a":null}}"#,
+            r#"{"items":null}"#,
+            r#"{"items":[null,"x"]}"#,
+        ] {
+            let read: WithNullable = serde_json::from_str(wire).unwrap();
+            assert_eq!(serde_json::to_string(&read).unwrap(), wire);
+        }
+        let read: WithNullable = serde_json::from_str(r#"{"value":null}"#).unwrap();
+        assert!(read.value.is_null() && read.items.is_absent());
+    }
+
+    #[test]
+    fn nullable_clone_from_reuses_the_value_and_converts_with_option() {
+        let mut target = Nullable::Value(String::with_capacity(64));
+        let before = target.as_ref().map(|s| s.as_ptr());
+        target.clone_from(&Nullable::Value("short".to_owned()));
+        assert_eq!(target.as_ref().map(|s| s.as_ptr()), before);
+        assert_eq!(target, Nullable::Value("short".to_owned()));
+        target.clone_from(&Nullable::Null);
+        assert!(target.is_null());
+        assert_eq!(Nullable::<u8>::default(), Nullable::Absent);
+        assert_eq!(Nullable::from(None::<u8>), Nullable::Absent);
+        assert_eq!(Option::<u8>::from(Nullable::Null), None);
+        assert_eq!(Option::<u8>::from(Nullable::Value(1)), Some(1));
+        assert_eq!(Nullable::Value(2).as_mut().map(|v| *v), Some(2));
     }
 }

@@ -435,7 +435,8 @@ pub struct Field {
     pub ty: Ty,
     /// The schema's description.
     pub doc: Option<String>,
-    /// `Option<ty>`, skipped when `None`: the key may be absent (or null when nullable).
+    /// `Option<ty>`, skipped when `None`: the key may be absent (a `Nullable<ty>`, skipped
+    /// when absent, when the field is also [`Field::nullable`]).
     pub optional: bool,
     /// The schema lists the key as required (a required field is still `optional` when
     /// it is nullable or has a default).

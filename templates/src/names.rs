@@ -102,22 +102,29 @@ pub fn type_part(json: &str) -> String {
 }
 
 /// A type name for a name that is usually one already (a kind: `Foo`, `DNSRecord`):
-/// kept as is when it is a valid identifier, else made one with [`type_part`]
-/// (`Foo-Bar` -> `FooBar`); `Self` -> `Self_`.
+/// kept as is when it is an UpperCamelCase identifier rustc accepts without a
+/// `non_camel_case_types` warning, else made one with [`type_part`] (`postgresql` ->
+/// `Postgresql`, `Foo-Bar` -> `FooBar`, `foo_bar` -> `FooBar`). `Self`, the one
+/// UpperCamelCase keyword, becomes `SelfKind`.
 pub fn type_name(candidate: &str) -> String {
-    if candidate == "Self" {
-        return "Self_".to_owned();
-    }
-    let valid = candidate.starts_with(|c: char| c.is_ascii_alphabetic())
-        && candidate
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_')
-        && !is_keyword(candidate);
-    if valid {
+    let name = if is_upper_camel(candidate) {
         candidate.to_owned()
     } else {
         type_part(candidate)
+    };
+    if name == "Self" {
+        "SelfKind".to_owned()
+    } else {
+        name
     }
+}
+
+/// Whether rustc's `non_camel_case_types` lint accepts `name` as it is: it starts with
+/// an uppercase ASCII letter and holds only ASCII letters and digits (acronyms such as
+/// `DNSRecord` are fine).
+fn is_upper_camel(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_alphanumeric())
 }
 
 /// A module name for a DNS label or version (`cert-manager` -> `cert_manager`).
@@ -160,7 +167,7 @@ pub fn variant_name(value: &str) -> String {
     if name.starts_with(|c: char| c.is_ascii_digit()) {
         format!("V{name}")
     } else if name == "Self" {
-        "Self_".to_owned()
+        "SelfValue".to_owned()
     } else {
         name
     }
@@ -306,8 +313,12 @@ mod tests {
     fn kinds_stay_as_written_when_valid() {
         assert_eq!(type_name("DNSRecord"), "DNSRecord");
         assert_eq!(type_name("Foo-Bar"), "FooBar");
-        assert_eq!(type_name("Self"), "Self_");
-        assert_eq!(type_name("fooSpec"), "fooSpec");
+        assert_eq!(type_name("Self"), "SelfKind");
+        assert_eq!(type_name("self"), "SelfKind");
+        assert_eq!(type_name("postgresql"), "Postgresql");
+        assert_eq!(type_name("fooSpec"), "FooSpec");
+        assert_eq!(type_name("Foo_Bar"), "FooBar");
+        assert_eq!(type_name("V1"), "V1");
     }
 
     #[test]
@@ -320,6 +331,8 @@ mod tests {
         assert_eq!(variant_name("-"), "Dash");
         assert_eq!(variant_name("In"), "In");
         assert_eq!(variant_name("NotIn"), "NotIn");
+        assert_eq!(variant_name("Self"), "SelfValue");
+        assert_eq!(variant_name("self"), "SelfValue");
     }
 
     #[test]

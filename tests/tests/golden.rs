@@ -141,8 +141,26 @@ fn the_tree_has_the_documented_layout() {
     ] {
         assert!(files.iter().any(|f| f == path), "missing {path}");
     }
+    // A version that is not served gets its types (conversions need every version),
+    // and no client, lister or informer.
+    assert!(files.iter().any(|f| f == "apis/multi/v0/types.rs"));
+    for tree in ["clientset", "listers", "informers"] {
+        assert!(
+            !files
+                .iter()
+                .any(|f| f.starts_with(&format!("{tree}/multi/v0"))),
+            "no {tree} for an unserved version"
+        );
+    }
+    let text = kubegen::generate(&config())
+        .unwrap()
+        .files
+        .into_iter()
+        .find(|f| f.path == "apis/multi/v0/mod.rs")
+        .map(|f| f.contents)
+        .unwrap_or_default();
     assert!(
-        !files.iter().any(|f| f.starts_with("apis/multi/v0/")),
-        "a version that is not served gets no module"
+        text.contains("Not served by the API server: Gadget"),
+        "{text}"
     );
 }

@@ -1,8 +1,9 @@
 //! Wire fidelity of generated types: JSON in -> typed value -> JSON out is the same JSON,
 //! construct by construct (fixtures/crds -> fixtures/golden, mounted as
-//! `kubegen_tests::golden`). Null and absent are treated as equal only where the schema
-//! says `nullable`.
+//! `kubegen_tests::golden`). Null and absent stay apart everywhere: a nullable field
+//! sent as `null` comes back `null`.
 
+use kubegen_runtime::types::Nullable;
 use kubegen_tests::golden::apis;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -210,14 +211,11 @@ fn non_string_enums_keep_their_scalar_values() {
 }
 
 #[test]
-fn nullable_enum_accepts_null_as_absent() {
-    let (typed, out) = round_trip::<Everything>(&everything(json!({"maybe": null})));
-    assert_eq!(typed.spec.unwrap().maybe, None);
-    assert_eq!(
-        out,
-        everything(json!({})),
-        "nullable: null may come back absent"
-    );
+fn nullable_enum_keeps_an_explicit_null() {
+    let typed: Everything = assert_round_trip(everything(json!({"maybe": null})));
+    assert_eq!(typed.spec.unwrap().maybe, Nullable::Null);
+    let typed: Everything = assert_round_trip(everything(json!({})));
+    assert_eq!(typed.spec.unwrap().maybe, Nullable::Absent);
     spec_of(json!({"maybe": "Perhaps"}));
 }
 
@@ -231,15 +229,73 @@ fn maps_and_free_form_values() {
 
 #[test]
 fn nullable_fields_items_and_map_values() {
-    let (typed, out) = round_trip::<Everything>(&everything(json!({"nickname": null})));
-    assert_eq!(typed.spec.unwrap().nickname, None);
-    assert_eq!(out, everything(json!({})));
+    let typed: Everything = assert_round_trip(everything(json!({"nickname": null})));
+    assert!(typed.spec.unwrap().nickname.is_null());
     let spec =
         spec_of(json!({"optionalItems": ["a", null, "b"], "optionalValues": {"a": 1, "b": null}}));
     assert_eq!(
         spec.optional_items.unwrap(),
         [Some("a".to_owned()), None, Some("b".to_owned())]
     );
+}
+
+/// kube-apiserver keeps an explicit `null` on a nullable field; a merge patch reads it as
+/// "delete", and a required nullable field written back absent is rejected: each of
+/// absent, null and a value comes back as it was sent.
+#[test]
+fn explicit_nulls_round_trip_on_every_nullable_field() {
+    let nulls = json!({
+        "maybe": null, "nickname": null, "owner": null, "tier": null, "note": null,
+    });
+    let typed: Everything = assert_round_trip(everything(nulls.clone()));
+    let spec = typed.spec.as_ref().unwrap();
+    assert!(spec.owner.is_null() && spec.tier.is_null() && spec.note.is_null());
+    let values = json!({
+        "maybe": "Yes", "nickname": "n", "owner": "o", "tier": "silver",
+        "note": {"text": "t", "retries": 1},
+    });
+    let _: Everything = assert_round_trip(everything(values));
+    // Mixed with absent keys, and through clone_from into a value holding other states.
+    let typed: Everything = assert_round_trip(everything(json!({"owner": null, "tier": "x"})));
+    let mut target: Everything = serde_json::from_value(everything(nulls)).unwrap();
+    target.clone_from(&typed);
+    assert_eq!(target, typed);
+    assert_eq!(
+        serde_json::to_value(&target).unwrap(),
+        everything(json!({"owner": null, "tier": "x"}))
+    );
+}
+
+#[test]
+fn a_required_nullable_field_is_written_back_null_not_dropped() {
+    let typed: Everything = assert_round_trip(everything(json!({"owner": null})));
+    assert_eq!(typed.spec.as_ref().unwrap().owner, Nullable::Null);
+    let written = serde_json::to_value(&typed).unwrap();
+    assert_eq!(written["spec"]["owner"], Value::Null);
+    assert!(written["spec"].as_object().unwrap().contains_key("owner"));
+}
+
+#[test]
+fn defaults_fill_absent_nullable_fields_and_keep_explicit_nulls() {
+    let mut e: Everything = serde_json::from_value(everything(json!({}))).unwrap();
+    e.apply_defaults();
+    assert_eq!(
+        e.spec.as_ref().unwrap().tier,
+        Nullable::Value("gold".to_owned())
+    );
+    let mut e: Everything =
+        serde_json::from_value(everything(json!({"tier": null, "note": null}))).unwrap();
+    e.apply_defaults();
+    let spec = e.spec.as_ref().unwrap();
+    assert!(
+        spec.tier.is_null() && spec.note.is_null(),
+        "null stays null"
+    );
+    // Defaults apply inside a nullable object that holds a value.
+    let mut e: Everything = serde_json::from_value(everything(json!({"note": {}}))).unwrap();
+    e.apply_defaults();
+    let note = e.spec.as_ref().unwrap().note.as_ref().unwrap();
+    assert_eq!(note.retries, Some(2));
 }
 
 #[test]
@@ -466,4 +522,26 @@ fn upstream_istio_proxy_config_nullable_and_enums() {
         "spec": {"concurrency": 0, "environmentVariables": {"A": "1"}, "image": {"imageType": "distroless"}, "selector": {"matchLabels": {"app": "x"}}},
         "status": {"validationMessages": [{"level": "WARNING", "type": {"code": "IST0001", "name": "x"}, "documentationUrl": "https://istio.io"}], "observedGeneration": "3"},
     }));
+}
+
+/// Kinds that are not UpperCamelCase Rust names get warning-free type names (the golden
+/// tree is built under `-D warnings`) and keep their wire kind.
+#[test]
+fn kinds_named_postgresql_and_self_keep_their_wire_names() {
+    use apis::names::v1::{Postgresql, SelfKind, SelfKindSpecPhase};
+    use k8s_openapi::Resource;
+    assert_eq!(Postgresql::KIND, "postgresql");
+    assert_eq!(SelfKind::KIND, "Self");
+    let pg: Postgresql = assert_round_trip(json!({
+        "apiVersion": "names.example.com/v1", "kind": "postgresql",
+        "metadata": {"name": "db"}, "spec": {"teamId": "acid", "numberOfInstances": 2},
+    }));
+    assert_eq!(pg.spec.unwrap().team_id.as_deref(), Some("acid"));
+    // `Self` as an enum value is the variant `SelfValue`; a required enum has no default,
+    // so `SelfKind` is built with its phase named.
+    let s: SelfKind = assert_round_trip(json!({
+        "apiVersion": "names.example.com/v1", "kind": "Self",
+        "metadata": {"name": "me"}, "spec": {"phase": "Self"},
+    }));
+    assert_eq!(s.spec.phase, SelfKindSpecPhase::SelfValue);
 }

@@ -3,9 +3,10 @@
 //! `clone()` is DeepCopy. `clone_from()` is DeepCopyInto: it clones field by field with
 //! each field's own `clone_from`, so the target's allocations are reused wherever the
 //! standard library reuses them: `String` and `Vec` keep their buffers (a `Vec` clones
-//! into its existing elements), `Option` and `Box` clone into the value they already hold,
-//! and generated structs and enums recurse (an enum's catch-all keeps its `String`), as
-//! does the runtime's `Condition`. Copy fields are assigned.
+//! into its existing elements), `Option`, the runtime's `Nullable` and `Box` clone into
+//! the value they already hold, and generated structs and enums recurse (an enum's
+//! catch-all keeps its `String`), as does the runtime's `Condition`. Copy fields are
+//! assigned.
 //!
 //! User-written enums (Rust input) get a `clone()` that clones each variant's fields, and
 //! the standard `clone_from`.

@@ -131,18 +131,45 @@ pub fn kind_items(group: &Group, version: &Version, kind: &Kind) -> TokenStream 
 }
 
 /// `new(name, spec)` (or `new(name)` for a kind without `spec`), as kube-derive gives.
+///
+/// A root without `Default` (a required field whose type has none, see
+/// [`types_without_default`](super::types::types_without_default)) is built field by
+/// field; when a field other than `spec` is required and has no default, there is no
+/// `new`: the caller must name that field's value, and a struct literal does it.
 fn new_fn(version: &Version, kind_name: &str, type_name: &str) -> TokenStream {
-    let spec = version.types.iter().find_map(|t| match t {
-        TypeDef::Struct(s) if s.name == type_name => {
-            s.fields.iter().find(|f| f.json_name == "spec").cloned()
-        }
+    let Some(root) = version.types.iter().find_map(|t| match t {
+        TypeDef::Struct(s) if s.name == type_name => Some(s),
         _ => None,
-    });
+    }) else {
+        return quote!();
+    };
+    let without_default = super::types::types_without_default(version);
+    let spec = root.fields.iter().find(|f| f.json_name == "spec");
     let meta = quote! {
         metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
             name: ::std::option::Option::Some(::std::string::String::from(name)),
             ..::std::default::Default::default()
         },
+    };
+    let rest = if without_default.contains(type_name) {
+        let mut fields = Vec::new();
+        for f in &root.fields {
+            if f.json_name == "spec" || f.json_name == "metadata" {
+                continue;
+            }
+            if !f.optional && super::types::lacks_default(&f.ty, &without_default) {
+                return quote!();
+            }
+            let n = ident(&f.rust_name);
+            fields.push(quote!(#n: ::std::default::Default::default(),));
+        }
+        if let Some(unknown) = &root.unknown_fields {
+            let n = ident(unknown);
+            fields.push(quote!(#n: ::std::default::Default::default(),));
+        }
+        quote!(#(#fields)*)
+    } else {
+        quote!(..::std::default::Default::default())
     };
     match spec {
         Some(f) => {
@@ -150,7 +177,8 @@ fn new_fn(version: &Version, kind_name: &str, type_name: &str) -> TokenStream {
             let n = ident(&f.rust_name);
             // The parameter is named like the field, so a required spec is shorthand.
             let value = if f.optional {
-                quote!(#n: ::std::option::Option::Some(spec),)
+                let spec = super::types::present(f, quote!(spec));
+                quote!(#n: #spec,)
             } else if f.rust_name == "spec" {
                 quote!(spec,)
             } else {
@@ -164,7 +192,7 @@ fn new_fn(version: &Version, kind_name: &str, type_name: &str) -> TokenStream {
                     Self {
                         #meta
                         #value
-                        ..::std::default::Default::default()
+                        #rest
                     }
                 }
             }
@@ -176,7 +204,7 @@ fn new_fn(version: &Version, kind_name: &str, type_name: &str) -> TokenStream {
                 pub fn new(name: &str) -> Self {
                     Self {
                         #meta
-                        ..::std::default::Default::default()
+                        #rest
                     }
                 }
             }

@@ -2,9 +2,14 @@
 //! wire exact, and `apply_defaults` where the schema declares defaults.
 //!
 //! Guarantees of the emitted code: optional fields are `Option` and skipped when `None`
-//! (absent stays absent); JSON keys are renamed exactly; enums keep values the schema does
+//! (absent stays absent); optional nullable fields are the runtime's `Nullable` (absent,
+//! an explicit `null`, or a value: each is written back as it came); JSON keys are
+//! renamed exactly; enums keep values the schema does
 //! not list in their catch-all variant; preserve-unknown-fields structs keep undeclared
 //! keys in a flattened map. `Clone` is not derived: `zz_generated_deepcopy.rs` has it.
+//! Enums have no `Default`, and neither have the structs that require one
+//! ([`types_without_default`]): only a schema `default` makes a default, through
+//! `apply_defaults`.
 
 use std::collections::BTreeSet;
 
@@ -23,15 +28,18 @@ pub fn types_module(group: &Group, version: &Version) -> Module {
     doc.push(String::new());
     doc.extend(LINT_ALLOWS_DOC.iter().map(|l| (*l).to_owned()));
     let with_defaults = types_with_defaults(version);
+    let without_default = types_without_default(version);
     let items = version.types.iter().map(|t| match t {
         TypeDef::Struct(s) if s.existing.is_some() => quote!(),
         TypeDef::ExistingEnum(_) => quote!(),
         TypeDef::Struct(s) => {
-            let def = struct_def(s);
+            let def = struct_def(s, &without_default);
             let defaults = with_defaults
                 .contains(&s.name)
                 .then(|| apply_defaults_impl(s, &with_defaults));
-            let default = (!derives_default(s)).then(|| default_impl(s));
+            let default = (!without_default.contains(&s.name)
+                && !derives_default(s, &without_default))
+            .then(|| default_impl(s));
             quote! { #def #default #defaults }
         }
         TypeDef::Enum(e) => enum_items(e),
@@ -39,8 +47,8 @@ pub fn types_module(group: &Group, version: &Version) -> Module {
     Module::new("types", doc, quote!(#(#items)*)).attrs(description_lint_allows())
 }
 
-/// A struct and its fields.
-pub fn struct_def(s: &StructDef) -> TokenStream {
+/// A struct and its fields; `without_default` is [`types_without_default`].
+pub fn struct_def(s: &StructDef, without_default: &BTreeSet<String>) -> TokenStream {
     let name = ident(&s.name);
     let doc = doc_attrs(s.doc.as_deref());
     let fields = s.fields.iter().map(field);
@@ -53,7 +61,7 @@ pub fn struct_def(s: &StructDef) -> TokenStream {
             pub #f: ::std::collections::BTreeMap<::std::string::String, ::kubegen_runtime::serde_json::Value>,
         }
     });
-    let default = derives_default(s).then(|| quote!(::std::default::Default,));
+    let default = derives_default(s, without_default).then(|| quote!(::std::default::Default,));
     quote! {
         #doc
         #[derive(::std::fmt::Debug, ::std::cmp::PartialEq, #default ::kubegen_runtime::serde::Deserialize, ::kubegen_runtime::serde::Serialize)]
@@ -87,7 +95,11 @@ pub fn field(f: &Field) -> TokenStream {
         if !doc_text.is_empty() {
             doc_text.push_str("\n\n");
         }
-        doc_text.push_str("Nullable: `null` reads as `None`.");
+        doc_text.push_str(if f.optional {
+            "Nullable: an explicit `null` is kept apart from an absent key (`Nullable::Null`)."
+        } else {
+            "Nullable."
+        });
     }
     let doc = doc_attrs(Some(&doc_text));
     let rename = (f.json_name != f.rust_name).then(|| {
@@ -100,6 +112,11 @@ pub fn field(f: &Field) -> TokenStream {
             #doc
             #[serde(#rename default)]
             pub #name: #ty,
+        },
+        _ if f.optional && f.nullable => quote! {
+            #doc
+            #[serde(#rename default, skip_serializing_if = "::kubegen_runtime::types::Nullable::is_absent")]
+            pub #name: ::kubegen_runtime::types::Nullable<#ty>,
         },
         _ if f.optional => quote! {
             #doc
@@ -117,11 +134,66 @@ pub fn field(f: &Field) -> TokenStream {
     }
 }
 
-/// Whether `#[derive(Default)]` works: required fields all have a `Default` type.
-fn derives_default(s: &StructDef) -> bool {
-    s.fields
+/// Types that have no `Default`, by name: every enum, and every struct with a required
+/// field whose type has none (through `Box`).
+///
+/// An enum has no natural default: its first listed value is a choice the schema did
+/// not make (`ConditionStatus::default()` would be `True`). A schema `default` belongs
+/// to a field, and such a field is an `Option` filled by `apply_defaults`; so a struct
+/// with a required enum field cannot be built without naming that value, and gets no
+/// `Default` either (nor do the structs that require it in turn). Vecs, maps and
+/// `Option`s are empty by default whatever they hold.
+pub fn types_without_default(version: &Version) -> BTreeSet<String> {
+    let mut set: BTreeSet<String> = version
+        .types
         .iter()
-        .all(|f| f.optional || !matches!(f.ty, Ty::Number))
+        .filter(|t| matches!(t, TypeDef::Enum(_)))
+        .map(|t| t.name().to_owned())
+        .collect();
+    loop {
+        let before = set.len();
+        for t in &version.types {
+            if let TypeDef::Struct(s) = t {
+                if s.fields
+                    .iter()
+                    .any(|f| !f.optional && lacks_default(&f.ty, &set))
+                {
+                    set.insert(s.name.clone());
+                }
+            }
+        }
+        if set.len() == before {
+            return set;
+        }
+    }
+}
+
+/// Whether a value of `ty` has no `Default` (see [`types_without_default`]).
+pub fn lacks_default(ty: &Ty, without_default: &BTreeSet<String>) -> bool {
+    match ty {
+        Ty::Named(n) => without_default.contains(n),
+        Ty::Box(t) => lacks_default(t, without_default),
+        _ => false,
+    }
+}
+
+/// The value of an optional field `f` holding `value`: `Some(value)`, or
+/// `Nullable::Value(value)` for a nullable field.
+pub fn present(f: &Field, value: TokenStream) -> TokenStream {
+    if f.nullable {
+        quote!(::kubegen_runtime::types::Nullable::Value(#value))
+    } else {
+        quote!(::std::option::Option::Some(#value))
+    }
+}
+
+/// Whether `#[derive(Default)]` works: the struct has a default at all, and its
+/// required fields all have a `Default` type (a `Number` needs the hand-written impl).
+fn derives_default(s: &StructDef, without_default: &BTreeSet<String>) -> bool {
+    !without_default.contains(&s.name)
+        && s.fields
+            .iter()
+            .all(|f| f.optional || !matches!(f.ty, Ty::Number))
 }
 
 /// `Default` for structs whose required fields include a type without one.
@@ -130,6 +202,7 @@ fn default_impl(s: &StructDef) -> TokenStream {
     let fields = s.fields.iter().map(|f| {
         let n = ident(&f.rust_name);
         let value = match &f.ty {
+            _ if f.optional && f.nullable => quote!(::kubegen_runtime::types::Nullable::Absent),
             _ if f.optional => quote!(::std::option::Option::None),
             Ty::Number => quote!(::kubegen_runtime::serde_json::Number::from(0)),
             _ => quote!(::std::default::Default::default()),
@@ -186,12 +259,24 @@ fn apply_defaults_impl(s: &StructDef, set: &BTreeSet<String>) -> TokenStream {
         let n = ident(&f.rust_name);
         let fill = f.default.as_ref().filter(|_| f.optional).map(|d| {
             let json = serde_json::to_string(d).unwrap_or_default();
-            quote! {
-                if self.#n.is_none() {
-                    self.#n = ::kubegen_runtime::serde_json::from_str(#json).ok();
+            if f.nullable {
+                // An explicit null stays null, as the API server keeps it.
+                quote! {
+                    if self.#n.is_absent() {
+                        self.#n = ::kubegen_runtime::types::Nullable::from(
+                            ::kubegen_runtime::serde_json::from_str(#json).ok(),
+                        );
+                    }
+                }
+            } else {
+                quote! {
+                    if self.#n.is_none() {
+                        self.#n = ::kubegen_runtime::serde_json::from_str(#json).ok();
+                    }
                 }
             }
         });
+        // `Nullable::as_mut` reads like `Option::as_mut`, so both walk the same way.
         let ty = if f.optional {
             Ty::Option(Box::new(f.ty.clone()))
         } else {
@@ -265,11 +350,6 @@ pub fn enum_items(e: &EnumDef) -> TokenStream {
         let value = &v.value;
         quote!(#value => Self::#n,)
     });
-    let first = e.variants.first().map(|v| {
-        let n = ident(&v.name);
-        quote!(Self::#n)
-    });
-    let default = first.unwrap_or_else(|| quote!(Self::#other(::std::string::String::new())));
     quote! {
         #doc
         #[derive(::std::fmt::Debug, ::std::cmp::PartialEq, ::std::cmp::Eq, ::std::hash::Hash)]
@@ -295,13 +375,6 @@ pub fn enum_items(e: &EnumDef) -> TokenStream {
                     #(#from_arms)*
                     _ => Self::#other(value),
                 }
-            }
-        }
-
-        /// The first listed value.
-        impl ::std::default::Default for #name {
-            fn default() -> Self {
-                #default
             }
         }
 

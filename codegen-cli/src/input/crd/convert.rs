@@ -23,10 +23,12 @@
 //! | `integer`/`number`/`boolean` with `enum` | the scalar type (values listed in docs) |
 //! | `x-kubernetes-int-or-string` | k8s-openapi `IntOrString` |
 //! | items exactly meta/v1 `Condition` | runtime `Condition` (k8s-openapi's shape, lossless `lastTransitionTime`) |
-//! | `nullable` (fields, items, map values), or `null` among `enum` values | `Option` |
+//! | `nullable` fields that are `Option` by the rule below | runtime `Nullable` (absent, `null` and a value stay apart) |
+//! | `nullable` items and map values, or `null` among `enum` values | `Option` |
 //! | `oneOf`/`anyOf`/`allOf`/`not` | validation only: the parent's type decides |
 //!
-//! Fields are `Option` unless required and not nullable and without a default. A
+//! Fields are `Option` unless required and not nullable and without a default (a
+//! required nullable field is a `Nullable`, so a `null` is written back, not dropped). A
 //! required field with a default is `Option` too (absent stays absent; the struct's
 //! `apply_defaults` fills it): `#[serde(default)]` would write a value nobody set.
 //! Structurally identical nested structs and enums are emitted once (the first name

@@ -58,9 +58,12 @@ pub struct CrdVersion {
 }
 
 /// Parses every document of a multi-document YAML file. Empty documents are skipped;
-/// every other document must be an apiextensions.k8s.io/v1 CRD (or a `List` of them).
+/// every other document must be an apiextensions.k8s.io/v1 CRD (or a `List` of them)
+/// that kube-apiserver would accept ([`validate`](super::validate)). A file without any
+/// CRD is an error. Every error inside a document names the document's index (0-based).
 pub fn parse_file(file: &Path, text: &str) -> Result<Vec<Crd>, Error> {
     let mut crds = Vec::new();
+    let mut lists = 0;
     for (index, doc) in serde_yaml::Deserializer::from_str(text).enumerate() {
         let value: Yaml = serde::Deserialize::deserialize(doc).map_err(|e| {
             let place = e
@@ -77,23 +80,52 @@ pub fn parse_file(file: &Path, text: &str) -> Result<Vec<Crd>, Error> {
         if value.is_null() {
             continue;
         }
+        let in_document = |e: Error| in_document(e, index).in_file(file);
         if value.get("kind").and_then(Yaml::as_str) == Some("List") {
-            let items = value
-                .get("items")
-                .and_then(Yaml::as_sequence)
-                .cloned()
-                .unwrap_or_default();
+            lists += 1;
+            let items = match get(&value, "items") {
+                None => &[][..],
+                Some(items) => items.as_sequence().map(Vec::as_slice).ok_or_else(|| {
+                    in_document(Error::at(
+                        "items",
+                        format!("expected a list, found {}", describe(items)),
+                        "write the List's `items` as a list of CustomResourceDefinitions",
+                    ))
+                })?,
+            };
             for (i, item) in items.iter().enumerate() {
                 crds.push(
-                    parse_crd(item, file, index, &format!("items[{i}]."))
-                        .map_err(|e| e.in_file(file))?,
+                    parse_crd(item, file, index, &format!("items[{i}].")).map_err(in_document)?,
                 );
             }
             continue;
         }
-        crds.push(parse_crd(&value, file, index, "").map_err(|e| e.in_file(file))?);
+        crds.push(parse_crd(&value, file, index, "").map_err(in_document)?);
+    }
+    if crds.is_empty() {
+        let problem = if lists == 0 {
+            "the file is empty: no YAML document in it holds a CustomResourceDefinition"
+        } else {
+            "the file holds only empty Lists: no CustomResourceDefinition"
+        };
+        return Err(Error::at(
+            "",
+            problem,
+            "remove the file from the inputs, or put a CustomResourceDefinition in it",
+        )
+        .in_file(file));
     }
     Ok(crds)
+}
+
+/// Puts `document N: ` before an error's YAML path.
+pub fn in_document(mut e: Error, index: usize) -> Error {
+    e.yaml_path = if e.yaml_path.is_empty() {
+        format!("document {index}")
+    } else {
+        format!("document {index}: {}", e.yaml_path)
+    };
+    e
 }
 
 fn get<'a>(v: &'a Yaml, key: &str) -> Option<&'a Yaml> {
@@ -241,7 +273,7 @@ fn parse_crd(v: &Yaml, file: &Path, document: usize, prefix: &str) -> Result<Crd
     for (i, ver) in seq.iter().enumerate() {
         versions.push(parse_version(ver, &format!("{sp}versions[{i}]"))?);
     }
-    Ok(Crd {
+    let crd = Crd {
         file: file.to_owned(),
         document,
         name,
@@ -256,7 +288,9 @@ fn parse_crd(v: &Yaml, file: &Path, document: usize, prefix: &str) -> Result<Crd
         },
         scope,
         versions,
-    })
+    };
+    super::validate::validate(&crd, prefix)?;
+    Ok(crd)
 }
 
 fn parse_version(v: &Yaml, path: &str) -> Result<CrdVersion, Error> {

@@ -10,6 +10,7 @@
 pub mod convert;
 pub mod document;
 pub mod schema;
+pub mod validate;
 
 use std::collections::BTreeMap;
 
@@ -30,6 +31,7 @@ pub fn build_versions(crds: &[Crd]) -> Result<Vec<VersionPart>, Error> {
     for (group, members) in &by_group {
         let mut by_version: BTreeMap<&str, Vec<(&Crd, &CrdVersion)>> = BTreeMap::new();
         let mut kinds: BTreeMap<&str, &Crd> = BTreeMap::new();
+        let mut plurals: BTreeMap<&str, &Crd> = BTreeMap::new();
         for crd in members {
             if let Some(first) = kinds.insert(&crd.names.kind, crd) {
                 return Err(Error::at(
@@ -44,7 +46,24 @@ pub fn build_versions(crds: &[Crd]) -> Result<Vec<VersionPart>, Error> {
                 )
                 .in_file(&crd.file));
             }
-            for v in crd.versions.iter().filter(|v| v.served) {
+            if let Some(first) = plurals.insert(&crd.names.plural, crd) {
+                return Err(Error::at(
+                    format!("document {}: spec.names.plural", crd.document),
+                    format!(
+                        "plural {} of group {group} is also the plural of kind {} in {} (document {}); one resource cannot have two definitions, and the clients would have two `{}` methods",
+                        crd.names.plural,
+                        first.names.kind,
+                        first.file.display(),
+                        first.document,
+                        names::field_name(&crd.names.plural),
+                    ),
+                    "give every CRD of a group its own plural (and `metadata.name: <plural>.<group>`), or pass each CRD once",
+                )
+                .in_file(&crd.file));
+            }
+            // Unserved versions too: conversion code needs every version's types; the
+            // emitters give unserved kinds no clients, listers or informers.
+            for v in &crd.versions {
                 by_version.entry(&v.name).or_default().push((crd, v));
             }
         }
@@ -52,7 +71,9 @@ pub fn build_versions(crds: &[Crd]) -> Result<Vec<VersionPart>, Error> {
             check_type_names(entries)?;
             let mut builder = convert::VersionBuilder::new(entries);
             for (crd, v) in entries {
-                builder.add_kind(crd, v).map_err(|e| e.in_file(&crd.file))?;
+                builder
+                    .add_kind(crd, v)
+                    .map_err(|e| document::in_document(e, crd.document).in_file(&crd.file))?;
             }
             let (crd, _) = entries[0];
             parts.push(VersionPart {

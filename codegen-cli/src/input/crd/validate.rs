@@ -1,0 +1,209 @@
+//! The checks kube-apiserver makes on a CRD's names and versions before it accepts one
+//! (apiextensions' `ValidateCustomResourceDefinition`), made here so a CRD the server
+//! would reject never becomes Rust modules and types:
+//!
+//! - `spec.group`: a DNS-1123 subdomain with at least one dot (`example.com`);
+//! - `spec.names.kind` and `listKind`: DNS-1035 labels once lowercased (mixed case is
+//!   fine), and different from each other;
+//! - `spec.names.plural`, `singular`, every `shortNames` and `categories` entry: DNS-1035
+//!   labels (lowercase letters, digits and `-`, starting with a letter);
+//! - `metadata.name`: exactly `<plural>.<group>`;
+//! - `spec.versions`: at least one, each name a DNS-1035 label, no name twice, exactly
+//!   one marked `storage: true`.
+//!
+//! Errors name the YAML path (relative to the document; the caller adds the document
+//! index and the file).
+
+use super::document::Crd;
+use crate::error::Error;
+
+const DNS1035: &str = "lowercase letters, digits and `-`, starting with a letter and ending with a letter or digit, at most 63 characters";
+
+/// Whether `s` is a DNS-1035 label: `[a-z]([-a-z0-9]*[a-z0-9])?`, at most 63 characters.
+pub fn is_dns1035_label(s: &str) -> bool {
+    s.len() <= 63 && s.starts_with(|c: char| c.is_ascii_lowercase()) && is_label_body(s)
+}
+
+/// Whether `s` is a DNS-1123 subdomain: dot-separated `[a-z0-9]([-a-z0-9]*[a-z0-9])?`
+/// labels, at most 253 characters.
+pub fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            label.starts_with(|c: char| c.is_ascii_lowercase() || c.is_ascii_digit())
+                && is_label_body(label)
+        })
+}
+
+fn is_label_body(s: &str) -> bool {
+    s.chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        && !s.ends_with('-')
+}
+
+/// Checks a parsed CRD as kube-apiserver would; `prefix` is the document's path prefix
+/// (`items[2].` inside a `List`, else empty).
+pub fn validate(crd: &Crd, prefix: &str) -> Result<(), Error> {
+    let sp = format!("{prefix}spec.");
+    if !is_dns1123_subdomain(&crd.group) || !crd.group.contains('.') {
+        return Err(Error::at(
+            format!("{sp}group"),
+            format!(
+                "invalid group {:?}: kube-apiserver requires a DNS-1123 subdomain with at least one dot (lowercase labels of letters, digits and `-`, separated by `.`)",
+                crd.group
+            ),
+            "use a domain you own, e.g. `samplecontroller.example.com`",
+        ));
+    }
+    let np = format!("{sp}names.");
+    let names = &crd.names;
+    for (key, value) in [("kind", &names.kind), ("listKind", &names.list_kind)] {
+        if !is_dns1035_label(&value.to_ascii_lowercase()) {
+            return Err(Error::at(
+                format!("{np}{key}"),
+                format!("invalid {key} {value:?}: kube-apiserver requires a DNS-1035 label once lowercased (letters, digits and `-`, starting with a letter)"),
+                "use an UpperCamelCase name of letters and digits, e.g. `Foo` / `FooList`",
+            ));
+        }
+    }
+    let mut labels = vec![
+        ("plural".to_owned(), names.plural.as_str()),
+        ("singular".to_owned(), names.singular.as_str()),
+    ];
+    for (key, list) in [
+        ("shortNames", &names.short_names),
+        ("categories", &names.categories),
+    ] {
+        labels.extend(
+            list.iter()
+                .enumerate()
+                .map(|(i, s)| (format!("{key}[{i}]"), s.as_str())),
+        );
+    }
+    for (key, value) in labels {
+        if !is_dns1035_label(value) {
+            return Err(Error::at(
+                format!("{np}{key}"),
+                format!(
+                    "invalid name {value:?}: kube-apiserver requires a DNS-1035 label ({DNS1035})"
+                ),
+                format!("write it lowercase, e.g. {:?}", suggest_label(value)),
+            ));
+        }
+    }
+    if names.kind == names.list_kind {
+        return Err(Error::at(
+            format!("{np}listKind"),
+            format!("listKind {:?} is the kind itself", names.list_kind),
+            format!("remove `listKind` (it defaults to `{}List`)", names.kind),
+        ));
+    }
+    let expected = format!("{}.{}", names.plural, crd.group);
+    if crd.name != expected {
+        return Err(Error::at(
+            format!("{prefix}metadata.name"),
+            format!(
+                "metadata.name is {:?}; kube-apiserver requires `<spec.names.plural>.<spec.group>`",
+                crd.name
+            ),
+            format!("set `metadata.name: {expected}`"),
+        ));
+    }
+    validate_versions(crd, &sp)
+}
+
+fn validate_versions(crd: &Crd, sp: &str) -> Result<(), Error> {
+    if crd.versions.is_empty() {
+        return Err(Error::at(
+            format!("{sp}versions"),
+            "the CRD has no versions",
+            "list at least one version under `spec.versions`, with `served: true` and `storage: true`",
+        ));
+    }
+    for (i, v) in crd.versions.iter().enumerate() {
+        let vp = format!("{sp}versions[{i}].name");
+        if !is_dns1035_label(&v.name) {
+            return Err(Error::at(
+                vp,
+                format!(
+                    "invalid version name {:?}: kube-apiserver requires a DNS-1035 label ({DNS1035})",
+                    v.name
+                ),
+                "name versions like `v1`, `v1alpha1`, `v2beta3`",
+            ));
+        }
+        if let Some(first) = crd.versions[..i].iter().position(|o| o.name == v.name) {
+            return Err(Error::at(
+                vp,
+                format!("version {:?} is also spec.versions[{first}]", v.name),
+                "give each version a distinct name (or remove the duplicate)",
+            ));
+        }
+    }
+    let storage: Vec<usize> = (0..crd.versions.len())
+        .filter(|&i| crd.versions[i].storage)
+        .collect();
+    match storage.as_slice() {
+        [_] => Ok(()),
+        [] => Err(Error::at(
+            format!("{sp}versions"),
+            "no version is marked `storage: true`",
+            "mark exactly one version `storage: true` (the one objects are stored in)",
+        )),
+        [first, second, ..] => Err(Error::at(
+            format!("{sp}versions[{second}].storage"),
+            format!(
+                "spec.versions[{first}] ({}) and spec.versions[{second}] ({}) are both marked `storage: true`",
+                crd.versions[*first].name, crd.versions[*second].name
+            ),
+            "mark exactly one version `storage: true`",
+        )),
+    }
+}
+
+/// A DNS-1035 label close to `s`, for the fix.
+fn suggest_label(s: &str) -> String {
+    let mut out: String = s
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    out = out.trim_matches('-').to_owned();
+    if !out.starts_with(|c: char| c.is_ascii_lowercase()) {
+        out.insert(0, 'x');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dns_names() {
+        assert!(is_dns1035_label("foos"));
+        assert!(is_dns1035_label("foo-bars2"));
+        assert!(!is_dns1035_label("Foos"));
+        assert!(!is_dns1035_label("2foos"));
+        assert!(!is_dns1035_label("foo-"));
+        assert!(!is_dns1035_label(""));
+        assert!(!is_dns1035_label(&"a".repeat(64)));
+        assert!(is_dns1123_subdomain("example.com"));
+        assert!(is_dns1123_subdomain("1password.com"));
+        assert!(!is_dns1123_subdomain("../../etc"));
+        assert!(!is_dns1123_subdomain("example..com"));
+        assert!(!is_dns1123_subdomain("Example.com"));
+        assert!(!is_dns1123_subdomain(""));
+    }
+
+    #[test]
+    fn suggestions_are_labels() {
+        assert_eq!(suggest_label("My_Foos"), "my-foos");
+        assert!(is_dns1035_label(&suggest_label("9lives")));
+    }
+}
