@@ -154,6 +154,12 @@ pub(crate) fn admit(
     }
 }
 
+/// Prunes an object as [`admit`] does, without defaulting or validating: what is left
+/// is what the schema knows.
+pub(crate) fn prune_value(v: &mut Value, schema: &Value) {
+    prune(v, schema, true);
+}
+
 fn truthy(s: &Value, k: &str) -> bool {
     s.get(k).and_then(Value::as_bool) == Some(true)
 }

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use crate::errors::{cause, StatusCause, StatusError};
 
 use super::body::Body;
+use super::media::{self, FieldValidation};
 use super::registry::Registration;
 use super::select::Filter;
 use super::server::{Inner, Propagation};
@@ -36,6 +37,8 @@ pub(crate) struct Query {
     pub field_manager: Option<String>,
     pub force: bool,
     pub grace_period_seconds: Option<i64>,
+    pub field_validation: FieldValidation,
+    pub include_object: Option<String>,
 }
 
 fn percent_decode(s: &str) -> String {
@@ -99,6 +102,8 @@ impl Query {
                 "propagationPolicy" => out.propagation_policy = some(v),
                 "dryRun" => out.dry_run = v == "All",
                 "fieldManager" => out.field_manager = some(v),
+                "fieldValidation" => out.field_validation = FieldValidation::parse(&v)?,
+                "includeObject" => out.include_object = Some(v),
                 "force" => out.force = parse_bool(&v),
                 "gracePeriodSeconds" => out.grace_period_seconds = v.parse().ok(),
                 _ => {}
@@ -409,6 +414,7 @@ async fn respond(
     stop: CancellationToken,
 ) -> Result<Response<Body>, StatusError> {
     let target = route(&inner, req.uri().path())?;
+    media::check_size(req.body())?;
     let q = Query::parse(req.uri().query())?;
     let method = req.method().clone();
     let verb = verb_of(&target, &method, q.watch);
@@ -481,9 +487,14 @@ async fn respond(
             }
         }
         (Target::Collection { idx, ns }, Method::POST) => {
-            let obj = body_object(req.body())?;
+            let reg = inner.registration(idx);
+            let obj = media::decode_object(&req, &reg)?;
+            let warnings = media::check_fields(&reg, &typed(&reg, &obj), q.field_validation, true)?;
             let s = inner.create(idx, ns.as_deref().unwrap_or_default(), obj, &wopts)?;
-            Ok(object_response(StatusCode::CREATED, &s))
+            Ok(with_warnings(
+                object_response(StatusCode::CREATED, &s),
+                &warnings,
+            ))
         }
         (Target::Collection { idx, ns }, Method::DELETE) => {
             let opts = delete_options(&q, req.body())?;
@@ -536,9 +547,14 @@ async fn respond(
             match m {
                 Method::GET => get(&inner, idx, &reg, &ns, &name),
                 Method::PUT => {
-                    let obj = body_object(req.body())?;
+                    let obj = media::decode_object(&req, &reg)?;
+                    let warnings =
+                        media::check_fields(&reg, &typed(&reg, &obj), q.field_validation, true)?;
                     let s = inner.update(idx, &ns, &name, obj, status_only, &wopts)?;
-                    Ok(object_response(StatusCode::OK, &s))
+                    Ok(with_warnings(
+                        object_response(StatusCode::OK, &s),
+                        &warnings,
+                    ))
                 }
                 Method::PATCH => {
                     let ct = req
@@ -553,6 +569,12 @@ async fn respond(
                         ))
                     })?;
                     let body = patch_body(kind, req.body())?;
+                    let warnings = match (&body, kind) {
+                        (Value::Object(m), PatchKind::Apply) => {
+                            media::check_fields(&reg, &typed(&reg, m), q.field_validation, false)?
+                        }
+                        _ => Vec::new(),
+                    };
                     if q.force && kind != PatchKind::Apply {
                         return Err(StatusError::invalid(
                             "meta.k8s.io",
@@ -573,7 +595,7 @@ async fn respond(
                     } else {
                         StatusCode::OK
                     };
-                    Ok(object_response(code, &s))
+                    Ok(with_warnings(object_response(code, &s), &warnings))
                 }
                 Method::DELETE if !status_only => {
                     let opts = delete_options(&q, req.body())?;
@@ -731,6 +753,24 @@ fn delete_options(q: &Query, body: &Bytes) -> Result<DeleteOpts, StatusError> {
         }
     };
     Ok(opts)
+}
+
+/// The object with its registration's `apiVersion` and `kind`, as a decoder sees it.
+fn typed(reg: &Registration, obj: &Map<String, Value>) -> Map<String, Value> {
+    let mut m = obj.clone();
+    m.insert("apiVersion".into(), Value::String(reg.api_version()));
+    m.insert("kind".into(), Value::String(reg.kind.clone()));
+    m
+}
+
+/// Adds one `Warning` header per message.
+fn with_warnings(mut r: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        if let Some(v) = media::warning_header(w) {
+            r.headers_mut().append(header::WARNING, v);
+        }
+    }
+    r
 }
 
 fn body_object(body: &Bytes) -> Result<Map<String, Value>, StatusError> {

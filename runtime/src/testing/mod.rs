@@ -40,10 +40,13 @@
 
 mod apply;
 mod body;
+mod builtin_types;
 mod crd;
 mod faults;
 mod http;
+mod media;
 mod patch;
+mod protobuf;
 mod registry;
 mod select;
 mod server;
