@@ -282,6 +282,10 @@ fn object_response(code: StatusCode, s: &Stored) -> Response<Body> {
 /// What a path names.
 enum Target {
     Version,
+    OpenApiV2,
+    OpenApiV3Index,
+    OpenApiV3(String),
+    Health(String, Option<String>),
     Api,
     Apis,
     Group(String),
@@ -314,6 +318,13 @@ fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let (gv, rest) = match segs.as_slice() {
         ["version"] => return Ok(Target::Version),
+        ["openapi", "v2"] => return Ok(Target::OpenApiV2),
+        ["openapi", "v3"] => return Ok(Target::OpenApiV3Index),
+        ["openapi", "v3", rest @ ..] => return Ok(Target::OpenApiV3(rest.join("/"))),
+        [h @ ("healthz" | "readyz" | "livez")] => return Ok(Target::Health((*h).to_owned(), None)),
+        [h @ ("healthz" | "readyz" | "livez"), check] => {
+            return Ok(Target::Health((*h).to_owned(), Some((*check).to_owned())))
+        }
         ["api"] => return Ok(Target::Api),
         ["apis"] => return Ok(Target::Apis),
         ["apis", g] => return Ok(Target::Group((*g).to_owned())),
@@ -473,6 +484,17 @@ async fn respond(
     };
     match (target, method) {
         (Target::Version, Method::GET) => Ok(json_response(StatusCode::OK, version())),
+        (Target::OpenApiV2, Method::GET) => Ok(openapi_v2(&inner, &req)),
+        (Target::OpenApiV3Index, Method::GET) => {
+            let st = inner.state.read();
+            let regs: Vec<&Registration> = st.collections.iter().map(|c| &*c.reg).collect();
+            let doc = super::openapi::v3_index(&regs);
+            Ok(json_response(StatusCode::OK, doc.to_string().into_bytes()))
+        }
+        (Target::OpenApiV3(gv), Method::GET) => openapi_v3(&inner, &gv, req.uri().query()),
+        (Target::Health(which, check), Method::GET) => {
+            Ok(health(&inner, &which, check.as_deref(), req.uri().query()))
+        }
         (Target::Api, Method::GET) => Ok(json_response(StatusCode::OK, api_versions())),
         (Target::Apis, Method::GET) => Ok(json_response(StatusCode::OK, groups(&inner))),
         (Target::Group(g), Method::GET) => group(&inner, &g),
@@ -941,11 +963,134 @@ async fn list(
     Ok(r)
 }
 
+/// The Kubernetes release this server reports (the one k8s-openapi's `latest` names).
+pub(crate) const GIT_VERSION: &str = "v1.37.0-kubegen";
+
+fn text_response(code: StatusCode, body: String) -> Response<Body> {
+    let mut r = Response::new(Body::full(body.into_bytes()));
+    *r.status_mut() = code;
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    r.headers_mut().insert(
+        header::HeaderName::from_static("x-content-type-options"),
+        header::HeaderValue::from_static("nosniff"),
+    );
+    r
+}
+
+/// `/healthz`, `/readyz`, `/livez` (and `/<which>/<check>`), as kube-apiserver answers:
+/// `ok`, or with `?verbose` one `[+]<check> ok` line per check and `<which> check
+/// passed`. After shutdown began, readyz's `shutdown` check fails (500).
+fn health(inner: &Inner, which: &str, check: Option<&str>, query: Option<&str>) -> Response<Body> {
+    let mut checks = vec!["ping", "log"];
+    if which == "readyz" {
+        checks.push("shutdown");
+    }
+    let failed = |c: &str| c == "shutdown" && inner.shutdown.is_cancelled();
+    if let Some(c) = check {
+        return if !checks.contains(&c) {
+            text_response(StatusCode::NOT_FOUND, "404 page not found\n".into())
+        } else if failed(c) {
+            text_response(
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "internal server error: reason withheld\n".into(),
+            )
+        } else {
+            text_response(StatusCode::OK, "ok".into())
+        };
+    }
+    let verbose = query
+        .unwrap_or_default()
+        .split('&')
+        .any(|p| p == "verbose" || p.starts_with("verbose="));
+    let bad = checks.iter().any(|c| failed(c));
+    if !verbose && !bad {
+        return text_response(StatusCode::OK, "ok".into());
+    }
+    let mut out = String::new();
+    for c in &checks {
+        if failed(c) {
+            out.push_str(&format!("[-]{c} failed: reason withheld\n"));
+        } else {
+            out.push_str(&format!("[+]{c} ok\n"));
+        }
+    }
+    if bad {
+        out.push_str(&format!("{which} check failed\n"));
+        text_response(StatusCode::INTERNAL_SERVER_ERROR, out)
+    } else {
+        out.push_str(&format!("{which} check passed\n"));
+        text_response(StatusCode::OK, out)
+    }
+}
+
+/// `/openapi/v2`: protobuf when asked for it (with no definitions), else JSON.
+fn openapi_v2(inner: &Inner, req: &Request<Bytes>) -> Response<Body> {
+    let accept = req
+        .headers()
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
+    if accept.contains(super::openapi::V2_PROTOBUF) {
+        let mut r = Response::new(Body::full(super::openapi::v2_protobuf()));
+        r.headers_mut().insert(
+            header::CONTENT_TYPE,
+            header::HeaderValue::from_static(super::openapi::V2_PROTOBUF),
+        );
+        return r;
+    }
+    let st = inner.state.read();
+    let regs: Vec<&Registration> = st.collections.iter().map(|c| &*c.reg).collect();
+    let doc = super::openapi::v2_document(&regs);
+    json_response(StatusCode::OK, doc.to_string().into_bytes())
+}
+
+/// `/openapi/v3/<gv>`: the group-version's document; immutable when the hash matches.
+fn openapi_v3(inner: &Inner, gv: &str, query: Option<&str>) -> Result<Response<Body>, StatusError> {
+    let doc = {
+        let st = inner.state.read();
+        let regs: Vec<&Registration> = st.collections.iter().map(|c| &*c.reg).collect();
+        super::openapi::v3_document(&regs, gv)
+    };
+    let doc = doc.ok_or_else(|| {
+        StatusError::new(
+            404,
+            "NotFound",
+            "the server could not find the requested resource",
+        )
+    })?;
+    let hash = super::openapi::hash(&doc);
+    let asked = query
+        .unwrap_or_default()
+        .split('&')
+        .find_map(|p| p.strip_prefix("hash="));
+    let mut r = json_response(StatusCode::OK, doc.to_string().into_bytes());
+    let cache = if asked == Some(hash.as_str()) {
+        "public, immutable"
+    } else {
+        "no-cache, private"
+    };
+    r.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static(cache),
+    );
+    if let Ok(v) = header::HeaderValue::from_str(&format!("\"{hash}\"")) {
+        r.headers_mut().insert(header::ETAG, v);
+    }
+    Ok(r)
+}
+
 fn version() -> Vec<u8> {
     json!({
         "major": "1",
         "minor": "37",
-        "gitVersion": "v1.37.0-kubegen",
+        "emulationMajor": "1",
+        "emulationMinor": "37",
+        "minCompatibilityMajor": "1",
+        "minCompatibilityMinor": "36",
+        "gitVersion": GIT_VERSION,
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2026-01-01T00:00:00Z",
