@@ -96,6 +96,25 @@ impl Registration {
                     .filter_map(|x| x.as_str().map(str::to_owned))
                     .collect();
             }
+            if let Some(cs) = names.get("categories").and_then(Value::as_array) {
+                r.categories = cs
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect();
+            }
+            if let Some(cols) = v.get("additionalPrinterColumns").and_then(Value::as_array) {
+                r.printer_columns = cols
+                    .iter()
+                    .map(|c| super::registry::PrinterColumn {
+                        name: s(c, "name").unwrap_or_default(),
+                        ty: s(c, "type").unwrap_or_default(),
+                        format: s(c, "format").unwrap_or_default(),
+                        description: s(c, "description").unwrap_or_default(),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        json_path: s(c, "jsonPath").unwrap_or_default(),
+                    })
+                    .collect();
+            }
             let subs = v.get("subresources");
             r.status = subs.and_then(|x| x.get("status")).is_some();
             if let Some(sc) = subs.and_then(|x| x.get("scale")) {

@@ -16,6 +16,7 @@ use super::registry::Registration;
 use super::select::Filter;
 use super::server::{Inner, Propagation};
 use super::store::Stored;
+use super::table::{self, Output};
 use super::watch;
 use super::writes::{DeleteOpts, PatchKind, WriteOpts};
 
@@ -505,7 +506,7 @@ async fn respond(
             if q.watch {
                 watch::start(inner, idx, ns, q, stop).await
             } else {
-                list(&inner, idx, ns.as_deref(), &q).await
+                list(&inner, idx, ns.as_deref(), &q, output(&req)?).await
             }
         }
         (Target::Collection { idx, ns }, Method::POST) => {
@@ -567,7 +568,7 @@ async fn respond(
                 }
             };
             match m {
-                Method::GET => get(&inner, idx, &reg, &ns, &name),
+                Method::GET => get(&inner, idx, &reg, &ns, &name, &q, output(&req)?),
                 Method::PUT => {
                     let obj = media::decode_object(&req, &reg)?;
                     let warnings =
@@ -805,17 +806,88 @@ fn body_object(body: &Bytes) -> Result<Map<String, Value>, StatusError> {
     }
 }
 
+/// The response form the Accept header asks for.
+fn output(req: &Request<Bytes>) -> Result<Output, StatusError> {
+    table::negotiate(
+        req.headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// A list's objects in the form `out` asks for (not plain JSON).
+fn converted_list(
+    reg: &Registration,
+    items: &[Arc<Stored>],
+    meta: Map<String, Value>,
+    q: &Query,
+    out: Output,
+) -> Result<Response<Body>, StatusError> {
+    let objects = items
+        .iter()
+        .map(|s| s.to_value().map(Value::Object))
+        .collect::<Result<Vec<_>, _>>()?;
+    let v = match out {
+        Output::Table => {
+            let include = table::include(q.include_object.as_deref())?;
+            table::table(reg, &objects, Value::Object(meta), include)
+        }
+        Output::PartialObjectMetadataList => json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": meta,
+            "items": objects.iter().map(table::partial).collect::<Vec<_>>(),
+        }),
+        Output::PartialObjectMetadata => {
+            return Err(StatusError::new(
+                406,
+                "NotAcceptable",
+                format!(
+                    "you requested PartialObjectMetadata, but the requested object is a list ({})",
+                    reg.list_kind
+                ),
+            ))
+        }
+        Output::Json => Value::Object(meta),
+    };
+    Ok(json_response(StatusCode::OK, v.to_string().into_bytes()))
+}
+
 fn get(
     inner: &Inner,
     idx: usize,
     reg: &Registration,
     ns: &str,
     name: &str,
+    q: &Query,
+    out: Output,
 ) -> Result<Response<Body>, StatusError> {
     let key = super::store::storage_key(ns, name);
     let st = inner.state.read();
     match st.collections[idx].objects.get(&key) {
-        Some(s) => Ok(object_response(StatusCode::OK, s)),
+        Some(s) if out == Output::Json => Ok(object_response(StatusCode::OK, s)),
+        Some(s) => {
+            let obj = Value::Object(s.to_value()?);
+            let v = match out {
+                Output::PartialObjectMetadata => table::partial(&obj),
+                Output::PartialObjectMetadataList => {
+                    return Err(StatusError::new(
+                        406,
+                        "NotAcceptable",
+                        format!(
+                            "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+                            reg.kind
+                        ),
+                    ))
+                }
+                _ => {
+                    let include = table::include(q.include_object.as_deref())?;
+                    let meta = json!({"resourceVersion": s.rv.to_string()});
+                    table::table(reg, &[obj], meta, include)
+                }
+            };
+            Ok(json_response(StatusCode::OK, v.to_string().into_bytes()))
+        }
         None => Err(StatusError::not_found(
             crate::errors::GroupResource {
                 group: &reg.group,
@@ -840,6 +912,7 @@ async fn list(
     idx: usize,
     ns: Option<&str>,
     q: &Query,
+    out: Output,
 ) -> Result<Response<Body>, StatusError> {
     validate(q)?;
     let reg = inner.registration(idx);
@@ -943,6 +1016,9 @@ async fn list(
                 meta.insert("remainingItemCount".into(), Value::from(remaining));
             }
         }
+    }
+    if out != Output::Json {
+        return converted_list(&reg, &items, meta, q, out);
     }
     let head = format!(
         "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
@@ -1182,6 +1258,7 @@ fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
             "kind": r.kind,
             "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
             "shortNames": r.short_names,
+            "categories": r.categories,
         }));
         if r.status {
             rs.push(json!({

@@ -52,6 +52,7 @@ mod registry;
 mod select;
 mod server;
 mod store;
+mod table;
 mod tcp;
 mod watch;
 mod writes;
@@ -68,7 +69,7 @@ use tokio_util::sync::CancellationToken;
 pub use body::Body;
 pub use faults::{Reactor, RequestRecord};
 pub use patch::MERGE_KEYS;
-pub use registry::{builtin, Registration, ScalePaths, BUILTIN_GROUPS};
+pub use registry::{builtin, PrinterColumn, Registration, ScalePaths, BUILTIN_GROUPS};
 pub use server::{ApiServer, ApiServerBuilder};
 pub use tcp::{ConfigError, TcpServer};
 

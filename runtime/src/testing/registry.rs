@@ -61,6 +61,27 @@ pub struct Registration {
     /// The structural schema (`openAPIV3Schema`) of a custom resource version: objects
     /// are pruned, defaulted and validated against it on create and update.
     pub schema: Option<serde_json::Value>,
+    /// Categories discovery reports (`all`), for `kubectl get <category>`.
+    pub categories: Vec<String>,
+    /// A custom resource version's `additionalPrinterColumns`, for Table output.
+    pub printer_columns: Vec<PrinterColumn>,
+}
+
+/// One of a CRD version's `additionalPrinterColumns`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PrinterColumn {
+    /// The column's name (`Replicas`).
+    pub name: String,
+    /// `integer`, `number`, `string`, `boolean` or `date`.
+    pub ty: String,
+    /// An OpenAPI format (`int32`), or empty.
+    pub format: String,
+    /// A description, or empty.
+    pub description: String,
+    /// 0 for the default view; higher columns show with `-o wide`.
+    pub priority: i64,
+    /// A simple JSONPath into the object (`.spec.replicas`).
+    pub json_path: String,
 }
 
 impl Registration {
@@ -84,6 +105,8 @@ impl Registration {
             custom: false,
             return_deleted_object: false,
             schema: None,
+            categories: Vec::new(),
+            printer_columns: Vec::new(),
         }
     }
 
@@ -126,6 +149,13 @@ impl Registration {
     /// Adds short names.
     pub fn short_names(mut self, names: &[&str]) -> Self {
         self.short_names
+            .extend(names.iter().map(|s| (*s).to_owned()));
+        self
+    }
+
+    /// Adds categories (`all`).
+    pub fn categories(mut self, names: &[&str]) -> Self {
+        self.categories
             .extend(names.iter().map(|s| (*s).to_owned()));
         self
     }
@@ -250,6 +280,7 @@ pub fn builtin() -> Vec<Registration> {
     let core = |plural: &str, kind: &str| Registration::new("", "v1", plural, kind);
     vec![
         core("pods", "Pod")
+            .categories(&["all"])
             .short_names(&["po"])
             .return_deleted_object(true)
             .status_subresource()
@@ -262,6 +293,7 @@ pub fn builtin() -> Vec<Registration> {
             .selectable_field("status.podIP")
             .selectable_field("status.nominatedNodeName"),
         core("services", "Service")
+            .categories(&["all"])
             .short_names(&["svc"])
             .status_subresource(),
         core("endpoints", "Endpoints")
@@ -301,25 +333,31 @@ pub fn builtin() -> Vec<Registration> {
             .selectable_field("source")
             .selectable_field("type"),
         Registration::new("apps", "v1", "deployments", "Deployment")
+            .categories(&["all"])
             .short_names(&["deploy"])
             .status_subresource()
             .scale_subresource(),
         Registration::new("apps", "v1", "replicasets", "ReplicaSet")
+            .categories(&["all"])
             .short_names(&["rs"])
             .status_subresource()
             .scale_subresource()
             .selectable_field("status.replicas"),
         Registration::new("apps", "v1", "statefulsets", "StatefulSet")
+            .categories(&["all"])
             .short_names(&["sts"])
             .status_subresource()
             .scale_subresource(),
         Registration::new("apps", "v1", "daemonsets", "DaemonSet")
+            .categories(&["all"])
             .short_names(&["ds"])
             .status_subresource(),
         Registration::new("batch", "v1", "jobs", "Job")
+            .categories(&["all"])
             .status_subresource()
             .selectable_field("status.successful"),
         Registration::new("batch", "v1", "cronjobs", "CronJob")
+            .categories(&["all"])
             .short_names(&["cj"])
             .status_subresource(),
         Registration::new("coordination.k8s.io", "v1", "leases", "Lease"),
