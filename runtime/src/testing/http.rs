@@ -556,6 +556,11 @@ async fn respond(
             let status_only = match sub.as_deref() {
                 None => false,
                 Some("status") if reg.status => true,
+                Some("finalize") if super::namespaces::is_namespaces(&reg) && m == Method::PUT => {
+                    let body = media::decode_object(&req, &reg)?;
+                    let s = inner.finalize_namespace(idx, &name, &body, &wopts)?;
+                    return Ok(object_response(StatusCode::OK, &s));
+                }
                 Some("scale") if reg.scale => {
                     return scale_request(&inner, idx, &ns, &name, &m, &req, &wopts);
                 }

@@ -45,6 +45,7 @@ mod crd;
 mod faults;
 mod http;
 mod media;
+mod namespaces;
 mod openapi;
 mod patch;
 mod protobuf;

@@ -52,6 +52,8 @@ pub(crate) struct Inner {
     pub strict_namespaces: bool,
     /// Requests seen and the faults to inject.
     pub faults: super::faults::Faults,
+    /// This server itself, for the tasks it starts (the namespace controller).
+    pub me: std::sync::Weak<Inner>,
 }
 
 /// Configuration of an [`ApiServer`], as a plain builder.
@@ -134,8 +136,8 @@ impl ApiServerBuilder {
             state.register(r);
         }
         let rv = state.rv;
-        ApiServer {
-            inner: Arc::new(Inner {
+        let server = ApiServer {
+            inner: Arc::new_cyclic(|me| Inner {
                 state: RwLock::new(state),
                 rv_tx: watch::channel(rv).0,
                 bookmark_interval: self.bookmark_interval,
@@ -143,8 +145,16 @@ impl ApiServerBuilder {
                 shutdown: CancellationToken::new(),
                 strict_namespaces: self.strict_namespaces,
                 faults: Default::default(),
+                me: me.clone(),
             }),
+        };
+        if self.strict_namespaces {
+            for ns in super::namespaces::SYSTEM {
+                // The namespaces resource may not be registered (without_builtins).
+                let _ = server.create("namespaces", serde_json::json!({"metadata": {"name": ns}}));
+            }
         }
+        server
     }
 }
 
@@ -208,6 +218,7 @@ pub(crate) fn has_finalizers(obj: &Map<String, Value>) -> bool {
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty())
+        || super::namespaces::has_spec_finalizers(obj)
 }
 
 /// How a deletion propagates to dependents (`DeleteOptions.propagationPolicy`).

@@ -32,6 +32,7 @@ use serde_json::{Map, Value};
 use crate::errors::{cause, GroupResource, StatusCause, StatusError};
 
 use super::apply::{self, Manager, Part};
+use super::namespaces;
 use super::patch;
 use super::registry::Registration;
 use super::server::{
@@ -147,20 +148,22 @@ fn owner_uids(obj: &Map<String, Value>) -> Vec<String> {
 
 /// Work for the garbage collector.
 #[derive(Debug)]
-enum Gc {
+pub(crate) enum Gc {
     /// An object is gone: collect its dependents.
     Deleted(String),
     /// An owner waits under `orphan`.
     Orphan(usize, String, String),
     /// An owner waits under `foregroundDeletion`.
     Foreground(String),
+    /// A namespace began terminating: run the namespace controller.
+    Namespace(String),
 }
 
 /// What a write needs besides the object.
-struct Ctx<'a> {
-    idx: usize,
-    reg: &'a Registration,
-    opts: &'a WriteOpts,
+pub(crate) struct Ctx<'a> {
+    pub idx: usize,
+    pub reg: &'a Registration,
+    pub opts: &'a WriteOpts,
 }
 
 impl Inner {
@@ -249,6 +252,15 @@ impl Inner {
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
+        if namespaces::is_namespaces(reg) {
+            namespaces::on_create(obj)?;
+        }
+        if reg.group.is_empty() && reg.kind == "Pod" {
+            pod_defaults(obj);
+        }
+        if reg.group.is_empty() && reg.kind == "Secret" && obj.get("type").is_none_or(|t| t == "") {
+            obj.insert("type".into(), Value::String("Opaque".into()));
+        }
         self.admit(reg, obj)?;
         Ok(generated)
     }
@@ -261,23 +273,41 @@ impl Inner {
         }
     }
 
-    fn check_namespace(&self, st: &State, reg: &Registration, ns: &str) -> Result<(), StatusError> {
-        if !self.strict_namespaces || !reg.namespaced || ns.is_empty() {
+    /// Namespace admission for creates: 403 into a Terminating namespace; in strict mode
+    /// 404 into a missing one.
+    fn check_namespace(
+        &self,
+        st: &State,
+        reg: &Registration,
+        obj: &Map<String, Value>,
+    ) -> Result<(), StatusError> {
+        let ns = meta_str(obj, "namespace");
+        if !reg.namespaced || ns.is_empty() {
             return Ok(());
         }
         let Some(i) = st.lookup("v1", "namespaces") else {
             return Ok(());
         };
-        if st.collections[i].objects.contains_key(ns) {
-            Ok(())
-        } else {
-            Err(StatusError::not_found(
+        match st.collections[i].objects.get(ns) {
+            Some(n) => {
+                let v = n.to_value()?;
+                if meta_str(&v, "deletionTimestamp").is_empty() {
+                    return Ok(());
+                }
+                let name = [meta_str(obj, "name"), meta_str(obj, "generateName")]
+                    .into_iter()
+                    .find(|n| !n.is_empty())
+                    .unwrap_or("Unknown");
+                Err(namespaces::terminating(reg, ns, name))
+            }
+            None if !self.strict_namespaces => Ok(()),
+            None => Err(StatusError::not_found(
                 GroupResource {
                     group: "",
                     resource: "namespaces",
                 },
                 ns,
-            ))
+            )),
         }
     }
 
@@ -310,7 +340,7 @@ impl Inner {
         generated: bool,
     ) -> Result<Arc<Stored>, StatusError> {
         let reg = ctx.reg;
-        self.check_namespace(st, reg, meta_str(&obj, "namespace"))?;
+        self.check_namespace(st, reg, &obj)?;
         let mut tries = 0;
         loop {
             let key = storage_key(meta_str(&obj, "namespace"), meta_str(&obj, "name"));
@@ -485,7 +515,7 @@ impl Inner {
     }
 
     /// Stores `new` over `old` (or deletes it when its last finalizer went).
-    fn replace_locked(
+    pub(crate) fn replace_locked(
         &self,
         st: &mut State,
         ctx: &Ctx<'_>,
@@ -493,6 +523,9 @@ impl Inner {
         prev: &Map<String, Value>,
         mut new: Map<String, Value>,
     ) -> Result<(Arc<Stored>, Vec<Gc>), StatusError> {
+        if namespaces::is_namespaces(ctx.reg) {
+            namespaces::label(&mut new)?;
+        }
         // A write that changes nothing is not stored.
         let mut cmp = new.clone();
         meta_mut(&mut cmp)?.insert("resourceVersion".into(), Value::String(old.rv.to_string()));
@@ -557,7 +590,10 @@ impl Inner {
                 ));
             }
             let prev = old.to_value()?;
-            let new = self.merge_update(&ctx, &prev, obj, part)?;
+            let mut new = self.merge_update(&ctx, &prev, obj, part)?;
+            if namespaces::is_namespaces(&reg) && part != Part::Status {
+                namespaces::on_update(&prev, &mut new);
+            }
             self.replace_locked(&mut st, &ctx, &old, &prev, new)?
         };
         self.collect_garbage(gc);
@@ -677,7 +713,10 @@ impl Inner {
             } else {
                 &ctx
             };
-            let new = self.merge_update(ctx_ref, &prev, patched, part)?;
+            let mut new = self.merge_update(ctx_ref, &prev, patched, part)?;
+            if namespaces::is_namespaces(&reg) && part != Part::Status {
+                namespaces::on_update(&prev, &mut new);
+            }
             let (out, gc) = self.replace_locked(&mut st, ctx_ref, &old, &prev, new)?;
             (out, false, gc)
         };
@@ -707,6 +746,10 @@ impl Inner {
         opts: &DeleteOpts,
     ) -> Result<(Arc<Stored>, bool, Vec<Gc>), StatusError> {
         let reg = self.registration(idx);
+        let is_ns = namespaces::is_namespaces(&reg);
+        if is_ns {
+            namespaces::check_deletable(name)?;
+        }
         let key = storage_key(if reg.namespaced { ns } else { "" }, name);
         let mut st = self.state.write();
         let old = st.collections[idx]
@@ -756,6 +799,23 @@ impl Inner {
             }
         }
         let uid = meta_str(&obj, "uid").to_owned();
+        // A namespace's first DELETE only marks it; the namespace controller empties it.
+        if is_ns && meta_str(&obj, "deletionTimestamp").is_empty() {
+            namespaces::mark_terminating(&mut obj)?;
+            let out = self.store(&mut st, idx, &reg, &obj, EventType::Modified, opts.dry_run)?;
+            let mut gc = Vec::new();
+            if !opts.dry_run {
+                let fins = finalizers(&obj);
+                if fins.iter().any(|f| f == "orphan") {
+                    gc.push(Gc::Orphan(idx, key.clone(), uid.clone()));
+                }
+                if fins.iter().any(|f| f == "foregroundDeletion") {
+                    gc.push(Gc::Foreground(uid));
+                }
+                gc.push(Gc::Namespace(name.to_owned()));
+            }
+            return Ok((out, true, gc));
+        }
         if has_finalizers(&obj) {
             if !meta_str(&obj, "deletionTimestamp").is_empty() && finalizer.is_none() {
                 return Ok((old, true, Vec::new()));
@@ -886,7 +946,7 @@ impl Inner {
     }
 
     /// Runs the garbage collector until it has nothing left to do.
-    fn collect_garbage(&self, work: Vec<Gc>) {
+    pub(crate) fn collect_garbage(&self, work: Vec<Gc>) {
         let mut queue: VecDeque<Gc> = work.into();
         while let Some(item) = queue.pop_front() {
             match item {
@@ -920,6 +980,7 @@ impl Inner {
                         remove_finalizer(o, "orphan");
                     }));
                 }
+                Gc::Namespace(name) => self.schedule_namespace(name),
                 Gc::Foreground(uid) => {
                     let deps = self.dependents(&uid);
                     let mut remaining = 0;
@@ -989,6 +1050,11 @@ impl Inner {
             v
         }
     }
+}
+
+/// A new Pod's status: phase Pending, as the pod strategy sets it.
+fn pod_defaults(obj: &mut Map<String, Value>) {
+    obj.insert("status".into(), serde_json::json!({"phase": "Pending"}));
 }
 
 fn contains(hay: &[u8], needle: &[u8]) -> bool {
