@@ -504,15 +504,17 @@ async fn respond(
         }
         (Target::Collection { idx, ns }, Method::GET) => {
             if q.watch {
-                watch::start(inner, idx, ns, q, stop).await
+                let out = output(&req)?;
+                watch::start(inner, idx, ns, q, out, stop).await
             } else {
                 list(&inner, idx, ns.as_deref(), &q, output(&req)?).await
             }
         }
         (Target::Collection { idx, ns }, Method::POST) => {
             let reg = inner.registration(idx);
-            let obj = media::decode_object(&req, &reg)?;
+            let mut obj = media::decode_object(&req, &reg)?;
             let warnings = media::check_fields(&reg, &typed(&reg, &obj), q.field_validation, true)?;
+            super::writes::on_client_create(&reg, &mut obj);
             let s = inner.create(idx, ns.as_deref().unwrap_or_default(), obj, &wopts)?;
             Ok(with_warnings(
                 object_response(StatusCode::CREATED, &s),

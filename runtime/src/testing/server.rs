@@ -530,7 +530,10 @@ impl ApiServer {
 
     /// Ends every watch open now (watches started later are not affected).
     pub fn drop_watches(&self) {
-        self.inner.faults.drop_watches();
+        // Under the state lock no write is half done: every change the dropped watches
+        // may still send was committed before this call returns, and none after.
+        let st = self.inner.state.read();
+        self.inner.faults.drop_watches(st.rv);
     }
 
     /// Makes the next watch request answer with a 410 Expired ERROR event and end.
