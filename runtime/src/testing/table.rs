@@ -15,8 +15,9 @@
 //!   `Age` when it has none); for built-in kinds kubectl's usual columns (Pods: Name,
 //!   Ready, Status, Restarts, Age + wide IP, Node; Deployments: Name, Ready, Up-to-date,
 //!   Available, Age + wide Containers, Images, Selector; Namespaces: Name, Status, Age;
-//!   ConfigMaps, Secrets, Services, ReplicaSets, ... their usual ones; CRDs: Name,
-//!   Created At) and Name, Age for the rest. Ages are kube's human durations (`5m`,
+//!   ConfigMaps, Secrets, Services, ReplicaSets, ... their usual ones) and, for kinds
+//!   kube-apiserver has no printer for (and Roles, ClusterRoles, CRDs, whose printers
+//!   show the same), the default table: Name, Created At (RFC 3339). Ages are kube's human durations (`5m`,
 //!   `3h2m`, `<invalid>`).
 
 use serde_json::{json, Map, Value};
@@ -359,7 +360,89 @@ fn builtin_columns(reg: &Registration) -> Vec<Col> {
             AGE,
             col("Selector", 1, selector),
         ],
-        ("apiextensions.k8s.io", "CustomResourceDefinition") => vec![
+        ("apps", "DaemonSet") => vec![
+            NAME,
+            int_col("Desired", |o| {
+                json!(int_at(o, "/status/desiredNumberScheduled"))
+            }),
+            int_col("Current", |o| {
+                json!(int_at(o, "/status/currentNumberScheduled"))
+            }),
+            int_col("Ready", |o| json!(int_at(o, "/status/numberReady"))),
+            AGE,
+        ],
+        ("batch", "Job") => vec![
+            NAME,
+            col("Completions", 0, |o| {
+                json!(format!(
+                    "{}/{}",
+                    int_at(o, "/status/succeeded"),
+                    s(o, "/spec/completions")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1)
+                ))
+            }),
+            AGE,
+        ],
+        ("batch", "CronJob") => vec![
+            NAME,
+            col("Schedule", 0, |o| or_none(s(o, "/spec/schedule"))),
+            col("Suspend", 0, |o| {
+                json!(if s(o, "/spec/suspend") == Some(&Value::Bool(true)) {
+                    "True"
+                } else {
+                    "False"
+                })
+            }),
+            int_col("Active", |o| json!(count(s(o, "/status/active")))),
+            AGE,
+        ],
+        ("", "Node") => vec![
+            NAME,
+            col("Status", 0, |o| {
+                let ready = s(o, "/status/conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|c| {
+                        c.get("type") == Some(&json!("Ready"))
+                            && c.get("status") == Some(&json!("True"))
+                    });
+                json!(if ready { "Ready" } else { "NotReady" })
+            }),
+            AGE,
+        ],
+        ("coordination.k8s.io", "Lease") => vec![
+            NAME,
+            col("Holder", 0, |o| {
+                s(o, "/spec/holderIdentity").cloned().unwrap_or(json!(""))
+            }),
+            AGE,
+        ],
+        ("rbac.authorization.k8s.io", "RoleBinding")
+        | ("rbac.authorization.k8s.io", "ClusterRoleBinding") => vec![
+            NAME,
+            col("Role", 0, |o| {
+                json!(format!(
+                    "{}/{}",
+                    s(o, "/roleRef/kind")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                    s(o, "/roleRef/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                ))
+            }),
+            AGE,
+        ],
+        ("", "Endpoints")
+        | ("", "Event")
+        | ("events.k8s.io", "Event")
+        | ("", "PersistentVolume")
+        | ("", "PersistentVolumeClaim")
+        | ("networking.k8s.io", "Ingress") => vec![NAME, AGE],
+        // No printer: kube-apiserver's default table.
+        _ => vec![
             NAME,
             Col {
                 name: "Created At",
@@ -374,7 +457,6 @@ fn builtin_columns(reg: &Registration) -> Vec<Col> {
                 },
             },
         ],
-        _ => vec![NAME, AGE],
     }
 }
 

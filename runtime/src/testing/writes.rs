@@ -277,6 +277,7 @@ impl Inner {
         st: &State,
         reg: &Registration,
         obj: &Map<String, Value>,
+        generated: bool,
     ) -> Result<(), StatusError> {
         let ns = meta_str(obj, "namespace");
         if !reg.namespaced || ns.is_empty() {
@@ -291,7 +292,9 @@ impl Inner {
                 if meta_str(&v, "deletionTimestamp").is_empty() {
                     return Ok(());
                 }
-                let name = [meta_str(obj, "name"), meta_str(obj, "generateName")]
+                // Admission runs before a name is generated.
+                let name = if generated { "" } else { meta_str(obj, "name") };
+                let name = [name, meta_str(obj, "generateName")]
                     .into_iter()
                     .find(|n| !n.is_empty())
                     .unwrap_or("Unknown");
@@ -337,7 +340,7 @@ impl Inner {
         generated: bool,
     ) -> Result<Arc<Stored>, StatusError> {
         let reg = ctx.reg;
-        self.check_namespace(st, reg, &obj)?;
+        self.check_namespace(st, reg, &obj, generated)?;
         let mut tries = 0;
         loop {
             let key = storage_key(meta_str(&obj, "namespace"), meta_str(&obj, "name"));
@@ -426,6 +429,13 @@ impl Inner {
             // Field ownership of the status (server-side apply on `status`) is kept.
             if let Some(mf) = body.get("metadata").and_then(|m| m.get("managedFields")) {
                 meta_mut(&mut n)?.insert("managedFields".into(), mf.clone());
+            }
+            // Deployment's status strategy takes annotations too (not labels).
+            if reg.group == "apps" && reg.kind == "Deployment" {
+                match body.get("metadata").and_then(|m| m.get("annotations")) {
+                    Some(a) => meta_mut(&mut n)?.insert("annotations".into(), a.clone()),
+                    None => meta_mut(&mut n)?.remove("annotations"),
+                };
             }
             n
         } else {
