@@ -4,7 +4,8 @@
 # clippy checks.
 #
 # Usage: hack/test.sh [fast|corpus|all]   (default all: what CI runs)
-#   fast:   SEMANTICS coverage, unit and integration tests (goldens included), verify.
+#   fast:   SEMANTICS coverage, unit and integration tests (goldens included), kubectl
+#           against kubegen-apiserver (hack/kubectl-e2e.sh), verify.
 #   corpus: hack/check-corpus.sh on the real-CRD corpus, CORPUS_DIR (default
 #           ../shared/crds): generate, compile, doctest, round-trip every file and version.
 #   all:    fast, then corpus.
@@ -29,6 +30,7 @@ FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus"
 if [ "$what" != corpus ]; then
   stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9 10
   stage "unit and integration tests" cargo test --workspace --locked --features "$FEATURES"
+  stage "kubectl e2e" hack/kubectl-e2e.sh
   if [ -x hack/verify-codegen.sh ]; then
     stage "verify generated code is current" hack/verify-codegen.sh
   fi
