@@ -1378,3 +1378,253 @@ async fn drop_watches_is_a_clean_cut() {
         );
     }
 }
+
+// ---------------------------------------------------------------- CustomResourceDefinitions
+
+const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+
+fn foo_crd(name: &str, group: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {
+            "group": group,
+            "scope": "Namespaced",
+            "names": {"plural": "foos", "singular": "foo", "kind": "Foo"},
+            "versions": [{"name": "v1", "served": true, "storage": true,
+                "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                    "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}}],
+        },
+    })
+}
+
+#[tokio::test]
+async fn crd_name_must_be_plural_dot_group() {
+    // SEMANTICS 13.11
+    both(async |env: Env| {
+        let r = post(&env, CRDS, foo_crd("foos.wrong.com", "example.com")).await;
+        assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
+        let st = r.json();
+        assert_eq!(
+            st["message"],
+            "CustomResourceDefinition.apiextensions.k8s.io \"foos.wrong.com\" is invalid: metadata.name: Invalid value: \"foos.wrong.com\": must be spec.names.plural+\".\"+spec.group"
+        );
+        assert_eq!(st["details"]["causes"][0]["reason"], "FieldValueInvalid");
+        assert_eq!(st["details"]["causes"][0]["field"], "metadata.name");
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn crd_validation_errors() {
+    // SEMANTICS 13.12
+    both(async |env: Env| {
+        let message = async |crd: Value| -> String {
+            let r = post(&env, CRDS, crd).await;
+            assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text());
+            r.json()["message"].as_str().unwrap().to_owned()
+        };
+        let mut two = foo_crd("foos.example.com", "example.com");
+        let v1 = two["spec"]["versions"][0].clone();
+        let mut v2 = v1.clone();
+        v2["name"] = json!("v2");
+        two["spec"]["versions"] = json!([v1, v2]);
+        assert!(message(two).await.contains("must have exactly one version marked as storage version"));
+        assert!(message(foo_crd("foos.example", "example"))
+            .await
+            .contains("should be a domain with at least one dot"));
+        let mut no_schema = foo_crd("foos.example.com", "example.com");
+        no_schema["spec"]["versions"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("schema");
+        assert!(message(no_schema)
+            .await
+            .contains("spec.versions[0].schema.openAPIV3Schema: Required value"));
+        let mut untyped = foo_crd("foos.example.com", "example.com");
+        untyped["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            .as_object_mut()
+            .unwrap()
+            .remove("type");
+        assert!(message(untyped).await.contains(
+            "spec.versions[0].schema.openAPIV3Schema.properties[spec].type: Required value: must not be empty for specified object fields"
+        ));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn crd_gets_stored_versions_then_names_accepted_and_established() {
+    // SEMANTICS 13.13
+    both(async |env: Env| {
+        let r = post(&env, CRDS, foo_crd("foos.example.com", "example.com")).await;
+        assert_eq!(r.code, StatusCode::CREATED);
+        let crd = r.json();
+        assert_eq!(crd["metadata"]["generation"], 1);
+        assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+        assert!(crd["status"].get("conditions").is_none());
+        let crd = get(&env, &format!("{CRDS}/foos.example.com")).await.json();
+        let c = condition(&crd, "NamesAccepted");
+        assert_eq!(
+            (&c["status"], &c["reason"], &c["message"]),
+            (
+                &json!("True"),
+                &json!("NoConflicts"),
+                &json!("no conflicts found")
+            )
+        );
+        let c = condition(&crd, "Established");
+        assert_eq!(
+            (&c["status"], &c["reason"], &c["message"]),
+            (
+                &json!("True"),
+                &json!("InitialNamesAccepted"),
+                &json!("the initial names have been accepted")
+            )
+        );
+        assert_eq!(crd["status"]["acceptedNames"]["kind"], "Foo");
+        assert_eq!(crd["status"]["acceptedNames"]["plural"], "foos");
+        let r = get(&env, "/apis/example.com/v1/namespaces/default/foos").await;
+        assert_eq!(r.code, StatusCode::OK);
+        let r = get(&env, "/apis/example.com/v9/namespaces/default/foos").await;
+        assert_eq!(r.code, StatusCode::NOT_FOUND);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn put_of_a_crd_or_custom_resource_needs_a_resource_version() {
+    // SEMANTICS 13.16
+    both(async |env: Env| {
+        let crd = post(&env, CRDS, foo_crd("foos.example.com", "example.com")).await.json();
+        let mut no_rv = crd.clone();
+        no_rv["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+        let r = put(&env, &format!("{CRDS}/foos.example.com"), no_rv).await;
+        assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(r.json()["message"].as_str().unwrap().contains("must be specified for an update"));
+        // A spec change raises generation by one; a status sent to the main resource is
+        // ignored.
+        let mut crd = get(&env, &format!("{CRDS}/foos.example.com")).await.json();
+        crd["spec"]["names"]["shortNames"] = json!(["fo"]);
+        crd["status"]["storedVersions"] = json!(["v1", "v0"]);
+        let r = put(&env, &format!("{CRDS}/foos.example.com"), crd).await;
+        assert_eq!(r.code, StatusCode::OK, "{}", r.text());
+        let crd = r.json();
+        assert_eq!(crd["metadata"]["generation"], 2);
+        assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+        // Custom resources too, with the resource as qualifier.
+        let g = "/apis/example.com/v1/namespaces/default/gizmos";
+        let obj = post(&env, g, json!({"metadata": {"name": "g"}})).await.json();
+        let mut no_rv = obj.clone();
+        no_rv["metadata"].as_object_mut().unwrap().remove("resourceVersion");
+        let r = put(&env, &format!("{g}/g"), no_rv).await;
+        assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert_eq!(
+            r.json()["message"],
+            "gizmos.example.com \"g\" is invalid: metadata.resourceVersion: Invalid value: 0: must be specified for an update"
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn crd_changes_apply_to_the_next_request() {
+    both(async |env: Env| {
+        post(&env, CRDS, foo_crd("foos.example.com", "example.com")).await;
+        let foos = "/apis/example.com/v1/namespaces/default/foos";
+        post(
+            &env,
+            foos,
+            json!({"metadata": {"name": "a"}, "spec": {"size": 3}}),
+        )
+        .await;
+        let mut crd = get(&env, &format!("{CRDS}/foos.example.com")).await.json();
+        crd["spec"]["versions"][0]["additionalPrinterColumns"] =
+            json!([{"name": "Size", "type": "integer", "jsonPath": ".spec.size"}]);
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["required"] =
+            json!(["size"]);
+        assert_eq!(
+            put(&env, &format!("{CRDS}/foos.example.com"), crd)
+                .await
+                .code,
+            StatusCode::OK
+        );
+        let t = get_as(&env, foos, TABLE).await.json();
+        assert_eq!(t["columnDefinitions"][1]["name"], "Size");
+        assert_eq!(t["rows"][0]["cells"], json!(["a", 3]));
+        let r = post(&env, foos, json!({"metadata": {"name": "b"}, "spec": {}})).await;
+        assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
+        let doc = get(&env, "/openapi/v3/apis/example.com/v1").await.json();
+        assert_eq!(
+            doc["components"]["schemas"]["com.example.v1.Foo"]["properties"]["spec"]["required"],
+            json!(["size"])
+        );
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn deleting_a_crd_deletes_its_custom_resources_then_stops_serving() {
+    // SEMANTICS 13.22
+    both(async |env: Env| {
+        post(&env, CRDS, foo_crd("foos.example.com", "example.com")).await;
+        let foos = "/apis/example.com/v1/namespaces/default/foos";
+        post(
+            &env,
+            foos,
+            json!({"metadata": {"name": "a", "finalizers": ["example.com/hold"]}, "spec": {"size": 1}}),
+        )
+        .await;
+        post(&env, foos, json!({"metadata": {"name": "b"}})).await;
+        let rv = get(&env, foos).await.json()["metadata"]["resourceVersion"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        let w = open_watch(&env, &format!("{foos}?watch=true&resourceVersion={rv}"), "application/json").await;
+        let r = delete(&env, &format!("{CRDS}/foos.example.com"), None).await;
+        assert_eq!(r.code, StatusCode::OK);
+        let crd = r.json();
+        assert!(crd["metadata"]["deletionTimestamp"].is_string());
+        assert_eq!(
+            crd["metadata"]["finalizers"],
+            json!(["customresourcecleanup.apiextensions.k8s.io"])
+        );
+        let c = condition(&crd, "Terminating");
+        assert_eq!((&c["status"], &c["reason"]), (&json!("True"), &json!("InstanceDeletionPending")));
+        let r = post(&env, foos, json!({"metadata": {"name": "x"}})).await;
+        assert_eq!(r.code, StatusCode::FORBIDDEN);
+        assert_eq!(
+            r.json()["message"],
+            "foos.example.com \"x\" is forbidden: create not allowed while custom resource definition is terminating"
+        );
+        // Existing custom resources can still be read and deleted meanwhile.
+        assert_eq!(get(&env, &format!("{foos}/a")).await.code, StatusCode::OK);
+        let events = watch_events(w, 2).await;
+        let kinds: Vec<(&str, &str)> = events
+            .iter()
+            .map(|e| (e["type"].as_str().unwrap(), e["object"]["metadata"]["name"].as_str().unwrap()))
+            .collect();
+        assert!(kinds.contains(&("DELETED", "b")), "{kinds:?}");
+        assert!(kinds.contains(&("MODIFIED", "a")), "{kinds:?}");
+        // The finalizer of "a" holds it, and the CRD with it; once removed, everything goes.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let crd = get(&env, &format!("{CRDS}/foos.example.com")).await.json();
+        assert_eq!(condition(&crd, "Terminating")["reason"], "InstanceDeletionInProgress");
+        patch(
+            &env,
+            &format!("{foos}/a"),
+            "application/merge-patch+json",
+            json!({"metadata": {"finalizers": null}}),
+        )
+        .await;
+        eventually("the CRD is gone", async || {
+            get(&env, &format!("{CRDS}/foos.example.com")).await.code == StatusCode::NOT_FOUND
+        })
+        .await;
+        assert_eq!(get(&env, foos).await.code, StatusCode::NOT_FOUND);
+        let g = get(&env, "/apis/example.com/v1").await.json();
+        assert!(!g.to_string().contains("\"foos\""), "{g}");
+    })
+    .await;
+}

@@ -335,7 +335,11 @@ fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
     };
     if rest.is_empty() {
         let st = inner.state.read();
-        if st.collections.iter().any(|c| c.reg.api_version() == gv) {
+        if st
+            .collections
+            .iter()
+            .any(|c| c.served && c.reg.api_version() == gv)
+        {
             return Ok(Target::Resources(gv));
         }
         return Err(not_found());
@@ -488,7 +492,12 @@ async fn respond(
         (Target::OpenApiV2, Method::GET) => Ok(openapi_v2(&inner, &req)),
         (Target::OpenApiV3Index, Method::GET) => {
             let st = inner.state.read();
-            let regs: Vec<&Registration> = st.collections.iter().map(|c| &*c.reg).collect();
+            let regs: Vec<&Registration> = st
+                .collections
+                .iter()
+                .filter(|c| c.served)
+                .map(|c| &*c.reg)
+                .collect();
             let doc = super::openapi::v3_index(&regs);
             Ok(json_response(StatusCode::OK, doc.to_string().into_bytes()))
         }
@@ -1125,7 +1134,12 @@ fn openapi_v2(inner: &Inner, req: &Request<Bytes>) -> Response<Body> {
         return r;
     }
     let st = inner.state.read();
-    let regs: Vec<&Registration> = st.collections.iter().map(|c| &*c.reg).collect();
+    let regs: Vec<&Registration> = st
+        .collections
+        .iter()
+        .filter(|c| c.served)
+        .map(|c| &*c.reg)
+        .collect();
     let doc = super::openapi::v2_document(&regs);
     json_response(StatusCode::OK, doc.to_string().into_bytes())
 }
@@ -1134,7 +1148,12 @@ fn openapi_v2(inner: &Inner, req: &Request<Bytes>) -> Response<Body> {
 fn openapi_v3(inner: &Inner, gv: &str, query: Option<&str>) -> Result<Response<Body>, StatusError> {
     let doc = {
         let st = inner.state.read();
-        let regs: Vec<&Registration> = st.collections.iter().map(|c| &*c.reg).collect();
+        let regs: Vec<&Registration> = st
+            .collections
+            .iter()
+            .filter(|c| c.served)
+            .map(|c| &*c.reg)
+            .collect();
         super::openapi::v3_document(&regs, gv)
     };
     let doc = doc.ok_or_else(|| {
@@ -1210,7 +1229,7 @@ fn group_json(name: &str, versions: &[String]) -> Value {
 fn group_versions(inner: &Inner) -> Vec<(String, Vec<String>)> {
     let st = inner.state.read();
     let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    for c in &st.collections {
+    for c in st.collections.iter().filter(|c| c.served) {
         if c.reg.group.is_empty() {
             continue;
         }
@@ -1256,7 +1275,11 @@ fn group(inner: &Inner, name: &str) -> Result<Response<Body>, StatusError> {
 fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
     let st = inner.state.read();
     let mut rs = Vec::new();
-    for c in st.collections.iter().filter(|c| c.reg.api_version() == gv) {
+    for c in st
+        .collections
+        .iter()
+        .filter(|c| c.served && c.reg.api_version() == gv)
+    {
         let r = &c.reg;
         rs.push(json!({
             "name": r.plural,

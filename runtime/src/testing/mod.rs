@@ -42,6 +42,7 @@ mod apply;
 mod body;
 mod builtin_types;
 mod crd;
+mod crd_lifecycle;
 mod faults;
 mod http;
 mod media;

@@ -373,7 +373,7 @@ impl Inner {
             }
         }
         let done = r.objects.is_empty();
-        let result = self.edit_namespace(ns_idx, name, |obj| {
+        let result = self.edit_object(ns_idx, name, |obj| {
             let status = obj.entry("status").or_insert_with(|| json!({}));
             if let Some(s) = status.as_object_mut() {
                 s.insert("phase".into(), json!("Terminating"));
@@ -390,35 +390,6 @@ impl Inner {
         });
         // Other finalizers (spec or metadata) are someone else's to remove.
         done || result.is_err()
-    }
-
-    /// Applies `f` to the stored namespace and writes it (removing it when nothing holds
-    /// it any more).
-    fn edit_namespace(
-        &self,
-        idx: usize,
-        name: &str,
-        f: impl FnOnce(&mut Map<String, Value>),
-    ) -> Result<(), StatusError> {
-        let reg = self.registration(idx);
-        let opts = Default::default();
-        let ctx = super::writes::Ctx {
-            idx,
-            reg: &reg,
-            opts: &opts,
-        };
-        let gc = {
-            let mut st = self.state.write();
-            let Some(old) = st.collections[idx].objects.get(name).cloned() else {
-                return Ok(());
-            };
-            let prev = old.to_value()?;
-            let mut new = prev.clone();
-            f(&mut new);
-            self.replace_locked(&mut st, &ctx, &old, &prev, new)?.1
-        };
-        self.collect_garbage(gc);
-        Ok(())
     }
 
     /// `PUT .../namespaces/<name>/finalize`.

@@ -274,6 +274,8 @@ pub(crate) struct Collection {
     pub last_rv: u64,
     /// The version of the latest change, for watchers to wait on.
     pub notify: watch::Sender<u64>,
+    /// Whether requests reach it (false once its CRD was deleted).
+    pub served: bool,
 }
 
 /// Key bounds of a namespace (or everything), starting after `start_after`; `None` when
@@ -321,6 +323,7 @@ impl Collection {
             oldest,
             last_rv: 0,
             notify: watch::channel(oldest).0,
+            served: true,
         }
     }
 
@@ -445,11 +448,17 @@ impl State {
         }
     }
 
-    /// Registers a resource (replacing nothing: a second registration of the same
-    /// group/version/resource is ignored) and returns its index.
+    /// Registers a resource and returns its index; a second registration of the same
+    /// group/version/resource replaces the description (schema, columns, ...) and
+    /// serves it again, keeping the objects.
     pub(crate) fn register(&mut self, reg: Registration) -> usize {
         let key = (reg.api_version(), reg.plural.clone());
         if let Some(i) = self.index.get(&key) {
+            let c = &mut self.collections[*i];
+            if *c.reg != reg {
+                c.reg = Arc::new(reg);
+            }
+            c.served = true;
             return *i;
         }
         let i = self.collections.len();
@@ -459,11 +468,19 @@ impl State {
         i
     }
 
-    /// The index of a resource by apiVersion and plural.
+    /// The index of a served resource by apiVersion and plural.
     pub(crate) fn lookup(&self, api_version: &str, plural: &str) -> Option<usize> {
         self.index
             .get(&(api_version.to_owned(), plural.to_owned()))
             .copied()
+            .filter(|i| self.collections[*i].served)
+    }
+
+    /// Stops serving a resource (its CRD is gone); registering it again serves it.
+    pub(crate) fn unserve(&mut self, reg: &Registration) {
+        if let Some(i) = self.index.get(&(reg.api_version(), reg.plural.clone())) {
+            self.collections[*i].served = false;
+        }
     }
 
     /// Records a change already encoded at version `self.rv` and wakes the resource's

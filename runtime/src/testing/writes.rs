@@ -32,6 +32,7 @@ use serde_json::{Map, Value};
 use crate::errors::{cause, GroupResource, StatusCause, StatusError};
 
 use super::apply::{self, Manager, Part};
+use super::crd_lifecycle;
 use super::namespaces;
 use super::patch;
 use super::registry::Registration;
@@ -157,6 +158,10 @@ pub(crate) enum Gc {
     Foreground(String),
     /// A namespace began terminating: run the namespace controller.
     Namespace(String),
+    /// A CRD was written: run the names controller.
+    CrdNames(String),
+    /// A CRD began terminating: delete its custom resources.
+    CrdCleanup(String),
 }
 
 /// What a write needs besides the object.
@@ -360,13 +365,17 @@ impl Inner {
                 Value::String(format!("{generate}{}", random_suffix())),
             );
         }
+        if self.crd_terminating(st, reg) {
+            return Err(crd_lifecycle::terminating(reg, meta_str(&obj, "name")));
+        }
         // Creating a CustomResourceDefinition serves its resource, as the real server does.
-        let crd_regs =
-            if reg.group == "apiextensions.k8s.io" && reg.plural == "customresourcedefinitions" {
-                Registration::from_crd_value(&Value::Object(obj.clone()))?
-            } else {
-                Vec::new()
-            };
+        let crd_regs = if crd_lifecycle::is_crds(reg) {
+            crd_lifecycle::validate(&obj)?;
+            crd_lifecycle::on_create(&mut obj);
+            Registration::from_crd_value(&Value::Object(obj.clone()))?
+        } else {
+            Vec::new()
+        };
         let out = self.store(st, ctx.idx, reg, &obj, EventType::Added, ctx.opts.dry_run)?;
         if !ctx.opts.dry_run {
             for r in crd_regs {
@@ -402,13 +411,19 @@ impl Inner {
             apply::record_update(None, &mut v, Some(&mgr));
         }
         let obj = to_map(v)?;
-        let mut st = self.state.write();
-        let ctx = Ctx {
-            idx,
-            reg: &reg,
-            opts,
+        let out = {
+            let mut st = self.state.write();
+            let ctx = Ctx {
+                idx,
+                reg: &reg,
+                opts,
+            };
+            self.insert_locked(&mut st, &ctx, obj, generated)?
         };
-        self.insert_locked(&mut st, &ctx, obj, generated)
+        if crd_lifecycle::is_crds(&reg) && !opts.dry_run {
+            self.crd_names_pass(&out.key);
+        }
+        Ok(out)
     }
 
     /// The new state of an object after a write of `body` over `prev`.
@@ -533,6 +548,11 @@ impl Inner {
         if namespaces::is_namespaces(ctx.reg) {
             namespaces::label(&mut new)?;
         }
+        let is_crd = crd_lifecycle::is_crds(ctx.reg);
+        if is_crd {
+            crd_lifecycle::validate(&new)?;
+            crd_lifecycle::on_update(&mut new);
+        }
         // A write that changes nothing is not stored.
         let mut cmp = new.clone();
         meta_mut(&mut cmp)?.insert("resourceVersion".into(), Value::String(old.rv.to_string()));
@@ -553,6 +573,20 @@ impl Inner {
         let mut gc = Vec::new();
         if deleting && !ctx.opts.dry_run {
             gc.push(Gc::Deleted(meta_str(&new, "uid").to_owned()));
+        }
+        // A changed CRD replaces what is served at once; a deleted one stops serving.
+        if is_crd && !ctx.opts.dry_run {
+            let regs = Registration::from_crd_value(&Value::Object(new.clone()))?;
+            if deleting {
+                for r in regs {
+                    st.unserve(&r);
+                }
+            } else {
+                for r in regs {
+                    st.register(r);
+                }
+                gc.push(Gc::CrdNames(meta_str(&new, "name").to_owned()));
+            }
         }
         Ok((out, gc))
     }
@@ -575,6 +609,21 @@ impl Inner {
             )));
         }
         let want_rv = meta_str(&obj, "resourceVersion").to_owned();
+        // The apiextensions server requires a resourceVersion on PUT (CRDs and custom
+        // resources); built-in kinds allow an unconditional update.
+        if want_rv.is_empty() && (reg.custom || crd_lifecycle::is_crds(&reg)) {
+            let kind = if reg.custom { &reg.plural } else { &reg.kind };
+            return Err(StatusError::invalid(
+                &reg.group,
+                kind,
+                name,
+                vec![StatusCause {
+                    reason: cause::FIELD_VALUE_INVALID.into(),
+                    message: "Invalid value: 0: must be specified for an update".into(),
+                    field: "metadata.resourceVersion".into(),
+                }],
+            ));
+        }
         let ctx = Ctx {
             idx,
             reg: &reg,
@@ -660,6 +709,10 @@ impl Inner {
                 let mut obj = to_map(std::mem::take(&mut v))?;
                 let generated = self.prepare_new(&reg, ns, &mut obj)?;
                 let out = self.insert_locked(&mut st, &ctx, obj, generated)?;
+                drop(st);
+                if crd_lifecycle::is_crds(&reg) && !opts.dry_run {
+                    self.crd_names_pass(&out.key);
+                }
                 return Ok((out, true));
             };
             let prev = old.to_value()?;
@@ -806,6 +859,21 @@ impl Inner {
             }
         }
         let uid = meta_str(&obj, "uid").to_owned();
+        // A CRD's first DELETE holds it under the cleanup finalizer until its custom
+        // resources are gone.
+        if crd_lifecycle::is_crds(&reg) && meta_str(&obj, "deletionTimestamp").is_empty() {
+            crd_lifecycle::mark_terminating(&mut obj)?;
+            let meta = meta_mut(&mut obj)?;
+            meta.insert("deletionTimestamp".into(), Value::String(now()));
+            meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+            let out = self.store(&mut st, idx, &reg, &obj, EventType::Modified, opts.dry_run)?;
+            let gc = if opts.dry_run {
+                Vec::new()
+            } else {
+                vec![Gc::CrdCleanup(name.to_owned())]
+            };
+            return Ok((out, true, gc));
+        }
         // A namespace's first DELETE only marks it; the namespace controller empties it.
         if is_ns && meta_str(&obj, "deletionTimestamp").is_empty() {
             namespaces::mark_terminating(&mut obj)?;
@@ -988,6 +1056,8 @@ impl Inner {
                     }));
                 }
                 Gc::Namespace(name) => self.schedule_namespace(name),
+                Gc::CrdNames(name) => self.crd_names_pass(&name),
+                Gc::CrdCleanup(name) => self.schedule_crd_cleanup(name),
                 Gc::Foreground(uid) => {
                     let deps = self.dependents(&uid);
                     let mut remaining = 0;

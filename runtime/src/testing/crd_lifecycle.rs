@@ -1,0 +1,498 @@
+//! The lifecycle of a CustomResourceDefinition as kube-apiserver's apiextensions server
+//! and its controllers run it (SEMANTICS 13, "CustomResourceDefinitions").
+//!
+//! Contract:
+//! - Writes of a CRD are validated: name `<plural>.<group>`, a group with a dot, unique
+//!   version names, exactly one storage version, a schema per version, a type on every
+//!   specified property (unless int-or-string or preserving unknown fields), plural and
+//!   kind present; violations -> 422 Invalid with one cause per problem.
+//! - Create: status becomes `{storedVersions: [<storage version>]}`; an update appends
+//!   the storage version to `storedVersions` when missing.
+//! - Right after every write the names controller runs (synchronously, after the
+//!   response was computed): `acceptedNames` = `spec.names`, conditions NamesAccepted
+//!   True NoConflicts and Established True InitialNamesAccepted. Name conflicts between
+//!   CRDs are not checked.
+//! - Every write replaces the served registrations, so the schema, printer columns and
+//!   subresources of the next request are the new ones (OpenAPI included).
+//! - DELETE: deletionTimestamp, finalizer `customresourcecleanup.apiextensions.k8s.io`,
+//!   condition Terminating True InstanceDeletionPending; creating a custom resource of it
+//!   -> 403; the cleanup (a task polling every 50 ms, or one synchronous pass outside a
+//!   tokio runtime) deletes every custom resource and, once none is left (finalizers
+//!   done), sets Terminating False InstanceDeletionCompleted and removes the finalizer;
+//!   the CRD goes and its URLs answer 404.
+
+use serde_json::{json, Map, Value};
+
+use crate::errors::{cause, StatusCause, StatusError};
+
+use super::registry::Registration;
+use super::server::{meta_mut, meta_str, now, Inner, Propagation};
+use super::writes::DeleteOpts;
+
+/// The finalizer that holds a CRD until its custom resources are deleted.
+pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+pub(crate) fn is_crds(reg: &Registration) -> bool {
+    reg.group == "apiextensions.k8s.io" && reg.plural == "customresourcedefinitions"
+}
+
+fn invalid_cause(field: &str, value: &str, why: &str) -> StatusCause {
+    StatusCause {
+        reason: cause::FIELD_VALUE_INVALID.into(),
+        message: format!("Invalid value: {value:?}: {why}"),
+        field: field.into(),
+    }
+}
+
+fn required_cause(field: &str, why: &str) -> StatusCause {
+    StatusCause {
+        reason: cause::FIELD_VALUE_REQUIRED.into(),
+        message: if why.is_empty() {
+            "Required value".into()
+        } else {
+            format!("Required value: {why}")
+        },
+        field: field.into(),
+    }
+}
+
+/// Validates a CRD (422 with every problem found).
+pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
+    let name = meta_str(obj, "name").to_owned();
+    let spec = obj.get("spec").cloned().unwrap_or(Value::Null);
+    let s = |p: &str| spec.pointer(p).and_then(Value::as_str).unwrap_or_default();
+    let (group, plural, kind) = (s("/group"), s("/names/plural"), s("/names/kind"));
+    let mut causes = Vec::new();
+    if name != format!("{plural}.{group}") {
+        causes.push(invalid_cause(
+            "metadata.name",
+            &name,
+            "must be spec.names.plural+\".\"+spec.group",
+        ));
+    }
+    if group.is_empty() {
+        causes.push(required_cause("spec.group", ""));
+    } else if !group.contains('.') {
+        causes.push(invalid_cause(
+            "spec.group",
+            group,
+            "should be a domain with at least one dot",
+        ));
+    }
+    if plural.is_empty() {
+        causes.push(required_cause("spec.names.plural", ""));
+    }
+    if kind.is_empty() {
+        causes.push(required_cause("spec.names.kind", ""));
+    }
+    let versions = spec
+        .get("versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if versions.is_empty() {
+        causes.push(required_cause(
+            "spec.versions",
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    let mut seen = Vec::new();
+    let mut storage = 0;
+    for (i, v) in versions.iter().enumerate() {
+        let vname = v.get("name").and_then(Value::as_str).unwrap_or_default();
+        if seen.contains(&vname) {
+            causes.push(invalid_cause(
+                "spec.versions",
+                vname,
+                "must contain unique version names",
+            ));
+        }
+        seen.push(vname);
+        if v.get("storage").and_then(Value::as_bool) == Some(true) {
+            storage += 1;
+        }
+        match v.pointer("/schema/openAPIV3Schema") {
+            None => causes.push(required_cause(
+                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                "",
+            )),
+            Some(schema) => structural(
+                schema,
+                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
+                true,
+                &mut causes,
+            ),
+        }
+    }
+    if !versions.is_empty() && storage != 1 {
+        causes.push(invalid_cause(
+            "spec.versions",
+            &format!("{storage} storage versions"),
+            "must have exactly one version marked as storage version",
+        ));
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(StatusError::invalid(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            &name,
+            causes,
+        ))
+    }
+}
+
+/// A structural schema names a type for every specified node.
+fn structural(s: &Value, path: &str, root: bool, causes: &mut Vec<StatusCause>) {
+    let flag = |k: &str| s.get(k).and_then(Value::as_bool) == Some(true);
+    let ty = s.get("type").and_then(Value::as_str).unwrap_or_default();
+    if root {
+        if ty.is_empty() {
+            causes.push(required_cause(
+                &format!("{path}.type"),
+                "must not be empty at the root",
+            ));
+        } else if ty != "object" {
+            causes.push(invalid_cause(
+                &format!("{path}.type"),
+                ty,
+                "must be object at the root",
+            ));
+        }
+    }
+    if let Some(props) = s.get("properties").and_then(Value::as_object) {
+        for (k, p) in props {
+            let at = format!("{path}.properties[{k}]");
+            let exempt = p.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true)
+                || p.get("x-kubernetes-preserve-unknown-fields")
+                    .and_then(Value::as_bool)
+                    == Some(true);
+            if p.get("type").is_none() && !exempt {
+                causes.push(required_cause(
+                    &format!("{at}.type"),
+                    "must not be empty for specified object fields",
+                ));
+            }
+            structural(p, &at, false, causes);
+        }
+    }
+    if let Some(items) = s.get("items").filter(|i| i.is_object()) {
+        let exempt = items
+            .get("x-kubernetes-int-or-string")
+            .and_then(Value::as_bool)
+            == Some(true)
+            || items
+                .get("x-kubernetes-preserve-unknown-fields")
+                .and_then(Value::as_bool)
+                == Some(true);
+        if items.get("type").is_none() && !exempt {
+            causes.push(required_cause(
+                &format!("{path}.items.type"),
+                "must not be empty for specified array items",
+            ));
+        }
+        structural(items, &format!("{path}.items"), false, causes);
+    }
+    if let Some(a) = s.get("additionalProperties").filter(|a| a.is_object()) {
+        structural(a, &format!("{path}.additionalProperties"), false, causes);
+    }
+    let _ = flag;
+}
+
+fn storage_version(obj: &Map<String, Value>) -> Option<String> {
+    obj.get("spec")
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array)
+        .and_then(|vs| {
+            vs.iter()
+                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        })
+        .and_then(|v| v.get("name"))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
+/// Create: status cleared, then `storedVersions` = the storage version.
+pub(crate) fn on_create(obj: &mut Map<String, Value>) {
+    let stored: Vec<Value> = storage_version(obj)
+        .into_iter()
+        .map(Value::String)
+        .collect();
+    obj.insert("status".into(), json!({"storedVersions": stored}));
+}
+
+/// Update: the storage version joins `storedVersions` when missing.
+pub(crate) fn on_update(obj: &mut Map<String, Value>) {
+    let Some(v) = storage_version(obj) else {
+        return;
+    };
+    let status = obj.entry("status").or_insert_with(|| json!({}));
+    if !status.is_object() {
+        *status = json!({});
+    }
+    if let Some(s) = status.as_object_mut() {
+        let list = s
+            .entry("storedVersions")
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(a) = list.as_array_mut() {
+            if !a.iter().any(|x| x == v.as_str()) {
+                a.push(Value::String(v));
+            }
+        }
+    }
+}
+
+/// Sets (or replaces) a condition, keeping `lastTransitionTime` when the status stays.
+fn set_condition(
+    obj: &mut Map<String, Value>,
+    ty: &str,
+    status: &str,
+    reason: &str,
+    message: &str,
+) {
+    let st = obj.entry("status").or_insert_with(|| json!({}));
+    if !st.is_object() {
+        *st = json!({});
+    }
+    let Some(st) = st.as_object_mut() else {
+        return;
+    };
+    let conds = st
+        .entry("conditions")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    let Some(conds) = conds.as_array_mut() else {
+        return;
+    };
+    let mut c = json!({"type": ty, "status": status, "reason": reason, "message": message, "lastTransitionTime": now()});
+    match conds
+        .iter_mut()
+        .find(|c| c.get("type").and_then(Value::as_str) == Some(ty))
+    {
+        Some(old) => {
+            if old.get("status").and_then(Value::as_str) == Some(status) {
+                if let Some(t) = old.get("lastTransitionTime") {
+                    c["lastTransitionTime"] = t.clone();
+                }
+            }
+            *old = c;
+        }
+        None => conds.push(c),
+    }
+}
+
+/// The names controller: names accepted, CRD established.
+fn accept_names(obj: &mut Map<String, Value>) {
+    if let Some(names) = obj.get("spec").and_then(|s| s.get("names")).cloned() {
+        let mut names = names;
+        if let Some(n) = names.as_object_mut() {
+            let kind = n
+                .get("kind")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            n.entry("singular")
+                .or_insert_with(|| Value::String(kind.to_lowercase()));
+            n.entry("listKind")
+                .or_insert_with(|| Value::String(format!("{kind}List")));
+        }
+        if let Some(Value::Object(st)) = obj.get_mut("status") {
+            st.insert("acceptedNames".into(), names);
+        }
+    }
+    set_condition(
+        obj,
+        "NamesAccepted",
+        "True",
+        "NoConflicts",
+        "no conflicts found",
+    );
+    set_condition(
+        obj,
+        "Established",
+        "True",
+        "InitialNamesAccepted",
+        "the initial names have been accepted",
+    );
+}
+
+/// The first DELETE of a CRD: the cleanup finalizer and condition.
+pub(crate) fn mark_terminating(obj: &mut Map<String, Value>) -> Result<(), StatusError> {
+    let meta = meta_mut(obj)?;
+    let fins = meta
+        .entry("finalizers")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if let Some(a) = fins.as_array_mut() {
+        if !a.iter().any(|f| f == CLEANUP_FINALIZER) {
+            a.push(Value::String(CLEANUP_FINALIZER.into()));
+        }
+    }
+    set_condition(
+        obj,
+        "Terminating",
+        "True",
+        "InstanceDeletionPending",
+        "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
+    );
+    Ok(())
+}
+
+/// 403 for a custom resource created while its CRD terminates.
+pub(crate) fn terminating(reg: &Registration, name: &str) -> StatusError {
+    StatusError::new(
+        403,
+        "Forbidden",
+        format!(
+            "{}.{} {name:?} is forbidden: create not allowed while custom resource definition is terminating",
+            reg.plural, reg.group
+        ),
+    )
+}
+
+impl Inner {
+    /// Whether the CRD serving `reg` is being deleted.
+    pub(crate) fn crd_terminating(&self, st: &super::store::State, reg: &Registration) -> bool {
+        if !reg.custom {
+            return false;
+        }
+        let Some(i) = st.lookup("apiextensions.k8s.io/v1", "customresourcedefinitions") else {
+            return false;
+        };
+        let key = format!("{}.{}", reg.plural, reg.group);
+        st.collections[i]
+            .objects
+            .get(&key)
+            .and_then(|s| s.to_value().ok())
+            .is_some_and(|o| !meta_str(&o, "deletionTimestamp").is_empty())
+    }
+
+    /// Runs the names controller on a CRD (after a write).
+    pub(crate) fn crd_names_pass(&self, name: &str) {
+        let Some(idx) = self
+            .state
+            .read()
+            .lookup("apiextensions.k8s.io/v1", "customresourcedefinitions")
+        else {
+            return;
+        };
+        let _ = self.edit_object(idx, name, |o| {
+            if meta_str(o, "deletionTimestamp").is_empty() {
+                accept_names(o);
+            }
+        });
+    }
+
+    /// Starts the cleanup of a deleted CRD: on a task in a tokio runtime, else now.
+    pub(crate) fn schedule_crd_cleanup(&self, name: String) {
+        let Some(me) = self.me.upgrade() else {
+            return;
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) => {
+                h.spawn(async move {
+                    loop {
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        if me.shutdown.is_cancelled() || me.crd_cleanup(&name) {
+                            return;
+                        }
+                    }
+                });
+            }
+            Err(_) => {
+                me.crd_cleanup(&name);
+            }
+        }
+    }
+
+    /// Deletes every custom resource of a terminating CRD and, once none is left,
+    /// releases the CRD; true when done.
+    fn crd_cleanup(&self, name: &str) -> bool {
+        let Some(idx) = self
+            .state
+            .read()
+            .lookup("apiextensions.k8s.io/v1", "customresourcedefinitions")
+        else {
+            return true;
+        };
+        let _ = self.edit_object(idx, name, |o| {
+            set_condition(
+                o,
+                "Terminating",
+                "True",
+                "InstanceDeletionInProgress",
+                "CustomResource deletion is in progress",
+            );
+        });
+        let targets: Vec<usize> = {
+            let st = self.state.read();
+            let (plural, group) = name.split_once('.').unwrap_or((name, ""));
+            (0..st.collections.len())
+                .filter(|i| {
+                    let r = &st.collections[*i].reg;
+                    r.custom && r.plural == plural && r.group == group
+                })
+                .collect()
+        };
+        let opts = DeleteOpts {
+            propagation: Some(Propagation::Background),
+            ..Default::default()
+        };
+        for i in &targets {
+            let _ = self.delete_collection(*i, None, |_| true, &opts);
+        }
+        let remaining: usize = {
+            let st = self.state.read();
+            targets
+                .iter()
+                .map(|i| st.collections[*i].objects.len())
+                .sum()
+        };
+        if remaining > 0 {
+            // Custom resources with finalizers: poll until they are gone.
+            return false;
+        }
+        let _ = self.edit_object(idx, name, |o| {
+            set_condition(
+                o,
+                "Terminating",
+                "False",
+                "InstanceDeletionCompleted",
+                "removed all instances",
+            );
+            if let Ok(meta) = meta_mut(o) {
+                if let Some(Value::Array(a)) = meta.get_mut("finalizers") {
+                    a.retain(|f| f != CLEANUP_FINALIZER);
+                }
+            }
+        });
+        true
+    }
+
+    /// Applies `f` to a stored cluster-scoped object and writes it.
+    pub(crate) fn edit_object(
+        &self,
+        idx: usize,
+        name: &str,
+        f: impl FnOnce(&mut Map<String, Value>),
+    ) -> Result<(), StatusError> {
+        let reg = self.registration(idx);
+        let opts = Default::default();
+        let ctx = super::writes::Ctx {
+            idx,
+            reg: &reg,
+            opts: &opts,
+        };
+        let gc = {
+            let mut st = self.state.write();
+            let Some(old) = st.collections[idx].objects.get(name).cloned() else {
+                return Ok(());
+            };
+            let prev = old.to_value()?;
+            let mut new = prev.clone();
+            f(&mut new);
+            self.replace_locked(&mut st, &ctx, &old, &prev, new)?.1
+        };
+        self.collect_garbage(gc);
+        Ok(())
+    }
+}
