@@ -531,7 +531,7 @@ async fn respond(
             ))
         }
         (Target::Collection { idx, ns }, Method::DELETE) => {
-            let opts = delete_options(&q, req.body())?;
+            let opts = delete_options(&q, &req)?;
             let reg = inner.registration(idx);
             let filter = Filter::parse(
                 &reg,
@@ -637,7 +637,7 @@ async fn respond(
                     Ok(with_warnings(object_response(code, &s), &warnings))
                 }
                 Method::DELETE if !status_only => {
-                    let opts = delete_options(&q, req.body())?;
+                    let opts = delete_options(&q, &req)?;
                     let (s, pending) = inner.delete(idx, &ns, &name, &opts)?;
                     // A pending deletion answers 200 with the object, as the real server
                     // does unless orphanDependents=false was sent.
@@ -743,16 +743,14 @@ fn patch_body(kind: PatchKind, body: &Bytes) -> Result<Value, StatusError> {
 }
 
 /// DeleteOptions from the body, with query parameters as fallbacks.
-fn delete_options(q: &Query, body: &Bytes) -> Result<DeleteOpts, StatusError> {
+fn delete_options(q: &Query, req: &Request<Bytes>) -> Result<DeleteOpts, StatusError> {
     let mut policy = q.propagation_policy.clone();
     let mut opts = DeleteOpts {
         grace_period_seconds: q.grace_period_seconds,
         dry_run: q.dry_run,
         ..Default::default()
     };
-    if !body.is_empty() {
-        let v: Value =
-            serde_json::from_slice(body).map_err(|e| StatusError::bad_request(e.to_string()))?;
+    if let Some(v) = media::decode_delete_options(req)? {
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
             policy = Some(p.to_owned());
         }

@@ -4,7 +4,7 @@
 //! Contract:
 //! - A create, update, patch or delete body over 3 MiB (3145728 bytes) gets 413
 //!   RequestEntityTooLarge.
-//! - Object bodies (POST, PUT) may be JSON (also when no Content-Type is sent), YAML, or
+//! - Object bodies (POST, PUT) and DELETE bodies (DeleteOptions) may be JSON (also when no Content-Type is sent), YAML, or
 //!   for built-in kinds protobuf (the kinds [`super::protobuf`] decodes); any other media
 //!   type gets 415 UnsupportedMediaType naming what is accepted, never 400.
 //! - A body that does not decode into its built-in kind's type (a ConfigMap whose `data`
@@ -92,6 +92,32 @@ pub(crate) fn decode_object(
         Value::Object(m) => Ok(m),
         _ => Err(StatusError::bad_request("the body must be an object")),
     }
+}
+
+/// A DELETE body (DeleteOptions) as JSON, by its media type; `None` when empty.
+pub(crate) fn decode_delete_options(req: &Request<Bytes>) -> Result<Option<Value>, StatusError> {
+    let body = req.body();
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let v = match content_type(req).as_str() {
+        "" | "application/json" | "*/*" => serde_json::from_slice(body)
+            .map_err(|e| StatusError::bad_request(format!("the body of the request was not valid JSON: {e}")))?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+            .map_err(|e| StatusError::bad_request(format!("the body of the request was not valid YAML: {e}")))?,
+        super::protobuf::MEDIA_TYPE => Value::Object(super::protobuf::decode(body).map_err(|e| {
+            StatusError::unsupported_media_type(format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf ({})",
+                e.0
+            ))
+        })?),
+        _ => {
+            return Err(StatusError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            ))
+        }
+    };
+    Ok(Some(v))
 }
 
 /// `fieldValidation`.

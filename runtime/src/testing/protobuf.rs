@@ -3,7 +3,8 @@
 //!
 //! client-go's typed clients for built-in kinds always send protobuf (they never fall
 //! back to JSON, not even on 415), and kubectl's `create namespace|configmap|secret|
-//! deployment|service|serviceaccount` use them. So the server decodes those kinds.
+//! deployment|service|serviceaccount` use them; typed deletes send protobuf
+//! DeleteOptions. So the server decodes those kinds.
 //!
 //! Contract:
 //! - The envelope is the 4-byte magic `k8s\0` and a `runtime.Unknown` whose `raw` holds
@@ -14,7 +15,8 @@
 //!   the list of media types that always work: never a guess.
 //! - Scalars equal to their zero value (`""`, `0`, `false`) and empty messages are
 //!   dropped, as Go's `omitempty` JSON would drop them: protobuf cannot tell an unset
-//!   field from a zero one. `replicas` is kept (a pointer in Go, so sent only when set).
+//!   field from a zero one. Fields that are pointers in Go (sent only when set:
+//!   `replicas`, DeleteOptions' `gracePeriodSeconds` and `orphanDependents`) are kept.
 //! - A `status` of a Service or Deployment is skipped (create drops it).
 //! - `Time` becomes RFC 3339, `Quantity` its string, `IntOrString` a number or string,
 //!   `bytes` (Secret data, binaryData) base64, `FieldsV1` its JSON.
@@ -105,6 +107,26 @@ const MESSAGES: &[(&str, &[F])] = &[
             F(2, "operator", Str, false),
             F(3, "values", Str, true),
         ],
+    ),
+    (
+        "DeleteOptions",
+        &[
+            F(1, "gracePeriodSeconds", Int, false),
+            F(2, "preconditions", Msg("Preconditions"), false),
+            F(3, "orphanDependents", Bool, false),
+            F(4, "propagationPolicy", Str, false),
+            F(5, "dryRun", Str, true),
+            F(
+                6,
+                "ignoreStoreReadErrorWithClusterBreakingPotential",
+                Bool,
+                false,
+            ),
+        ],
+    ),
+    (
+        "Preconditions",
+        &[F(1, "uid", Str, false), F(2, "resourceVersion", Str, false)],
     ),
     (
         "Namespace",
@@ -325,6 +347,15 @@ const ROOTS: &[(&str, &str)] = &[
     ("v1", "ServiceAccount"),
     ("v1", "Service"),
     ("apps/v1", "Deployment"),
+    ("v1", "DeleteOptions"),
+    ("meta.k8s.io/v1", "DeleteOptions"),
+];
+
+/// Fields sent only when set (Go pointers), so a zero value is meaningful.
+const KEEP_ZERO: &[(&str, &str)] = &[
+    ("DeploymentSpec", "replicas"),
+    ("DeleteOptions", "gracePeriodSeconds"),
+    ("DeleteOptions", "orphanDependents"),
 ];
 
 /// Why a protobuf body was not decoded.
@@ -478,7 +509,7 @@ fn message(b: &[u8], name: &str) -> Result<Map<String, Value>, Unsupported> {
             out.insert(f.1.into(), v);
         }
     }
-    out.retain(|k, v| !is_zero(v) || (k == "replicas" && name == "DeploymentSpec"));
+    out.retain(|k, v| !is_zero(v) || KEEP_ZERO.contains(&(name, k.as_str())));
     Ok(out)
 }
 
@@ -672,6 +703,15 @@ mod tests {
             serde_json::json!({"apiVersion": "v1", "kind": "Secret",
                 "metadata": {"name": "s"}, "data": {"k": "aGVsbG8="}, "type": "Opaque"})
         );
+    }
+
+    #[test]
+    fn delete_options_keep_a_zero_grace_period() {
+        let mut raw = vec![1 << 3, 0];
+        raw.extend(field(4, b"Foreground"));
+        let obj = decode(&envelope("meta.k8s.io/v1", "DeleteOptions", &raw)).unwrap();
+        assert_eq!(obj["gracePeriodSeconds"], 0);
+        assert_eq!(obj["propagationPolicy"], "Foreground");
     }
 
     #[test]
