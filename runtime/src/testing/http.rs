@@ -1240,6 +1240,10 @@ fn group_versions(inner: &Inner) -> Vec<(String, Vec<String>)> {
             None => out.push((c.reg.group.clone(), vec![c.reg.version.clone()])),
         }
     }
+    // Discovery lists versions by priority; the first is the preferred one.
+    for (_, vs) in &mut out {
+        vs.sort_by(|a, b| super::registry::version_priority(a, b));
+    }
     out
 }
 

@@ -225,6 +225,43 @@ impl Registration {
     }
 }
 
+/// A version name's place in kube's version priority: GA before beta before alpha,
+/// within a stability the higher major then the higher minor first, every kube-like
+/// version (`v1`, `v2beta3`) before any other name, other names alphabetically.
+/// `Ordering::Less` means `a` comes first.
+pub(crate) fn version_priority(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parse(v: &str) -> Option<(u64, u8, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (major, tail) = rest.split_at(digits);
+        if major.is_empty() || major.starts_with('0') {
+            return None;
+        }
+        let major = major.parse().ok()?;
+        if tail.is_empty() {
+            return Some((major, 2, 0));
+        }
+        let (stability, minor) = if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else {
+            (0, tail.strip_prefix("alpha")?)
+        };
+        if minor.is_empty() || minor.starts_with('0') || !minor.bytes().all(|c| c.is_ascii_digit())
+        {
+            return None;
+        }
+        Some((major, stability, minor.parse().ok()?))
+    }
+    match (parse(a), parse(b)) {
+        (Some((ma, sa, na)), Some((mb, sb, nb))) => sb.cmp(&sa).then(mb.cmp(&ma)).then(nb.cmp(&na)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
 /// The fields behind a `scale` subresource (a CRD's `subresources.scale`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScalePaths {
@@ -396,4 +433,27 @@ pub fn builtin() -> Vec<Registration> {
         .short_names(&["crd", "crds"])
         .status_subresource(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version_priority;
+
+    #[test]
+    fn kube_version_priority() {
+        // SEMANTICS 13.21
+        let mut vs = [
+            "v1alpha1", "foo", "v2", "v1beta1", "v10", "bar", "v1", "v1beta2", "v2alpha1",
+        ];
+        vs.sort_by(|a, b| version_priority(a, b));
+        assert_eq!(
+            vs,
+            ["v10", "v2", "v1", "v1beta2", "v1beta1", "v2alpha1", "v1alpha1", "bar", "foo"]
+        );
+        let first = |a, b| version_priority(a, b) == std::cmp::Ordering::Less;
+        assert!(first("v1beta1", "v2alpha3"));
+        assert!(first("v1alpha10", "v1alpha2"));
+        assert!(first("version1", "version2"));
+        assert!(first("version1", "version10"));
+    }
 }
