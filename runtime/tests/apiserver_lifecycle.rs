@@ -1628,3 +1628,84 @@ async fn deleting_a_crd_deletes_its_custom_resources_then_stops_serving() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn stored_versions_follow_the_storage_version() {
+    // SEMANTICS 13.17
+    both(async |env: Env| {
+        let url = format!("{CRDS}/foos.example.com");
+        post(&env, CRDS, foo_crd("foos.example.com", "example.com")).await;
+        let mut crd = get(&env, &url).await.json();
+        let v1 = crd["spec"]["versions"][0].clone();
+        let mut v2 = v1.clone();
+        v2["name"] = json!("v2");
+        let mut v1_old = v1.clone();
+        v1_old["storage"] = json!(false);
+        crd["spec"]["versions"] = json!([v1_old, v2]);
+        let r = put(&env, &url, crd).await;
+        assert_eq!(r.code, StatusCode::OK, "{}", r.text());
+        assert_eq!(r.json()["status"]["storedVersions"], json!(["v1", "v2"]));
+        let mut only_v2 = r.json();
+        let v2 = only_v2["spec"]["versions"][1].clone();
+        only_v2["spec"]["versions"] = json!([v2]);
+        let r = put(&env, &url, only_v2.clone()).await;
+        assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing from spec.versions; v1 was previously a storage version"));
+        let mut st = get(&env, &url).await.json();
+        st["status"]["storedVersions"] = json!(["v2"]);
+        let r = put(&env, &format!("{url}/status"), st).await;
+        assert_eq!(r.code, StatusCode::OK, "{}", r.text());
+        only_v2["metadata"]["resourceVersion"] = r.json()["metadata"]["resourceVersion"].clone();
+        let r = put(&env, &url, only_v2).await;
+        assert_eq!(r.code, StatusCode::OK, "{}", r.text());
+        let mut empty = r.json();
+        empty["status"]["storedVersions"] = json!([]);
+        let r = put(&env, &format!("{url}/status"), empty).await;
+        assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
+        assert!(r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("must have at least one stored version"));
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn discovery_orders_versions_by_priority() {
+    // SEMANTICS 13.21
+    both(async |env: Env| {
+        let mut crd = foo_crd("foos.example.com", "example.com");
+        let v = crd["spec"]["versions"][0].clone();
+        let names = [
+            "v1alpha1", "foo", "v2", "v1beta1", "v10", "bar", "v1", "v1beta2", "v2alpha1",
+        ];
+        crd["spec"]["versions"] = Value::Array(
+            names
+                .iter()
+                .map(|n| {
+                    let mut x = v.clone();
+                    x["name"] = json!(n);
+                    x["storage"] = json!(*n == "v1");
+                    x
+                })
+                .collect(),
+        );
+        assert_eq!(post(&env, CRDS, crd).await.code, StatusCode::CREATED);
+        let g = get(&env, "/apis/example.com").await.json();
+        let order: Vec<&str> = g["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v["version"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            order,
+            ["v10", "v2", "v1", "v1beta2", "v1beta1", "v2alpha1", "v1alpha1", "bar", "foo"]
+        );
+        assert_eq!(g["preferredVersion"]["version"], "v10");
+    })
+    .await;
+}

@@ -6,8 +6,10 @@
 //!   version names, exactly one storage version, a schema per version, a type on every
 //!   specified property (unless int-or-string or preserving unknown fields), plural and
 //!   kind present; violations -> 422 Invalid with one cause per problem.
-//! - Create: status becomes `{storedVersions: [<storage version>]}`; an update appends
-//!   the storage version to `storedVersions` when missing.
+//! - Create: status becomes `{storedVersions: [<storage version>]}`; an update of the
+//!   main resource appends the storage version to `storedVersions` when missing (never
+//!   removes one); every update must leave `storedVersions` non-empty, holding the
+//!   storage version, and within `spec.versions` (422 otherwise).
 //! - Right after every write the names controller runs (synchronously, after the
 //!   response was computed): `acceptedNames` = `spec.names`, conditions NamesAccepted
 //!   True NoConflicts and Established True InitialNamesAccepted. Name conflicts between
@@ -240,6 +242,63 @@ pub(crate) fn on_update(obj: &mut Map<String, Value>) {
                 a.push(Value::String(v));
             }
         }
+    }
+}
+
+/// `status.storedVersions` rules, checked on every update: not empty, holding the
+/// storage version, every entry still in `spec.versions`.
+pub(crate) fn validate_stored_versions(obj: &Map<String, Value>) -> Result<(), StatusError> {
+    let stored: Vec<String> = obj
+        .get("status")
+        .and_then(|s| s.get("storedVersions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    let versions: Vec<&str> = obj
+        .get("spec")
+        .and_then(|s| s.get("versions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|v| v.get("name").and_then(Value::as_str))
+        .collect();
+    let shown = format!("{stored:?}");
+    let mut causes = Vec::new();
+    if stored.is_empty() {
+        causes.push(invalid_cause(
+            "status.storedVersions",
+            &shown,
+            "must have at least one stored version",
+        ));
+    } else if let Some(v) = storage_version(obj) {
+        if !stored.contains(&v) {
+            causes.push(invalid_cause(
+                "status.storedVersions",
+                &shown,
+                &format!("must have the storage version {v}"),
+            ));
+        }
+    }
+    for (i, v) in stored.iter().enumerate() {
+        if !versions.contains(&v.as_str()) {
+            causes.push(invalid_cause(
+                &format!("status.storedVersions[{i}]"),
+                v,
+                &format!("missing from spec.versions; {v} was previously a storage version, and must remain in spec.versions until a storage migration ensures no data remains persisted in {v} and removes {v} from status.storedVersions"),
+            ));
+        }
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(StatusError::invalid(
+            "apiextensions.k8s.io",
+            "CustomResourceDefinition",
+            meta_str(obj, "name"),
+            causes,
+        ))
     }
 }
 

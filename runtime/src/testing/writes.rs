@@ -551,7 +551,7 @@ impl Inner {
         let is_crd = crd_lifecycle::is_crds(ctx.reg);
         if is_crd {
             crd_lifecycle::validate(&new)?;
-            crd_lifecycle::on_update(&mut new);
+            crd_lifecycle::validate_stored_versions(&new)?;
         }
         // A write that changes nothing is not stored.
         let mut cmp = new.clone();
@@ -649,6 +649,9 @@ impl Inner {
             let mut new = self.merge_update(&ctx, &prev, obj, part)?;
             if namespaces::is_namespaces(&reg) && part != Part::Status {
                 namespaces::on_update(&prev, &mut new);
+            }
+            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
+                crd_lifecycle::on_update(&mut new);
             }
             self.replace_locked(&mut st, &ctx, &old, &prev, new)?
         };
@@ -776,6 +779,9 @@ impl Inner {
             let mut new = self.merge_update(ctx_ref, &prev, patched, part)?;
             if namespaces::is_namespaces(&reg) && part != Part::Status {
                 namespaces::on_update(&prev, &mut new);
+            }
+            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
+                crd_lifecycle::on_update(&mut new);
             }
             let (out, gc) = self.replace_locked(&mut st, ctx_ref, &old, &prev, new)?;
             (out, false, gc)
