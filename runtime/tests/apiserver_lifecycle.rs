@@ -1709,3 +1709,66 @@ async fn discovery_orders_versions_by_priority() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn conflicting_names_are_not_accepted_until_released() {
+    // SEMANTICS 13.14
+    both(async |env: Env| {
+        post(&env, CRDS, foo_crd("foos.example.com", "example.com")).await;
+        let mut bars = foo_crd("bars.example.com", "example.com");
+        bars["spec"]["names"] = json!({"plural": "bars", "singular": "bar", "kind": "Foo"});
+        assert_eq!(post(&env, CRDS, bars).await.code, StatusCode::CREATED);
+        let b = get(&env, &format!("{CRDS}/bars.example.com")).await.json();
+        let c = condition(&b, "NamesAccepted");
+        assert_eq!(
+            (&c["status"], &c["reason"], &c["message"]),
+            (
+                &json!("False"),
+                &json!("KindConflict"),
+                &json!("\"Foo\" is already in use")
+            )
+        );
+        let c = condition(&b, "Established");
+        assert_eq!(
+            (&c["status"], &c["reason"], &c["message"]),
+            (
+                &json!("False"),
+                &json!("NotAccepted"),
+                &json!("not all names are accepted")
+            )
+        );
+        assert_eq!(
+            get(&env, "/apis/example.com/v1/namespaces/default/bars")
+                .await
+                .code,
+            StatusCode::NOT_FOUND
+        );
+        let mut bazs = foo_crd("bazs.example.com", "example.com");
+        bazs["spec"]["names"] = json!({"plural": "bazs", "singular": "foos", "kind": "Baz"});
+        post(&env, CRDS, bazs).await;
+        let z = get(&env, &format!("{CRDS}/bazs.example.com")).await.json();
+        assert_eq!(condition(&z, "NamesAccepted")["reason"], "SingularConflict");
+        // Once foos is gone, bars gets its names.
+        assert_eq!(
+            delete(&env, &format!("{CRDS}/foos.example.com"), None)
+                .await
+                .code,
+            StatusCode::OK
+        );
+        eventually("bars is established", async || {
+            let b = get(&env, &format!("{CRDS}/bars.example.com")).await.json();
+            b["status"]["conditions"].as_array().is_some_and(|a| {
+                a.iter()
+                    .any(|c| c["type"] == "Established" && c["status"] == "True")
+            })
+        })
+        .await;
+        assert_eq!(
+            get(&env, "/apis/example.com/v1/namespaces/default/bars")
+                .await
+                .code,
+            StatusCode::OK
+        );
+    })
+    .await;
+}

@@ -12,10 +12,13 @@
 //!   storage version, and within `spec.versions` (422 otherwise).
 //! - Right after every write the names controller runs (synchronously, after the
 //!   response was computed): `acceptedNames` = `spec.names`, conditions NamesAccepted
-//!   True NoConflicts and Established True InitialNamesAccepted. Name conflicts between
-//!   CRDs are not checked.
-//! - Every write replaces the served registrations, so the schema, printer columns and
-//!   subresources of the next request are the new ones (OpenAPI included).
+//!   True NoConflicts and Established True InitialNamesAccepted, and the resource is
+//!   served with the new schema, printer columns and subresources (OpenAPI included).
+//!   A name another CRD of the group has accepted (plural, singular and short names
+//!   share one pool, kind and list kind another) gives NamesAccepted False
+//!   `<Plural|Singular|ShortNames|Kind|ListKind>Conflict` and Established False
+//!   NotAccepted, and the resource is not served; names once accepted stay accepted.
+//!   Deleting a CRD looks at the others of its group again.
 //! - DELETE: deletionTimestamp, finalizer `customresourcecleanup.apiextensions.k8s.io`,
 //!   condition Terminating True InstanceDeletionPending; creating a custom resource of it
 //!   -> 403; the cleanup (a task polling every 50 ms, or one synchronous pass outside a
@@ -375,6 +378,132 @@ fn accept_names(obj: &mut Map<String, Value>) {
     );
 }
 
+fn condition_true(obj: &Map<String, Value>, ty: &str) -> bool {
+    obj.get("status")
+        .and_then(|s| s.get("conditions"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|c| {
+            c.get("type").and_then(Value::as_str) == Some(ty)
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        })
+}
+
+fn strs(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::String(s)) => vec![s.clone()],
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(|x| x.as_str().map(str::to_owned))
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The names of the other CRDs of `crd`'s group.
+pub(crate) fn group_crds(
+    st: &super::store::State,
+    idx: usize,
+    crd: &Map<String, Value>,
+) -> Vec<String> {
+    let group = crd.get("spec").and_then(|s| s.get("group"));
+    let me = meta_str(crd, "name");
+    st.collections[idx]
+        .objects
+        .values()
+        .filter_map(|o| o.to_value().ok())
+        .filter(|o| {
+            o.get("spec").and_then(|s| s.get("group")) == group && meta_str(o, "name") != me
+        })
+        .map(|o| meta_str(&o, "name").to_owned())
+        .collect()
+}
+
+/// The first name of `crd` another CRD of its group has accepted: reason and message.
+fn conflict(
+    st: &super::store::State,
+    idx: usize,
+    crd: &Map<String, Value>,
+) -> Option<(&'static str, String)> {
+    let names = crd.get("spec").and_then(|s| s.get("names"))?;
+    let group = crd.get("spec").and_then(|s| s.get("group"));
+    let me = meta_str(crd, "name");
+    let mut resource_pool = Vec::new();
+    let mut kind_pool = Vec::new();
+    for o in st.collections[idx].objects.values() {
+        let Ok(o) = o.to_value() else { continue };
+        if meta_str(&o, "name") == me || o.get("spec").and_then(|s| s.get("group")) != group {
+            continue;
+        }
+        let Some(acc) = o.get("status").and_then(|s| s.get("acceptedNames")) else {
+            continue;
+        };
+        for k in ["plural", "singular", "shortNames"] {
+            resource_pool.extend(strs(acc.get(k)));
+        }
+        for k in ["kind", "listKind"] {
+            kind_pool.extend(strs(acc.get(k)));
+        }
+    }
+    let kind = names
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let checks: [(&str, &'static str, Vec<String>, &Vec<String>); 5] = [
+        (
+            "plural",
+            "PluralConflict",
+            strs(names.get("plural")),
+            &resource_pool,
+        ),
+        (
+            "singular",
+            "SingularConflict",
+            strs(names.get("singular")),
+            &resource_pool,
+        ),
+        (
+            "shortNames",
+            "ShortNamesConflict",
+            strs(names.get("shortNames")),
+            &resource_pool,
+        ),
+        ("kind", "KindConflict", strs(names.get("kind")), &kind_pool),
+        (
+            "listKind",
+            "ListKindConflict",
+            strs(names.get("listKind"))
+                .into_iter()
+                .chain((names.get("listKind").is_none()).then(|| format!("{kind}List")))
+                .collect(),
+            &kind_pool,
+        ),
+    ];
+    for (_, reason, mine, pool) in checks {
+        if let Some(n) = mine.iter().find(|n| pool.contains(n)) {
+            return Some((reason, format!("{n:?} is already in use")));
+        }
+    }
+    None
+}
+
+/// Names not accepted: NamesAccepted False, and Established False unless it already was
+/// established.
+fn reject_names(obj: &mut Map<String, Value>, reason: &str, message: &str) {
+    let established = condition_true(obj, "Established");
+    set_condition(obj, "NamesAccepted", "False", reason, message);
+    if !established {
+        set_condition(
+            obj,
+            "Established",
+            "False",
+            "NotAccepted",
+            "not all names are accepted",
+        );
+    }
+}
+
 /// The first DELETE of a CRD: the cleanup finalizer and condition.
 pub(crate) fn mark_terminating(obj: &mut Map<String, Value>) -> Result<(), StatusError> {
     let meta = meta_mut(obj)?;
@@ -425,7 +554,8 @@ impl Inner {
             .is_some_and(|o| !meta_str(&o, "deletionTimestamp").is_empty())
     }
 
-    /// Runs the names controller on a CRD (after a write).
+    /// Runs the names controller on a CRD (after a write): accepts its names and serves
+    /// it, or reports the conflict and leaves it unserved.
     pub(crate) fn crd_names_pass(&self, name: &str) {
         let Some(idx) = self
             .state
@@ -434,11 +564,48 @@ impl Inner {
         else {
             return;
         };
-        let _ = self.edit_object(idx, name, |o| {
-            if meta_str(o, "deletionTimestamp").is_empty() {
-                accept_names(o);
+        let reg = self.registration(idx);
+        let opts = Default::default();
+        let ctx = super::writes::Ctx {
+            idx,
+            reg: &reg,
+            opts: &opts,
+        };
+        let gc = {
+            let mut st = self.state.write();
+            let Some(old) = st.collections[idx].objects.get(name).cloned() else {
+                return;
+            };
+            let Ok(prev) = old.to_value() else {
+                return;
+            };
+            if !meta_str(&prev, "deletionTimestamp").is_empty() {
+                return;
             }
-        });
+            let mut new = prev.clone();
+            // Names once accepted stay accepted.
+            let conflict = if condition_true(&prev, "NamesAccepted") {
+                None
+            } else {
+                conflict(&st, idx, &prev)
+            };
+            match conflict {
+                None => {
+                    accept_names(&mut new);
+                    if let Ok(regs) = Registration::from_crd_value(&Value::Object(new.clone())) {
+                        for r in regs {
+                            st.register(r);
+                        }
+                    }
+                }
+                Some((reason, message)) => reject_names(&mut new, reason, &message),
+            }
+            match self.replace_locked(&mut st, &ctx, &old, &prev, new) {
+                Ok((_, gc)) => gc,
+                Err(_) => Vec::new(),
+            }
+        };
+        self.collect_garbage(gc);
     }
 
     /// Starts the cleanup of a deleted CRD: on a task in a tokio runtime, else now.

@@ -368,21 +368,14 @@ impl Inner {
         if self.crd_terminating(st, reg) {
             return Err(crd_lifecycle::terminating(reg, meta_str(&obj, "name")));
         }
-        // Creating a CustomResourceDefinition serves its resource, as the real server does.
-        let crd_regs = if crd_lifecycle::is_crds(reg) {
+        if crd_lifecycle::is_crds(reg) {
             crd_lifecycle::validate(&obj)?;
             crd_lifecycle::on_create(&mut obj);
-            Registration::from_crd_value(&Value::Object(obj.clone()))?
-        } else {
-            Vec::new()
-        };
-        let out = self.store(st, ctx.idx, reg, &obj, EventType::Added, ctx.opts.dry_run)?;
-        if !ctx.opts.dry_run {
-            for r in crd_regs {
-                st.register(r);
-            }
+            // Checked now, so that a CRD this server cannot serve is refused; the names
+            // controller (run right after) serves it once its names are accepted.
+            Registration::from_crd_value(&Value::Object(obj.clone()))?;
         }
-        Ok(out)
+        self.store(st, ctx.idx, reg, &obj, EventType::Added, ctx.opts.dry_run)
     }
 
     fn manager<'a>(&self, name: &'a str, part: Part, time: &'a str, av: &'a str) -> Manager<'a> {
@@ -574,17 +567,19 @@ impl Inner {
         if deleting && !ctx.opts.dry_run {
             gc.push(Gc::Deleted(meta_str(&new, "uid").to_owned()));
         }
-        // A changed CRD replaces what is served at once; a deleted one stops serving.
+        // A changed CRD is served anew by the names controller; a deleted one stops
+        // serving, and the CRDs of its group whose names it held are looked at again.
         if is_crd && !ctx.opts.dry_run {
-            let regs = Registration::from_crd_value(&Value::Object(new.clone()))?;
             if deleting {
-                for r in regs {
+                for r in Registration::from_crd_value(&Value::Object(new.clone()))? {
                     st.unserve(&r);
                 }
+                gc.extend(
+                    crd_lifecycle::group_crds(st, ctx.idx, &new)
+                        .into_iter()
+                        .map(Gc::CrdNames),
+                );
             } else {
-                for r in regs {
-                    st.register(r);
-                }
                 gc.push(Gc::CrdNames(meta_str(&new, "name").to_owned()));
             }
         }
