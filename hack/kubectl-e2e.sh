@@ -125,6 +125,12 @@ for ns in default kube-node-lease kube-public kube-system; do
   has "namespaces at start" "^$ns +Active"
 done
 
+expect_ok "CRD established" k wait --for=condition=Established crd/gizmos.example.com --timeout=10s
+has "CRD established" 'condition met'
+sed 's/name: gizmos.example.com/name: wrong.example.com/' "$work/crds/gizmos.yaml" >"$work/bad-crd.yaml"
+expect_fail "invalid CRD" k create -f "$work/bad-crd.yaml"
+has "invalid CRD" 'metadata.name: Invalid value: "wrong.example.com": must be spec.names.plural\+"."\+spec.group'
+
 expect_ok "create namespace (protobuf body)" k create namespace e2e
 has "create namespace" '^namespace/e2e created$'
 expect_ok "create configmap" k create configmap cm1 -n e2e --from-literal=a=b --from-literal=c=d
@@ -133,6 +139,10 @@ expect_ok "create secret" k create secret generic s1 -n e2e --from-literal=passw
 has "create secret" '^secret/s1 created$'
 expect_ok "create deployment" k create deployment web -n e2e --image=nginx --replicas=2
 has "create deployment" '^deployment.apps/web created$'
+expect_ok "create role" k create role reader -n e2e --verb=get --resource=pods
+has "create role" '^role.rbac.authorization.k8s.io/reader created$'
+expect_ok "create job" k create job once -n e2e --image=busybox -- echo hi
+has "create job" '^job.batch/once created$'
 expect_ok "secret data" k get secret s1 -n e2e -o 'jsonpath={.data.password}'
 [ "$out" = "aHVudGVyMg==" ] || fail "secret data: got '$out'"
 

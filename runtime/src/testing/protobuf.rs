@@ -3,8 +3,9 @@
 //!
 //! client-go's typed clients for built-in kinds always send protobuf (they never fall
 //! back to JSON, not even on 415), and kubectl's `create namespace|configmap|secret|
-//! deployment|service|serviceaccount` use them; typed deletes send protobuf
-//! DeleteOptions. So the server decodes those kinds.
+//! deployment|service|serviceaccount|job|cronjob|role|rolebinding|clusterrole|
+//! clusterrolebinding` use them; typed deletes send protobuf DeleteOptions. So the
+//! server decodes those kinds.
 //!
 //! Contract:
 //! - The envelope is the 4-byte magic `k8s\0` and a `runtime.Unknown` whose `raw` holds
@@ -258,6 +259,123 @@ const MESSAGES: &[(&str, &[F])] = &[
         ],
     ),
     (
+        "Job",
+        &[
+            F(1, "metadata", Msg("ObjectMeta"), false),
+            F(2, "spec", Msg("JobSpec"), false),
+            F(3, "status", Msg("Ignored"), false),
+        ],
+    ),
+    (
+        "JobSpec",
+        &[
+            F(1, "parallelism", Int, false),
+            F(2, "completions", Int, false),
+            F(3, "activeDeadlineSeconds", Int, false),
+            F(4, "selector", Msg("LabelSelector"), false),
+            F(5, "manualSelector", Bool, false),
+            F(6, "template", Msg("PodTemplateSpec"), false),
+            F(7, "backoffLimit", Int, false),
+            F(8, "ttlSecondsAfterFinished", Int, false),
+            F(9, "completionMode", Str, false),
+            F(10, "suspend", Bool, false),
+            F(12, "backoffLimitPerIndex", Int, false),
+            F(13, "maxFailedIndexes", Int, false),
+            F(14, "podReplacementPolicy", Str, false),
+            F(15, "managedBy", Str, false),
+        ],
+    ),
+    (
+        "CronJob",
+        &[
+            F(1, "metadata", Msg("ObjectMeta"), false),
+            F(2, "spec", Msg("CronJobSpec"), false),
+            F(3, "status", Msg("Ignored"), false),
+        ],
+    ),
+    (
+        "CronJobSpec",
+        &[
+            F(1, "schedule", Str, false),
+            F(2, "startingDeadlineSeconds", Int, false),
+            F(3, "concurrencyPolicy", Str, false),
+            F(4, "suspend", Bool, false),
+            F(5, "jobTemplate", Msg("JobTemplateSpec"), false),
+            F(6, "successfulJobsHistoryLimit", Int, false),
+            F(7, "failedJobsHistoryLimit", Int, false),
+            F(8, "timeZone", Str, false),
+        ],
+    ),
+    (
+        "JobTemplateSpec",
+        &[
+            F(1, "metadata", Msg("ObjectMeta"), false),
+            F(2, "spec", Msg("JobSpec"), false),
+        ],
+    ),
+    (
+        "Role",
+        &[
+            F(1, "metadata", Msg("ObjectMeta"), false),
+            F(2, "rules", Msg("PolicyRule"), true),
+        ],
+    ),
+    (
+        "ClusterRole",
+        &[
+            F(1, "metadata", Msg("ObjectMeta"), false),
+            F(2, "rules", Msg("PolicyRule"), true),
+            F(3, "aggregationRule", Msg("AggregationRule"), false),
+        ],
+    ),
+    (
+        "AggregationRule",
+        &[F(1, "clusterRoleSelectors", Msg("LabelSelector"), true)],
+    ),
+    (
+        "PolicyRule",
+        &[
+            F(1, "verbs", Str, true),
+            F(2, "apiGroups", Str, true),
+            F(3, "resources", Str, true),
+            F(4, "resourceNames", Str, true),
+            F(5, "nonResourceURLs", Str, true),
+        ],
+    ),
+    (
+        "RoleBinding",
+        &[
+            F(1, "metadata", Msg("ObjectMeta"), false),
+            F(2, "subjects", Msg("Subject"), true),
+            F(3, "roleRef", Msg("RoleRef"), false),
+        ],
+    ),
+    (
+        "ClusterRoleBinding",
+        &[
+            F(1, "metadata", Msg("ObjectMeta"), false),
+            F(2, "subjects", Msg("Subject"), true),
+            F(3, "roleRef", Msg("RoleRef"), false),
+        ],
+    ),
+    (
+        "Subject",
+        &[
+            F(1, "kind", Str, false),
+            F(2, "apiGroup", Str, false),
+            F(3, "name", Str, false),
+            F(4, "namespace", Str, false),
+        ],
+    ),
+    (
+        "RoleRef",
+        &[
+            F(1, "apiGroup", Str, false),
+            F(2, "kind", Str, false),
+            F(3, "name", Str, false),
+        ],
+    ),
+    (
         "PodTemplateSpec",
         &[
             F(1, "metadata", Msg("ObjectMeta"), false),
@@ -347,6 +465,12 @@ const ROOTS: &[(&str, &str)] = &[
     ("v1", "ServiceAccount"),
     ("v1", "Service"),
     ("apps/v1", "Deployment"),
+    ("batch/v1", "Job"),
+    ("batch/v1", "CronJob"),
+    ("rbac.authorization.k8s.io/v1", "Role"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"),
+    ("rbac.authorization.k8s.io/v1", "RoleBinding"),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("v1", "DeleteOptions"),
     ("meta.k8s.io/v1", "DeleteOptions"),
 ];
@@ -402,7 +526,12 @@ pub(crate) fn decode(body: &[u8]) -> Result<Map<String, Value>, Unsupported> {
     if !ROOTS.contains(&(api_version.as_str(), kind.as_str())) {
         return Err(Unsupported(format!(
             "this server decodes protobuf only for {}; {api_version:?} {kind:?} is not one of them",
-            ROOTS.iter().map(|(_, k)| *k).collect::<Vec<_>>().join(", ")
+            ROOTS
+                .iter()
+                .map(|(_, k)| *k)
+                .filter(|k| *k != "DeleteOptions")
+                .collect::<Vec<_>>()
+                .join(", ")
         )));
     }
     let mut obj = message(raw, &kind)?;
