@@ -1772,3 +1772,35 @@ async fn conflicting_names_are_not_accepted_until_released() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn reads_and_writes_follow_a_changed_schema_at_once() {
+    // SEMANTICS 13.15
+    both(async |env: Env| {
+        let mut crd = foo_crd("foos.example.com", "example.com");
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"] =
+            json!({"size": {"type": "integer"}, "mode": {"type": "string"}, "old": {"type": "string"}});
+        post(&env, CRDS, crd).await;
+        let foos = "/apis/example.com/v1/namespaces/default/foos";
+        let r = post(&env, foos, json!({"metadata": {"name": "a"}, "spec": {"size": 1, "old": "x"}})).await;
+        assert_eq!(r.code, StatusCode::CREATED);
+        let url = format!("{CRDS}/foos.example.com");
+        let mut crd = get(&env, &url).await.json();
+        let spec = &mut crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"];
+        spec["properties"] = json!({"size": {"type": "integer"}, "mode": {"type": "string", "default": "slow"}});
+        spec["required"] = json!(["size"]);
+        crd["spec"]["versions"][0]["additionalPrinterColumns"] =
+            json!([{"name": "Mode", "type": "string", "jsonPath": ".spec.mode"}]);
+        assert_eq!(put(&env, &url, crd).await.code, StatusCode::OK);
+        let a = get(&env, &format!("{foos}/a")).await.json();
+        assert_eq!(a["spec"], json!({"size": 1, "mode": "slow"}));
+        let list = get(&env, foos).await.json();
+        assert_eq!(list["items"][0]["spec"], json!({"size": 1, "mode": "slow"}));
+        let r = post(&env, foos, json!({"metadata": {"name": "b"}, "spec": {}})).await;
+        assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
+        let t = get_as(&env, foos, TABLE).await.json();
+        assert_eq!(t["columnDefinitions"][1]["name"], "Mode");
+        assert_eq!(t["rows"][0]["cells"], json!(["a", "slow"]));
+    })
+    .await;
+}

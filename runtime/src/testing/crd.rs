@@ -173,6 +173,13 @@ pub(crate) fn admit(
     }
 }
 
+/// What a read shows of a stored custom resource under the current schema: pruned and
+/// defaulted, not validated (stored objects are not rewritten when a CRD changes).
+pub(crate) fn read_view(v: &mut Value, schema: &Value) {
+    prune(v, schema, true);
+    default(v, schema);
+}
+
 /// Prunes an object as [`admit`] does, without defaulting or validating: what is left
 /// is what the schema knows.
 pub(crate) fn prune_value(v: &mut Value, schema: &Value) {

@@ -820,6 +820,15 @@ fn body_object(body: &Bytes) -> Result<Map<String, Value>, StatusError> {
     }
 }
 
+/// A custom resource as reads show it: through the current schema (pruned and
+/// defaulted), since a CRD change does not rewrite stored objects.
+fn read_view(reg: &Registration, mut obj: Value) -> Value {
+    if let (true, Some(schema)) = (reg.custom, &reg.schema) {
+        super::crd::read_view(&mut obj, schema);
+    }
+    obj
+}
+
 /// The response form the Accept header asks for.
 fn output(req: &Request<Bytes>) -> Result<Output, StatusError> {
     table::negotiate(
@@ -839,7 +848,7 @@ fn converted_list(
 ) -> Result<Response<Body>, StatusError> {
     let objects = items
         .iter()
-        .map(|s| s.to_value().map(Value::Object))
+        .map(|s| s.to_value().map(|o| read_view(reg, Value::Object(o))))
         .collect::<Result<Vec<_>, _>>()?;
     let v = match out {
         Output::Table => {
@@ -862,7 +871,21 @@ fn converted_list(
                 ),
             ))
         }
-        Output::Json => Value::Object(meta),
+        Output::Json => {
+            let items: Vec<Value> = objects
+                .into_iter()
+                .map(|mut o| {
+                    if !reg.list_items_type_meta {
+                        if let Some(m) = o.as_object_mut() {
+                            m.remove("kind");
+                            m.remove("apiVersion");
+                        }
+                    }
+                    o
+                })
+                .collect();
+            json!({"kind": reg.list_kind, "apiVersion": reg.api_version(), "metadata": meta, "items": items})
+        }
     };
     Ok(json_response(StatusCode::OK, v.to_string().into_bytes()))
 }
@@ -878,10 +901,17 @@ fn get(
 ) -> Result<Response<Body>, StatusError> {
     let key = super::store::storage_key(ns, name);
     let st = inner.state.read();
-    match st.collections[idx].objects.get(&key) {
-        Some(s) if out == Output::Json => Ok(object_response(StatusCode::OK, s)),
+    let coll = &st.collections[idx];
+    match coll.objects.get(&key) {
+        Some(s) if out == Output::Json && !coll.schema_changed => {
+            Ok(object_response(StatusCode::OK, s))
+        }
+        Some(s) if out == Output::Json => {
+            let obj = read_view(reg, Value::Object(s.to_value()?));
+            Ok(json_response(StatusCode::OK, obj.to_string().into_bytes()))
+        }
         Some(s) => {
-            let obj = Value::Object(s.to_value()?);
+            let obj = read_view(reg, Value::Object(s.to_value()?));
             let v = match out {
                 Output::PartialObjectMetadata => table::partial(&obj),
                 Output::PartialObjectMetadataList => {
@@ -1017,6 +1047,7 @@ async fn list(
         _ => 0,
     };
     let token_rv = snapshot_at.unwrap_or(list_rv);
+    let schema_changed = coll.schema_changed;
     drop(st);
     let mut meta = Map::new();
     meta.insert("resourceVersion".into(), Value::String(list_rv.to_string()));
@@ -1031,7 +1062,7 @@ async fn list(
             }
         }
     }
-    if out != Output::Json {
+    if out != Output::Json || schema_changed {
         return converted_list(&reg, &items, meta, q, out);
     }
     let head = format!(

@@ -276,6 +276,9 @@ pub(crate) struct Collection {
     pub notify: watch::Sender<u64>,
     /// Whether requests reach it (false once its CRD was deleted).
     pub served: bool,
+    /// Whether the schema changed since objects were stored: reads then show them
+    /// through the current schema.
+    pub schema_changed: bool,
 }
 
 /// Key bounds of a namespace (or everything), starting after `start_after`; `None` when
@@ -324,6 +327,7 @@ impl Collection {
             last_rv: 0,
             notify: watch::channel(oldest).0,
             served: true,
+            schema_changed: false,
         }
     }
 
@@ -456,6 +460,9 @@ impl State {
         if let Some(i) = self.index.get(&key) {
             let c = &mut self.collections[*i];
             if *c.reg != reg {
+                if c.reg.schema != reg.schema && !c.objects.is_empty() {
+                    c.schema_changed = true;
+                }
                 c.reg = Arc::new(reg);
             }
             c.served = true;
