@@ -9,7 +9,9 @@
 //!   it delays the request, fails it with its `Status`, or both (delay first). Reactors
 //!   added first are consulted first.
 //! - [`ApiServer::drop_watches`](super::ApiServer::drop_watches) ends every watch open at
-//!   that moment (the client sees the body end, as on a dropped connection);
+//!   that moment (the client sees the body end, as on a dropped connection); it is a
+//!   clean cut: such a watch may still deliver changes written before the call, never
+//!   one written after it returned;
 //!   [`ApiServer::expire_next_watch`](super::ApiServer::expire_next_watch) makes the next
 //!   watch answer with a 410 Expired ERROR event and end;
 //!   [`ApiServer::expire_watches_up_to`](super::ApiServer::expire_watches_up_to) does so

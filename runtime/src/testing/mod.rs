@@ -31,12 +31,27 @@
 //!   `patch` and `apply` modules' contracts).
 //! - Custom resources registered from their CRD ([`ApiServer::register_crd`]) are
 //!   pruned, defaulted and validated against their structural schema (CEL rules are
-//!   not evaluated).
+//!   not evaluated). A CRD written through the API is validated (422), gets its names
+//!   accepted and is established (or reports a name conflict), is served with its new
+//!   schema after every change, and when deleted takes its custom resources with it
+//!   (see the `crd_lifecycle` module's contract).
+//! - Request bodies in JSON, YAML or (for the kinds kubectl's `create` subcommands send)
+//!   protobuf; 415 for other media types, 413 over 3 MiB; `fieldValidation`; bodies of
+//!   built-in kinds must decode into their k8s-openapi type (the `media` module).
+//! - Responses as JSON, Table (`as=Table`, kubectl's columns, CRD printer columns) or
+//!   PartialObjectMetadata, by the Accept header (the `table` module); OpenAPI v2 and v3
+//!   built from the registrations (the `openapi` module); `/healthz`, `/readyz`,
+//!   `/livez`.
+//! - Namespaces: Terminating on DELETE, emptied by a namespace controller, then
+//!   removed; 403 for new content in a Terminating namespace; in strict mode the system
+//!   namespaces exist from the start and writes into a missing namespace get 404 (the
+//!   `namespaces` module).
 //! - For tests: a request log, [`Reactor`]s injecting errors and delays,
-//!   [`ApiServer::drop_watches`] and [`ApiServer::expire_next_watch`].
+//!   [`ApiServer::drop_watches`] (a clean cut) and [`ApiServer::expire_next_watch`].
 //!
-//! Admission plugins, quotas, defaulting of built-in types and conversion between
-//! versions are not implemented. There is no authentication or authorization.
+//! Admission plugins other than namespace lifecycle, quotas, most defaulting of built-in
+//! types and conversion between versions are not implemented. There is no
+//! authentication or authorization.
 
 mod apply;
 mod body;

@@ -122,8 +122,22 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Makes namespaces strict: creating an object in a namespace that does not exist
-    /// fails with 404 `namespaces "x" not found` (default: namespaces are optional).
+    /// Makes namespaces behave as on a cluster: the server starts with `default`,
+    /// `kube-system`, `kube-public` and `kube-node-lease`, and creating an object in a
+    /// namespace that does not exist fails with 404 `namespaces "x" not found`. The
+    /// default (lenient) starts with no namespaces and accepts any; Terminating
+    /// namespaces refuse new content in both modes.
+    ///
+    /// ```
+    /// use kubegen_runtime::testing::ApiServer;
+    ///
+    /// let server = ApiServer::builder().strict_namespaces(true).build();
+    /// assert!(server.get("namespaces", "", "kube-system").unwrap().is_some());
+    /// let e = server
+    ///     .create("configmaps", serde_json::json!({"metadata": {"name": "c", "namespace": "nope"}}))
+    ///     .unwrap_err();
+    /// assert_eq!(e.code(), 404);
+    /// ```
     pub fn strict_namespaces(mut self, strict: bool) -> Self {
         self.strict_namespaces = strict;
         self
@@ -528,7 +542,9 @@ impl ApiServer {
         self.inner.faults.clear_reactors();
     }
 
-    /// Ends every watch open now (watches started later are not affected).
+    /// Ends every watch open now (watches started later are not affected). A clean cut:
+    /// no change written after this returns reaches a dropped watch, so a client that
+    /// resumes from its last resourceVersion sees each change exactly once.
     pub fn drop_watches(&self) {
         // Under the state lock no write is half done: every change the dropped watches
         // may still send was committed before this call returns, and none after.
