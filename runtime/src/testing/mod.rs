@@ -58,6 +58,7 @@ mod body;
 mod builtin_types;
 mod crd;
 mod crd_lifecycle;
+mod discovery;
 mod faults;
 mod http;
 mod media;

@@ -211,7 +211,7 @@ pub(crate) fn v3_document(regs: &[&Registration], gv: &str) -> Option<Value> {
     }
     Some(json!({
         "openapi": "3.0.0",
-        "info": {"title": "Kubernetes", "version": super::http::GIT_VERSION},
+        "info": {"title": "Kubernetes", "version": super::discovery::GIT_VERSION},
         "paths": paths_map,
         "components": {"schemas": schemas},
     }))
@@ -249,7 +249,7 @@ pub(crate) fn v2_document(regs: &[&Registration]) -> Value {
     }
     json!({
         "swagger": "2.0",
-        "info": {"title": "Kubernetes", "version": super::http::GIT_VERSION},
+        "info": {"title": "Kubernetes", "version": super::discovery::GIT_VERSION},
         "paths": {},
         "definitions": defs,
     })
@@ -284,7 +284,7 @@ pub(crate) fn v2_protobuf() -> Vec<u8> {
     }
     let mut info = Vec::new();
     field(&mut info, 1, b"Kubernetes");
-    field(&mut info, 2, super::http::GIT_VERSION.as_bytes());
+    field(&mut info, 2, super::discovery::GIT_VERSION.as_bytes());
     let mut doc = Vec::new();
     field(&mut doc, 1, b"2.0");
     field(&mut doc, 2, &info);
