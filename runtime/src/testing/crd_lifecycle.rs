@@ -34,6 +34,9 @@ use super::registry::Registration;
 use super::server::{meta_mut, meta_str, now, Inner, Propagation};
 use super::writes::DeleteOpts;
 
+/// How long the cleanup waits between passes while custom resources remain.
+const PASS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The finalizer that holds a CRD until its custom resources are deleted.
 pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
 
@@ -610,14 +613,17 @@ impl Inner {
 
     /// Starts the cleanup of a deleted CRD: on a task in a tokio runtime, else now.
     pub(crate) fn schedule_crd_cleanup(&self, name: String) {
-        let Some(me) = self.me.upgrade() else {
-            return;
-        };
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
+                // The task holds the server weakly: a server dropped without shutdown
+                // ends it.
+                let weak = self.me.clone();
                 h.spawn(async move {
                     loop {
-                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                        tokio::time::sleep(PASS_INTERVAL).await;
+                        let Some(me) = weak.upgrade() else {
+                            return;
+                        };
                         if me.shutdown.is_cancelled() || me.crd_cleanup(&name) {
                             return;
                         }
@@ -625,7 +631,7 @@ impl Inner {
                 });
             }
             Err(_) => {
-                me.crd_cleanup(&name);
+                self.crd_cleanup(&name);
             }
         }
     }

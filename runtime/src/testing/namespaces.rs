@@ -292,14 +292,17 @@ impl Inner {
     /// Runs the namespace controller for `name`: on a task when inside a tokio runtime,
     /// else one pass now.
     pub(crate) fn schedule_namespace(&self, name: String) {
-        let Some(me) = self.me.upgrade() else {
-            return;
-        };
         match tokio::runtime::Handle::try_current() {
             Ok(h) => {
+                // The task holds the server weakly: a server dropped without shutdown
+                // ends it.
+                let weak = self.me.clone();
                 h.spawn(async move {
                     loop {
                         tokio::time::sleep(PASS_INTERVAL).await;
+                        let Some(me) = weak.upgrade() else {
+                            return;
+                        };
                         if me.shutdown.is_cancelled() || me.namespace_pass(&name) {
                             return;
                         }
@@ -307,7 +310,7 @@ impl Inner {
                 });
             }
             Err(_) => {
-                me.namespace_pass(&name);
+                self.namespace_pass(&name);
             }
         }
     }
