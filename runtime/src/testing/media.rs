@@ -3,7 +3,7 @@
 //!
 //! Contract:
 //! - A create, update, patch or delete body over 3 MiB (3145728 bytes) gets 413
-//!   RequestEntityTooLarge.
+//!   RequestEntityTooLarge; reading stops there.
 //! - Object bodies (POST, PUT) and DELETE bodies (DeleteOptions) may be JSON (also when no Content-Type is sent), YAML, or
 //!   for built-in kinds protobuf (the kinds [`super::protobuf`] decodes); any other media
 //!   type gets 415 UnsupportedMediaType naming what is accepted, never 400.
@@ -32,13 +32,47 @@ pub(crate) const BODY_LIMIT: usize = 3 * 1024 * 1024;
 /// 413 for a body over [`BODY_LIMIT`].
 pub(crate) fn check_size(body: &Bytes) -> Result<(), StatusError> {
     if body.len() > BODY_LIMIT {
-        return Err(StatusError::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: limit is {BODY_LIMIT}"),
-        ));
+        return Err(too_large());
     }
     Ok(())
+}
+
+/// Reads a request body, stopping at [`BODY_LIMIT`]: the answer to a longer one (413)
+/// or to a body that cannot be read (400) is the error.
+pub(crate) async fn read_body<B>(body: B) -> Result<Bytes, StatusError>
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Display,
+{
+    use bytes::Buf;
+    use http_body_util::BodyExt;
+
+    let mut body = std::pin::pin!(body);
+    let mut out = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| StatusError::bad_request(format!("reading the body: {e}")))?;
+        if let Ok(mut data) = frame.into_data() {
+            if out.len() + data.remaining() > BODY_LIMIT {
+                return Err(too_large());
+            }
+            while data.has_remaining() {
+                let chunk = data.chunk();
+                out.extend_from_slice(chunk);
+                let n = chunk.len();
+                data.advance(n);
+            }
+        }
+    }
+    Ok(out.freeze())
+}
+
+fn too_large() -> StatusError {
+    StatusError::new(
+        413,
+        "RequestEntityTooLarge",
+        format!("Request entity too large: limit is {BODY_LIMIT}"),
+    )
 }
 
 /// The media type of the request body, lowercased, without parameters.

@@ -81,7 +81,6 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http_body_util::BodyExt;
 use tokio_util::sync::CancellationToken;
 
 pub use body::Body;
@@ -126,12 +125,10 @@ where
         let stop = self.stop.clone();
         Box::pin(async move {
             let (parts, body) = req.into_parts();
-            let bytes = match body.collect().await {
-                Ok(c) => c.to_bytes(),
+            let bytes = match media::read_body(body).await {
+                Ok(b) => b,
                 Err(e) => {
-                    let err =
-                        crate::errors::StatusError::bad_request(format!("reading the body: {e}"));
-                    return Ok(http::error_response(&err));
+                    return Ok(http::error_response(&e));
                 }
             };
             Ok(http::handle(inner, ::http::Request::from_parts(parts, bytes), stop).await)
