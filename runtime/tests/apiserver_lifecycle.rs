@@ -1804,3 +1804,49 @@ async fn reads_and_writes_follow_a_changed_schema_at_once() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn versions_without_conversion_share_objects() {
+    // SEMANTICS 13.18
+    both(async |env: Env| {
+        let mut crd = foo_crd("foos.example.com", "example.com");
+        let v1 = crd["spec"]["versions"][0].clone();
+        let mut v2 = v1.clone();
+        v2["name"] = json!("v2");
+        v2["storage"] = json!(false);
+        crd["spec"]["versions"] = json!([v1, v2]);
+        crd["spec"]["conversion"] = json!({"strategy": "None"});
+        assert_eq!(post(&env, CRDS, crd).await.code, StatusCode::CREATED);
+        let r = post(
+            &env,
+            "/apis/example.com/v1/namespaces/default/foos",
+            json!({"apiVersion": "example.com/v1", "kind": "Foo", "metadata": {"name": "a"}, "spec": {"size": 2}}),
+        )
+        .await;
+        assert_eq!(r.code, StatusCode::CREATED);
+        let via1 = r.json();
+        let mut via2 = get(&env, "/apis/example.com/v2/namespaces/default/foos/a").await.json();
+        assert_eq!(via2["apiVersion"], "example.com/v2");
+        via2["apiVersion"] = json!("example.com/v1");
+        assert_eq!(via2, via1, "identical except apiVersion");
+        let list = get(&env, "/apis/example.com/v2/namespaces/default/foos").await.json();
+        assert_eq!(list["apiVersion"], "example.com/v2");
+        assert_eq!(list["items"][0]["apiVersion"], "example.com/v2");
+        // A write through v2 is stored once, as v1.
+        let r = post(
+            &env,
+            "/apis/example.com/v2/namespaces/default/foos",
+            json!({"apiVersion": "example.com/v2", "kind": "Foo", "metadata": {"name": "b"}}),
+        )
+        .await;
+        assert_eq!(r.code, StatusCode::CREATED);
+        assert_eq!(r.json()["apiVersion"], "example.com/v2");
+        let b = get(&env, "/apis/example.com/v1/namespaces/default/foos/b").await.json();
+        assert_eq!(b["apiVersion"], "example.com/v1");
+        // Watch events too.
+        let w = open_watch(&env, "/apis/example.com/v2/namespaces/default/foos?watch=true", "application/json").await;
+        let ev = watch_events(w, 2).await;
+        assert!(ev.iter().all(|e| e["object"]["apiVersion"] == "example.com/v2"), "{ev:?}");
+    })
+    .await;
+}

@@ -74,6 +74,11 @@ impl Registration {
             .get("versions")
             .and_then(Value::as_array)
             .ok_or_else(|| bad("spec.versions is required"))?;
+        let storage = versions
+            .iter()
+            .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+            .and_then(|v| s(v, "name"))
+            .unwrap_or_default();
         let mut out = Vec::new();
         for v in versions {
             if v.get("served").and_then(Value::as_bool) == Some(false) {
@@ -114,6 +119,9 @@ impl Registration {
                         json_path: s(c, "jsonPath").unwrap_or_default(),
                     })
                     .collect();
+            }
+            if name != storage {
+                r.storage_version = storage.clone();
             }
             let subs = v.get("subresources");
             r.status = subs.and_then(|x| x.get("status")).is_some();

@@ -304,7 +304,13 @@ enum Target {
     },
 }
 
-fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
+/// What a path names; `view` is set when a CRD version serves its storage version's
+/// objects (apiVersion to rewrite: from, to).
+fn route(
+    inner: &Inner,
+    path: &str,
+    view: &mut Option<(String, String)>,
+) -> Result<Target, StatusError> {
     let not_found = || {
         StatusError::new(
             404,
@@ -347,6 +353,13 @@ fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
     }
     let st = inner.state.read();
     let lookup = |plural: &str| st.lookup(&gv, plural);
+    let storage = |idx: usize, view: &mut Option<(String, String)>| match st.storage_of(idx) {
+        Some((s, from, to)) => {
+            *view = Some((from, to));
+            s
+        }
+        None => idx,
+    };
     let namespaced_lookup = |plural: &str| {
         st.lookup(&gv, plural)
             .filter(|i| st.collections[*i].reg.namespaced)
@@ -354,6 +367,7 @@ fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
     let target = match rest {
         ["namespaces", ns, res, tail @ ..] if namespaced_lookup(res).is_some() => {
             let idx = namespaced_lookup(res).ok_or_else(not_found)?;
+            let idx = storage(idx, view);
             match tail {
                 [] => Target::Collection {
                     idx,
@@ -376,6 +390,7 @@ fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
         }
         [res, tail @ ..] => {
             let idx = lookup(res).ok_or_else(not_found)?;
+            let idx = storage(idx, view);
             let namespaced = st.collections[idx].reg.namespaced;
             match tail {
                 [] => Target::Collection { idx, ns: None },
@@ -405,8 +420,12 @@ pub(crate) async fn handle(
     req: Request<Bytes>,
     stop: CancellationToken,
 ) -> Response<Body> {
-    match respond(inner, req, stop).await {
-        Ok(r) => r,
+    let mut view = None;
+    match respond(inner, req, stop, &mut view).await {
+        Ok(r) => match view {
+            Some((from, to)) => super::versions::rewrite(r, &from, &to),
+            None => r,
+        },
         Err(e) => error_response(&e),
     }
 }
@@ -429,8 +448,9 @@ async fn respond(
     inner: Arc<Inner>,
     req: Request<Bytes>,
     stop: CancellationToken,
+    view: &mut Option<(String, String)>,
 ) -> Result<Response<Body>, StatusError> {
-    let target = route(&inner, req.uri().path())?;
+    let target = route(&inner, req.uri().path(), view)?;
     media::check_size(req.body())?;
     let q = Query::parse(req.uri().query())?;
     let method = req.method().clone();

@@ -72,6 +72,7 @@ mod server;
 mod store;
 mod table;
 mod tcp;
+mod versions;
 mod watch;
 mod writes;
 

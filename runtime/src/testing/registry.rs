@@ -65,6 +65,10 @@ pub struct Registration {
     pub categories: Vec<String>,
     /// A custom resource version's `additionalPrinterColumns`, for Table output.
     pub printer_columns: Vec<PrinterColumn>,
+    /// The CRD's storage version when it is another one: this version then serves the
+    /// storage version's objects with only `apiVersion` rewritten (conversion strategy
+    /// None). Empty: this version keeps its own objects.
+    pub storage_version: String,
 }
 
 /// One of a CRD version's `additionalPrinterColumns`.
@@ -107,6 +111,7 @@ impl Registration {
             schema: None,
             categories: Vec::new(),
             printer_columns: Vec::new(),
+            storage_version: String::new(),
         }
     }
 

@@ -483,6 +483,18 @@ impl State {
             .filter(|i| self.collections[*i].served)
     }
 
+    /// The collection holding the objects of `idx` when that is another version's (a
+    /// CRD version that is not the storage version), with the two apiVersions.
+    pub(crate) fn storage_of(&self, idx: usize) -> Option<(usize, String, String)> {
+        let reg = &self.collections[idx].reg;
+        if !reg.custom || reg.storage_version.is_empty() || reg.storage_version == reg.version {
+            return None;
+        }
+        let storage_av = format!("{}/{}", reg.group, reg.storage_version);
+        let s = self.lookup(&storage_av, &reg.plural)?;
+        Some((s, storage_av, reg.api_version()))
+    }
+
     /// Stops serving a resource (its CRD is gone); registering it again serves it.
     pub(crate) fn unserve(&mut self, reg: &Registration) {
         if let Some(i) = self.index.get(&(reg.api_version(), reg.plural.clone())) {
