@@ -49,8 +49,11 @@
 //! - For tests: a request log, [`Reactor`]s injecting errors and delays,
 //!   [`ApiServer::drop_watches`] (a clean cut) and [`ApiServer::expire_next_watch`].
 //!
+//! - The versions of a CRD share its storage version's objects; only `apiVersion`
+//!   differs (conversion strategy None, the `versions` module).
+//!
 //! Admission plugins other than namespace lifecycle, quotas, most defaulting of built-in
-//! types and conversion between versions are not implemented. There is no
+//! types and webhook conversion between versions are not implemented. There is no
 //! authentication or authorization.
 
 mod apply;
