@@ -642,7 +642,26 @@ async fn create_drops_status_of_kinds_with_a_status_subresource() {
                 "status": {"phase": "Running"}}),
         )
         .await;
-        assert_eq!(r.json()["status"], json!({"phase": "Pending"}));
+        assert_eq!(
+            r.json()["status"],
+            json!({"phase": "Pending", "qosClass": "BestEffort"})
+        );
+        let r = post(
+            &env,
+            "/api/v1/namespaces/default/pods",
+            json!({"metadata": {"name": "g"}, "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}}]}}),
+        )
+        .await;
+        assert_eq!(r.json()["status"]["qosClass"], "Guaranteed");
+        let r = post(
+            &env,
+            "/api/v1/namespaces/default/pods",
+            json!({"metadata": {"name": "b"}, "spec": {"containers": [{"name": "c", "image": "i",
+                "resources": {"requests": {"cpu": "1"}}}]}}),
+        )
+        .await;
+        assert_eq!(r.json()["status"]["qosClass"], "Burstable");
 
         // A custom resource with the status subresource.
         let base = "/apis/example.com/v1/namespaces/default/gizmos";
@@ -1801,6 +1820,9 @@ async fn reads_and_writes_follow_a_changed_schema_at_once() {
         let t = get_as(&env, foos, TABLE).await.json();
         assert_eq!(t["columnDefinitions"][1]["name"], "Mode");
         assert_eq!(t["rows"][0]["cells"], json!(["a", "slow"]));
+        let w = open_watch(&env, &format!("{foos}?watch=true"), "application/json").await;
+        let ev = watch_events(w, 1).await;
+        assert_eq!(ev[0]["object"]["spec"], json!({"size": 1, "mode": "slow"}));
     })
     .await;
 }

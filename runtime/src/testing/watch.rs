@@ -52,8 +52,9 @@ pub(crate) async fn start(
 ) -> Result<Response<Body>, StatusError> {
     validate(&q)?;
     let reg = inner.registration(idx);
+    let schema_changed = reg.custom && inner.state.read().collections[idx].schema_changed;
     let convert = match output {
-        Output::Json => None,
+        Output::Json if !schema_changed => None,
         Output::PartialObjectMetadataList => {
             return Err(StatusError::new(
                 406,
@@ -200,7 +201,8 @@ struct Watcher {
     convert: Option<Convert>,
 }
 
-/// How a Table or PartialObjectMetadata watch re-encodes each event.
+/// How a Table or PartialObjectMetadata watch (or any watch of custom resources whose
+/// schema changed) re-encodes each event.
 struct Convert {
     output: Output,
     include: table::Include,
@@ -211,7 +213,15 @@ struct Convert {
 
 impl Convert {
     fn frame(&mut self, ty: &str, obj: &Value) -> Bytes {
-        let object = if self.output == Output::Table {
+        // Objects stored under an older schema show through the current one.
+        let mut obj = obj.clone();
+        if let (true, Some(schema)) = (self.reg.custom, &self.reg.schema) {
+            super::crd::read_view(&mut obj, schema);
+        }
+        let obj = &obj;
+        let object = if self.output == Output::Json {
+            obj.clone()
+        } else if self.output == Output::Table {
             let meta = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null)});
             let mut t = table::table(&self.reg, std::slice::from_ref(obj), meta, self.include);
             if !std::mem::take(&mut self.first) {

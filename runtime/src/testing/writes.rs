@@ -1131,14 +1131,57 @@ impl Inner {
 }
 
 /// What kube-apiserver's create strategies do to a client's new object: the status of a
-/// kind with a status subresource is dropped (a Pod's becomes `{phase: Pending}`).
+/// kind with a status subresource is dropped (a Pod's becomes `{phase: Pending,
+/// qosClass}`).
 /// Objects seeded through [`super::ApiServer`]'s own methods keep the status they are
 /// given, as test fixtures need.
 pub(crate) fn on_client_create(reg: &Registration, obj: &mut Map<String, Value>) {
     if reg.group.is_empty() && reg.kind == "Pod" {
-        obj.insert("status".into(), serde_json::json!({"phase": "Pending"}));
+        let qos = qos_class(obj);
+        obj.insert(
+            "status".into(),
+            serde_json::json!({"phase": "Pending", "qosClass": qos}),
+        );
     } else if reg.status && !namespaces::is_namespaces(reg) {
         obj.remove("status");
+    }
+}
+
+/// A Pod's QoS class from its containers' resources: BestEffort without any request
+/// or limit, Guaranteed when every container limits cpu and memory and requests what
+/// it limits (a missing request defaults to the limit), Burstable otherwise.
+fn qos_class(pod: &Map<String, Value>) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| {
+            pod.get("spec")
+                .and_then(|s| s.get(*k))
+                .and_then(Value::as_array)
+        })
+        .flatten()
+        .collect();
+    let res = |c: &Value, k: &str| {
+        c.get("resources")
+            .and_then(|r| r.get(k))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let any = containers
+        .iter()
+        .any(|c| !res(c, "requests").is_empty() || !res(c, "limits").is_empty());
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        let (req, lim) = (res(c, "requests"), res(c, "limits"));
+        ["cpu", "memory"].iter().all(|r| lim.contains_key(*r))
+            && req.iter().all(|(k, v)| lim.get(k) == Some(v))
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
     }
 }
 
