@@ -120,6 +120,9 @@ expect_ok "raw version" k get --raw /version
 has "version" '"gitVersion": ?"v1\.[0-9]+\.[0-9]+'
 has "version" '"major": ?"1"'
 
+expect_ok "auth can-i" k auth can-i delete pods
+[ "$out" = "yes" ] || fail "auth can-i: got '$out'"
+
 expect_ok "namespaces at start" k get namespaces
 for ns in default kube-node-lease kube-public kube-system; do
   has "namespaces at start" "^$ns +Active"

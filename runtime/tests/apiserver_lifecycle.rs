@@ -1872,3 +1872,30 @@ async fn versions_without_conversion_share_objects() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn self_reviews_allow_everything() {
+    both(async |env: Env| {
+        let r = post(
+            &env,
+            "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
+            json!({"spec": {"resourceAttributes": {"verb": "delete", "resource": "pods"}}}),
+        )
+        .await;
+        assert_eq!(r.code, StatusCode::CREATED);
+        let v = r.json();
+        assert_eq!(v["status"]["allowed"], true);
+        assert_eq!(v["spec"]["resourceAttributes"]["verb"], "delete");
+        let r = post(
+            &env,
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            json!({}),
+        )
+        .await;
+        assert_eq!(
+            r.json()["status"]["userInfo"]["username"],
+            "system:anonymous"
+        );
+    })
+    .await;
+}

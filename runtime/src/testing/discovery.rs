@@ -1,5 +1,6 @@
 //! Discovery (`/api`, `/apis`, group and group-version resource lists, versions in
-//! priority order), `/version`, the health endpoints and the OpenAPI endpoints.
+//! priority order), `/version`, the health endpoints, the OpenAPI endpoints and the
+//! self reviews (`kubectl auth can-i`, `kubectl auth whoami`).
 
 use bytes::Bytes;
 use http::{header, Request, Response, StatusCode};
@@ -11,6 +12,33 @@ use super::body::Body;
 use super::http::json_response;
 use super::registry::Registration;
 use super::server::Inner;
+
+/// The answer to a self review, as there is no authentication or authorization here:
+/// `kubectl auth can-i` is always allowed, and `kubectl auth whoami` is an anonymous
+/// user. The request's `spec` is echoed when it is JSON (a protobuf body is not
+/// decoded: the answer does not depend on it).
+pub(crate) fn self_review(kind: &str, req: &Request<Bytes>) -> Value {
+    let spec = serde_json::from_slice::<Value>(req.body())
+        .ok()
+        .and_then(|v| v.get("spec").cloned())
+        .unwrap_or_else(|| json!({}));
+    if kind == "SelfSubjectAccessReview" {
+        json!({
+            "kind": kind,
+            "apiVersion": "authorization.k8s.io/v1",
+            "metadata": {},
+            "spec": spec,
+            "status": {"allowed": true, "reason": "kubegen-apiserver has no authorization: everything is allowed"},
+        })
+    } else {
+        json!({
+            "kind": kind,
+            "apiVersion": "authentication.k8s.io/v1",
+            "metadata": {},
+            "status": {"userInfo": {"username": "system:anonymous", "groups": ["system:unauthenticated"]}},
+        })
+    }
+}
 
 /// The Kubernetes release this server reports (the one k8s-openapi's `latest` names).
 pub(crate) const GIT_VERSION: &str = "v1.37.0-kubegen";

@@ -284,6 +284,8 @@ fn object_response(code: StatusCode, s: &Stored) -> Response<Body> {
 /// What a path names.
 enum Target {
     Version,
+    /// A self review (access or identity): answered, never stored.
+    SelfReview(&'static str),
     OpenApiV2,
     OpenApiV3Index,
     OpenApiV3(String),
@@ -326,6 +328,12 @@ fn route(
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let (gv, rest) = match segs.as_slice() {
         ["version"] => return Ok(Target::Version),
+        ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"] => {
+            return Ok(Target::SelfReview("SelfSubjectAccessReview"))
+        }
+        ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] => {
+            return Ok(Target::SelfReview("SelfSubjectReview"))
+        }
         ["openapi", "v2"] => return Ok(Target::OpenApiV2),
         ["openapi", "v3"] => return Ok(Target::OpenApiV3Index),
         ["openapi", "v3", rest @ ..] => return Ok(Target::OpenApiV3(rest.join("/"))),
@@ -510,6 +518,13 @@ async fn respond(
     };
     match (target, method) {
         (Target::Version, Method::GET) => Ok(json_response(StatusCode::OK, discovery::version())),
+        (Target::SelfReview(kind), Method::POST) => {
+            media::check_size(req.body())?;
+            Ok(json_response(
+                StatusCode::CREATED,
+                discovery::self_review(kind, &req).to_string().into_bytes(),
+            ))
+        }
         (Target::OpenApiV2, Method::GET) => Ok(discovery::openapi_v2(&inner, &req)),
         (Target::OpenApiV3Index, Method::GET) => {
             let st = inner.state.read();
