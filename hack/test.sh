@@ -4,7 +4,8 @@
 # clippy checks.
 #
 # Usage: hack/test.sh [fast|corpus|all]   (default all: what CI runs)
-#   fast:   SEMANTICS coverage, unit and integration tests (goldens included), verify.
+#   fast:   SEMANTICS coverage, unit and integration tests (goldens included), kubectl
+#           against kubegen-apiserver (hack/kubectl-e2e.sh), verify.
 #   corpus: hack/check-corpus.sh on the real-CRD corpus, CORPUS_DIR (default
 #           ../shared/crds): generate, compile, doctest, round-trip every file and version.
 #   all:    fast, then corpus.
@@ -32,6 +33,7 @@ if [ "$what" != corpus ]; then
   # Build scripts depend on kubegen with default-features = false: the library must
   # build without the CLI (clap).
   stage "kubegen without its CLI" cargo check -q -p kubegen --no-default-features --locked
+  stage "kubectl e2e" hack/kubectl-e2e.sh
   if [ -x hack/verify-codegen.sh ]; then
     stage "verify generated code is current" hack/verify-codegen.sh
   fi

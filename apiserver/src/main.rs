@@ -3,8 +3,10 @@
 //! It serves the built-in resources kubegen's test server knows, plus the custom
 //! resources of the CRDs given with `-f` (files or directories of YAML/JSON manifests;
 //! other objects in them are created after the CRDs), on plain HTTP at
-//! `--bind`:`--port`, and writes a kubeconfig for it. Nothing is seeded unless given with
-//! `-f`. State lives in memory and is lost on exit. There is no authentication: bind to
+//! `--bind`:`--port`, and writes a kubeconfig for it. Like a cluster, it starts with the
+//! namespaces `default`, `kube-system`, `kube-public` and `kube-node-lease`, and rejects
+//! writes into a missing namespace (`--lenient-namespaces`: no namespaces, any accepted);
+//! other objects come only from `-f`. State lives in memory and is lost on exit. There is no authentication: bind to
 //! 127.0.0.1 (the default) unless you know what you are doing.
 //!
 //! ```text
@@ -41,9 +43,14 @@ struct Args {
     /// Where to write the kubeconfig.
     #[arg(long, default_value = "kubegen-apiserver.kubeconfig")]
     kubeconfig: PathBuf,
-    /// Reject writes into namespaces that do not exist (404), as a real cluster does.
-    /// The namespaces `default`, `kube-system` and `kube-public` are then created.
+    /// Accept writes into namespaces that do not exist, and start with no namespaces.
+    /// By default the server behaves as a cluster: it starts with `default`,
+    /// `kube-system`, `kube-public` and `kube-node-lease`, and a write into a missing
+    /// namespace gets 404.
     #[arg(long)]
+    lenient_namespaces: bool,
+    /// The default; kept so that older command lines still work.
+    #[arg(long, hide = true, conflicts_with = "lenient_namespaces")]
     strict_namespaces: bool,
 }
 
@@ -125,15 +132,8 @@ async fn main() {
 
 async fn run(args: Args) -> Result<(), String> {
     let server = ApiServer::builder()
-        .strict_namespaces(args.strict_namespaces)
+        .strict_namespaces(!args.lenient_namespaces)
         .build();
-    if args.strict_namespaces {
-        for ns in ["default", "kube-system", "kube-public"] {
-            server
-                .create("namespaces", json!({"metadata": {"name": ns}}))
-                .map_err(|e| e.to_string())?;
-        }
-    }
     let docs = read_manifests(&args.files)?;
     let (crds, objects) = load(&server, docs)?;
     let tcp = server

@@ -205,7 +205,7 @@ async fn exercise(cs: Clientset) {
 fn server() -> ApiServer {
     let server = ApiServer::new();
     for registration in kubegen_kubernetes::fake::registrations().unwrap() {
-        server.register(registration);
+        server.register_if_absent(registration);
     }
     server
 }

@@ -863,13 +863,20 @@ async fn custom_resources_are_pruned_defaulted_and_validated() {
             .await
             .unwrap();
         assert_eq!(l.items.len(), 1);
-        // The second served version is registered too.
+        // The second served version is registered too, and serves the storage version's
+        // objects as its own (conversion strategy None: only apiVersion differs).
         let ar = ApiResource::from_gvk_with_plural(
             &GroupVersionKind::gvk("example.kubegen.dev", "v1beta1", "Widget"),
             "widgets",
         );
         let beta = ResourceClient::<DynamicObject>::namespaced_with(env.client.clone(), "default", &ar);
-        assert!(beta.list(&ListOptions::default()).await.unwrap().items.is_empty());
+        let stored = ws.list(&ListOptions::default()).await.unwrap().items;
+        let seen = beta.list(&ListOptions::default()).await.unwrap().items;
+        assert_eq!(seen.len(), stored.len());
+        assert!(seen.iter().all(|w| w
+            .types
+            .as_ref()
+            .is_some_and(|t| t.api_version == "example.kubegen.dev/v1beta1")));
     })
     .await;
 }

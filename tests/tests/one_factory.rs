@@ -76,7 +76,7 @@ async fn one_factory_for_foos_and_deployments(client: kube::Client) {
 async fn one_factory_over_tower() {
     let server = kubegen_runtime::testing::ApiServer::new();
     for r in kubegen_tests::golden::fake::registrations().unwrap() {
-        server.register(r);
+        server.register_if_absent(r);
     }
     one_factory_for_foos_and_deployments(kube::Client::new(server.service(), "default")).await;
 }
@@ -85,7 +85,7 @@ async fn one_factory_over_tower() {
 async fn one_factory_over_tcp() {
     let server = kubegen_runtime::testing::ApiServer::new();
     for r in kubegen_tests::golden::fake::registrations().unwrap() {
-        server.register(r);
+        server.register_if_absent(r);
     }
     let tcp = server.serve_tcp().await.unwrap();
     one_factory_for_foos_and_deployments(tcp.client().await.unwrap()).await;

@@ -81,7 +81,7 @@ async fn run(cli: Cli) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     // Embedded: an in-memory API server on a real localhost port, with the scenario.
     let server = kubegen_runtime::testing::ApiServer::new();
     for registration in kubegen_kubernetes::fake::registrations()? {
-        server.register(registration);
+        server.register_if_absent(registration);
     }
     let tcp = server.serve_tcp().await?;
     log(&format!(

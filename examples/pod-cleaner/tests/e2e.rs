@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 fn server() -> ApiServer {
     let server = ApiServer::new();
     for registration in kubegen_kubernetes::fake::registrations().unwrap() {
-        server.register(registration);
+        server.register_if_absent(registration);
     }
     server
 }

@@ -1050,7 +1050,7 @@ pub async fn new_simple_clientset(
 ) -> ::std::result::Result<FakeClientset, ::kubegen_runtime::errors::StatusError> {
     let server = ::kubegen_runtime::testing::ApiServer::new();
     for registration in registrations()? {
-        server.register(registration);
+        server.register_if_absent(registration);
     }
 
     for object in objects {

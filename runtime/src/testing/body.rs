@@ -24,13 +24,17 @@ pub(crate) const CHUNK: usize = 1024 * 1024;
 #[derive(Debug)]
 pub struct Body(Kind);
 
-#[derive(Debug)]
 enum Kind {
     Full(Option<Bytes>),
     List(ListBody),
     Watch {
         rx: mpsc::Receiver<Vec<Bytes>>,
         buf: VecDeque<Bytes>,
+    },
+    /// A watch whose chunks (whole frames) are rewritten on the way out.
+    Mapped {
+        inner: Box<Body>,
+        f: Arc<dyn Fn(Bytes) -> Bytes + Send + Sync>,
     },
 }
 
@@ -63,6 +67,50 @@ impl Body {
             rx,
             buf: VecDeque::new(),
         })
+    }
+
+    /// Whether this is a watch stream (chunks of whole frames, no end).
+    pub(crate) fn is_stream(&self) -> bool {
+        matches!(self.0, Kind::Watch { .. } | Kind::Mapped { .. })
+    }
+
+    /// A stream whose chunks `f` rewrites.
+    pub(crate) fn mapped(self, f: Arc<dyn Fn(Bytes) -> Bytes + Send + Sync>) -> Self {
+        Body(Kind::Mapped {
+            inner: Box::new(self),
+            f,
+        })
+    }
+
+    /// The whole body of a full or list response (`None` for a stream).
+    pub(crate) fn into_bytes(self) -> Option<Bytes> {
+        match self.0 {
+            Kind::Full(b) => Some(b.unwrap_or_default()),
+            Kind::List(l) => {
+                let mut out = Vec::new();
+                out.extend_from_slice(&l.head.unwrap_or_default());
+                for (i, item) in l.items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(b',');
+                    }
+                    item.write_item(&mut out, l.type_meta);
+                }
+                out.extend_from_slice(&l.tail.unwrap_or_default());
+                Some(out.into())
+            }
+            Kind::Watch { .. } | Kind::Mapped { .. } => None,
+        }
+    }
+}
+
+impl std::fmt::Debug for Kind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Kind::Full(b) => f.debug_tuple("Full").field(b).finish(),
+            Kind::List(l) => f.debug_tuple("List").field(l).finish(),
+            Kind::Watch { .. } => f.write_str("Watch"),
+            Kind::Mapped { inner, .. } => f.debug_tuple("Mapped").field(inner).finish(),
+        }
     }
 }
 
@@ -101,6 +149,13 @@ impl http_body::Body for Body {
                 }
                 Poll::Ready(l.tail.take().map(|t| Ok(Frame::data(t))))
             }
+            Kind::Mapped { inner, f } => match Pin::new(inner.as_mut()).poll_frame(cx) {
+                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
+                    Ok(d) => Poll::Ready(Some(Ok(Frame::data(f(d))))),
+                    Err(frame) => Poll::Ready(Some(Ok(frame))),
+                },
+                other => other,
+            },
             Kind::Watch { rx, buf } => loop {
                 if let Some(b) = buf.pop_front() {
                     return Poll::Ready(Some(Ok(Frame::data(b))));
@@ -118,7 +173,7 @@ impl http_body::Body for Body {
         match &self.0 {
             Kind::Full(b) => b.is_none(),
             Kind::List(l) => l.head.is_none() && l.tail.is_none(),
-            Kind::Watch { .. } => false,
+            Kind::Watch { .. } | Kind::Mapped { .. } => false,
         }
     }
 

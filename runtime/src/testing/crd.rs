@@ -74,6 +74,11 @@ impl Registration {
             .get("versions")
             .and_then(Value::as_array)
             .ok_or_else(|| bad("spec.versions is required"))?;
+        let storage = versions
+            .iter()
+            .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+            .and_then(|v| s(v, "name"))
+            .unwrap_or_default();
         let mut out = Vec::new();
         for v in versions {
             if v.get("served").and_then(Value::as_bool) == Some(false) {
@@ -95,6 +100,28 @@ impl Registration {
                     .iter()
                     .filter_map(|x| x.as_str().map(str::to_owned))
                     .collect();
+            }
+            if let Some(cs) = names.get("categories").and_then(Value::as_array) {
+                r.categories = cs
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect();
+            }
+            if let Some(cols) = v.get("additionalPrinterColumns").and_then(Value::as_array) {
+                r.printer_columns = cols
+                    .iter()
+                    .map(|c| super::registry::PrinterColumn {
+                        name: s(c, "name").unwrap_or_default(),
+                        ty: s(c, "type").unwrap_or_default(),
+                        format: s(c, "format").unwrap_or_default(),
+                        description: s(c, "description").unwrap_or_default(),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        json_path: s(c, "jsonPath").unwrap_or_default(),
+                    })
+                    .collect();
+            }
+            if name != storage {
+                r.storage_version = storage.clone();
             }
             let subs = v.get("subresources");
             r.status = subs.and_then(|x| x.get("status")).is_some();
@@ -152,6 +179,19 @@ pub(crate) fn admit(
     } else {
         Err(StatusError::invalid(&reg.group, &reg.kind, &name, causes))
     }
+}
+
+/// What a read shows of a stored custom resource under the current schema: pruned and
+/// defaulted, not validated (stored objects are not rewritten when a CRD changes).
+pub(crate) fn read_view(v: &mut Value, schema: &Value) {
+    prune(v, schema, true);
+    default(v, schema);
+}
+
+/// Prunes an object as [`admit`] does, without defaulting or validating: what is left
+/// is what the schema knows.
+pub(crate) fn prune_value(v: &mut Value, schema: &Value) {
+    prune(v, schema, true);
 }
 
 fn truthy(s: &Value, k: &str) -> bool {

@@ -9,12 +9,16 @@
 //!   it delays the request, fails it with its `Status`, or both (delay first). Reactors
 //!   added first are consulted first.
 //! - [`ApiServer::drop_watches`](super::ApiServer::drop_watches) ends every watch open at
-//!   that moment (the client sees the body end, as on a dropped connection);
+//!   that moment (the client sees the body end, as on a dropped connection); it is a
+//!   clean cut: such a watch may still deliver changes written before the call, never
+//!   one written after it returned;
 //!   [`ApiServer::expire_next_watch`](super::ApiServer::expire_next_watch) makes the next
 //!   watch answer with a 410 Expired ERROR event and end;
 //!   [`ApiServer::expire_watches_up_to`](super::ApiServer::expire_watches_up_to) does so
 //!   for every watch from a resourceVersion at or below a bound, until cleared.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
@@ -133,12 +137,37 @@ impl Reactor {
     }
 }
 
+/// Where [`super::ApiServer::drop_watches`] cut the watches open at that moment.
+#[derive(Debug)]
+pub(crate) struct WatchCut {
+    /// Cancelled at the cut.
+    pub token: CancellationToken,
+    /// The last version such a watch may send (`u64::MAX` until cut).
+    cut: AtomicU64,
+}
+
+impl Default for WatchCut {
+    fn default() -> Self {
+        WatchCut {
+            token: CancellationToken::new(),
+            cut: AtomicU64::new(u64::MAX),
+        }
+    }
+}
+
+impl WatchCut {
+    /// The last version a watch under this cut may send.
+    pub(crate) fn limit(&self) -> u64 {
+        self.cut.load(Ordering::SeqCst)
+    }
+}
+
 /// The server's log, reactors and watch faults.
 #[derive(Debug)]
 pub(crate) struct Faults {
     log: Mutex<Vec<RequestRecord>>,
     reactors: Mutex<Vec<Reactor>>,
-    drop_token: Mutex<CancellationToken>,
+    drop_token: Mutex<Arc<WatchCut>>,
     expire_next: Mutex<usize>,
     expire_up_to: Mutex<Option<u64>>,
 }
@@ -148,7 +177,7 @@ impl Default for Faults {
         Faults {
             log: Mutex::new(Vec::new()),
             reactors: Mutex::new(Vec::new()),
-            drop_token: Mutex::new(CancellationToken::new()),
+            drop_token: Mutex::new(Arc::new(WatchCut::default())),
             expire_next: Mutex::new(0),
             expire_up_to: Mutex::new(None),
         }
@@ -196,14 +225,18 @@ impl Faults {
         self.reactors.lock().clear();
     }
 
-    /// The token that ends the watches open now.
-    pub(crate) fn watch_token(&self) -> CancellationToken {
+    /// The cut that ends the watches open now; take it under the state lock that fixes
+    /// a watch's starting point.
+    pub(crate) fn watch_cut(&self) -> Arc<WatchCut> {
         self.drop_token.lock().clone()
     }
 
-    pub(crate) fn drop_watches(&self) {
+    /// Ends the watches open now at version `rv`: the caller holds the state lock, so
+    /// every change a dropped watch may still send was written before the call.
+    pub(crate) fn drop_watches(&self, rv: u64) {
         let old = std::mem::take(&mut *self.drop_token.lock());
-        old.cancel();
+        old.cut.store(rv, Ordering::SeqCst);
+        old.token.cancel();
     }
 
     pub(crate) fn expire_next_watches(&self, n: usize) {

@@ -11,10 +11,13 @@ use tokio_util::sync::CancellationToken;
 use crate::errors::{cause, StatusCause, StatusError};
 
 use super::body::Body;
+use super::discovery;
+use super::media::{self, FieldValidation};
 use super::registry::Registration;
 use super::select::Filter;
 use super::server::{Inner, Propagation};
 use super::store::Stored;
+use super::table::{self, Output};
 use super::watch;
 use super::writes::{DeleteOpts, PatchKind, WriteOpts};
 
@@ -36,6 +39,8 @@ pub(crate) struct Query {
     pub field_manager: Option<String>,
     pub force: bool,
     pub grace_period_seconds: Option<i64>,
+    pub field_validation: FieldValidation,
+    pub include_object: Option<String>,
 }
 
 fn percent_decode(s: &str) -> String {
@@ -99,6 +104,8 @@ impl Query {
                 "propagationPolicy" => out.propagation_policy = some(v),
                 "dryRun" => out.dry_run = v == "All",
                 "fieldManager" => out.field_manager = some(v),
+                "fieldValidation" => out.field_validation = FieldValidation::parse(&v)?,
+                "includeObject" => out.include_object = Some(v),
                 "force" => out.force = parse_bool(&v),
                 "gracePeriodSeconds" => out.grace_period_seconds = v.parse().ok(),
                 _ => {}
@@ -277,6 +284,12 @@ fn object_response(code: StatusCode, s: &Stored) -> Response<Body> {
 /// What a path names.
 enum Target {
     Version,
+    /// A self review (access or identity): answered, never stored.
+    SelfReview(&'static str),
+    OpenApiV2,
+    OpenApiV3Index,
+    OpenApiV3(String),
+    Health(String, Option<String>),
     Api,
     Apis,
     Group(String),
@@ -293,7 +306,13 @@ enum Target {
     },
 }
 
-fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
+/// What a path names; `view` is set when a CRD version serves its storage version's
+/// objects (apiVersion to rewrite: from, to).
+fn route(
+    inner: &Inner,
+    path: &str,
+    view: &mut Option<(String, String)>,
+) -> Result<Target, StatusError> {
     let not_found = || {
         StatusError::new(
             404,
@@ -309,6 +328,19 @@ fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
     let segs: Vec<&str> = segs.iter().map(String::as_str).collect();
     let (gv, rest) = match segs.as_slice() {
         ["version"] => return Ok(Target::Version),
+        ["apis", "authorization.k8s.io", "v1", "selfsubjectaccessreviews"] => {
+            return Ok(Target::SelfReview("SelfSubjectAccessReview"))
+        }
+        ["apis", "authentication.k8s.io", "v1", "selfsubjectreviews"] => {
+            return Ok(Target::SelfReview("SelfSubjectReview"))
+        }
+        ["openapi", "v2"] => return Ok(Target::OpenApiV2),
+        ["openapi", "v3"] => return Ok(Target::OpenApiV3Index),
+        ["openapi", "v3", rest @ ..] => return Ok(Target::OpenApiV3(rest.join("/"))),
+        [h @ ("healthz" | "readyz" | "livez")] => return Ok(Target::Health((*h).to_owned(), None)),
+        [h @ ("healthz" | "readyz" | "livez"), check] => {
+            return Ok(Target::Health((*h).to_owned(), Some((*check).to_owned())))
+        }
         ["api"] => return Ok(Target::Api),
         ["apis"] => return Ok(Target::Apis),
         ["apis", g] => return Ok(Target::Group((*g).to_owned())),
@@ -318,13 +350,24 @@ fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
     };
     if rest.is_empty() {
         let st = inner.state.read();
-        if st.collections.iter().any(|c| c.reg.api_version() == gv) {
+        if st
+            .collections
+            .iter()
+            .any(|c| c.served && c.reg.api_version() == gv)
+        {
             return Ok(Target::Resources(gv));
         }
         return Err(not_found());
     }
     let st = inner.state.read();
     let lookup = |plural: &str| st.lookup(&gv, plural);
+    let storage = |idx: usize, view: &mut Option<(String, String)>| match st.storage_of(idx) {
+        Some((s, from, to)) => {
+            *view = Some((from, to));
+            s
+        }
+        None => idx,
+    };
     let namespaced_lookup = |plural: &str| {
         st.lookup(&gv, plural)
             .filter(|i| st.collections[*i].reg.namespaced)
@@ -332,6 +375,7 @@ fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
     let target = match rest {
         ["namespaces", ns, res, tail @ ..] if namespaced_lookup(res).is_some() => {
             let idx = namespaced_lookup(res).ok_or_else(not_found)?;
+            let idx = storage(idx, view);
             match tail {
                 [] => Target::Collection {
                     idx,
@@ -354,6 +398,7 @@ fn route(inner: &Inner, path: &str) -> Result<Target, StatusError> {
         }
         [res, tail @ ..] => {
             let idx = lookup(res).ok_or_else(not_found)?;
+            let idx = storage(idx, view);
             let namespaced = st.collections[idx].reg.namespaced;
             match tail {
                 [] => Target::Collection { idx, ns: None },
@@ -383,8 +428,12 @@ pub(crate) async fn handle(
     req: Request<Bytes>,
     stop: CancellationToken,
 ) -> Response<Body> {
-    match respond(inner, req, stop).await {
-        Ok(r) => r,
+    let mut view = None;
+    match respond(inner, req, stop, &mut view).await {
+        Ok(r) => match view {
+            Some((from, to)) => super::versions::rewrite(r, &from, &to),
+            None => r,
+        },
         Err(e) => error_response(&e),
     }
 }
@@ -407,8 +456,10 @@ async fn respond(
     inner: Arc<Inner>,
     req: Request<Bytes>,
     stop: CancellationToken,
+    view: &mut Option<(String, String)>,
 ) -> Result<Response<Body>, StatusError> {
-    let target = route(&inner, req.uri().path())?;
+    let target = route(&inner, req.uri().path(), view)?;
+    media::check_size(req.body())?;
     let q = Query::parse(req.uri().query())?;
     let method = req.method().clone();
     let verb = verb_of(&target, &method, q.watch);
@@ -466,27 +517,63 @@ async fn respond(
         force: q.force,
     };
     match (target, method) {
-        (Target::Version, Method::GET) => Ok(json_response(StatusCode::OK, version())),
-        (Target::Api, Method::GET) => Ok(json_response(StatusCode::OK, api_versions())),
-        (Target::Apis, Method::GET) => Ok(json_response(StatusCode::OK, groups(&inner))),
-        (Target::Group(g), Method::GET) => group(&inner, &g),
-        (Target::Resources(gv), Method::GET) => {
-            Ok(json_response(StatusCode::OK, resources(&inner, &gv)))
+        (Target::Version, Method::GET) => Ok(json_response(StatusCode::OK, discovery::version())),
+        (Target::SelfReview(kind), Method::POST) => {
+            media::check_size(req.body())?;
+            Ok(json_response(
+                StatusCode::CREATED,
+                discovery::self_review(kind, &req).to_string().into_bytes(),
+            ))
         }
+        (Target::OpenApiV2, Method::GET) => Ok(discovery::openapi_v2(&inner, &req)),
+        (Target::OpenApiV3Index, Method::GET) => {
+            let st = inner.state.read();
+            let regs: Vec<&Registration> = st
+                .collections
+                .iter()
+                .filter(|c| c.served)
+                .map(|c| &*c.reg)
+                .collect();
+            let doc = super::openapi::v3_index(&regs);
+            Ok(json_response(StatusCode::OK, doc.to_string().into_bytes()))
+        }
+        (Target::OpenApiV3(gv), Method::GET) => {
+            discovery::openapi_v3(&inner, &gv, req.uri().query())
+        }
+        (Target::Health(which, check), Method::GET) => Ok(discovery::health(
+            &inner,
+            &which,
+            check.as_deref(),
+            req.uri().query(),
+        )),
+        (Target::Api, Method::GET) => Ok(json_response(StatusCode::OK, discovery::api_versions())),
+        (Target::Apis, Method::GET) => Ok(json_response(StatusCode::OK, discovery::groups(&inner))),
+        (Target::Group(g), Method::GET) => discovery::group(&inner, &g),
+        (Target::Resources(gv), Method::GET) => Ok(json_response(
+            StatusCode::OK,
+            discovery::resources(&inner, &gv),
+        )),
         (Target::Collection { idx, ns }, Method::GET) => {
             if q.watch {
-                watch::start(inner, idx, ns, q, stop).await
+                let out = output(&req)?;
+                watch::start(inner, idx, ns, q, out, stop).await
             } else {
-                list(&inner, idx, ns.as_deref(), &q).await
+                list(&inner, idx, ns.as_deref(), &q, output(&req)?).await
             }
         }
         (Target::Collection { idx, ns }, Method::POST) => {
-            let obj = body_object(req.body())?;
+            let reg = inner.registration(idx);
+            let mut obj = media::decode_object(&req, &reg)?;
+            let warnings = media::check_fields(&reg, &typed(&reg, &obj), q.field_validation, true)?;
+            super::writes::on_client_create(&reg, &mut obj);
             let s = inner.create(idx, ns.as_deref().unwrap_or_default(), obj, &wopts)?;
-            Ok(object_response(StatusCode::CREATED, &s))
+            Ok(with_warnings(
+                object_response(StatusCode::CREATED, &s),
+                &warnings,
+            ))
         }
         (Target::Collection { idx, ns }, Method::DELETE) => {
-            let opts = delete_options(&q, req.body())?;
+            let opts = delete_options(&q, &req)?;
             let reg = inner.registration(idx);
             let filter = Filter::parse(
                 &reg,
@@ -522,6 +609,11 @@ async fn respond(
             let status_only = match sub.as_deref() {
                 None => false,
                 Some("status") if reg.status => true,
+                Some("finalize") if super::namespaces::is_namespaces(&reg) && m == Method::PUT => {
+                    let body = media::decode_object(&req, &reg)?;
+                    let s = inner.finalize_namespace(idx, &name, &body, &wopts)?;
+                    return Ok(object_response(StatusCode::OK, &s));
+                }
                 Some("scale") if reg.scale => {
                     return scale_request(&inner, idx, &ns, &name, &m, &req, &wopts);
                 }
@@ -534,11 +626,16 @@ async fn respond(
                 }
             };
             match m {
-                Method::GET => get(&inner, idx, &reg, &ns, &name),
+                Method::GET => get(&inner, idx, &reg, &ns, &name, &q, output(&req)?),
                 Method::PUT => {
-                    let obj = body_object(req.body())?;
+                    let obj = media::decode_object(&req, &reg)?;
+                    let warnings =
+                        media::check_fields(&reg, &typed(&reg, &obj), q.field_validation, true)?;
                     let s = inner.update(idx, &ns, &name, obj, status_only, &wopts)?;
-                    Ok(object_response(StatusCode::OK, &s))
+                    Ok(with_warnings(
+                        object_response(StatusCode::OK, &s),
+                        &warnings,
+                    ))
                 }
                 Method::PATCH => {
                     let ct = req
@@ -553,6 +650,12 @@ async fn respond(
                         ))
                     })?;
                     let body = patch_body(kind, req.body())?;
+                    let warnings = match (&body, kind) {
+                        (Value::Object(m), PatchKind::Apply) => {
+                            media::check_fields(&reg, &typed(&reg, m), q.field_validation, false)?
+                        }
+                        _ => Vec::new(),
+                    };
                     if q.force && kind != PatchKind::Apply {
                         return Err(StatusError::invalid(
                             "meta.k8s.io",
@@ -573,10 +676,10 @@ async fn respond(
                     } else {
                         StatusCode::OK
                     };
-                    Ok(object_response(code, &s))
+                    Ok(with_warnings(object_response(code, &s), &warnings))
                 }
                 Method::DELETE if !status_only => {
-                    let opts = delete_options(&q, req.body())?;
+                    let opts = delete_options(&q, &req)?;
                     let (s, pending) = inner.delete(idx, &ns, &name, &opts)?;
                     // A pending deletion answers 200 with the object, as the real server
                     // does unless orphanDependents=false was sent.
@@ -682,16 +785,14 @@ fn patch_body(kind: PatchKind, body: &Bytes) -> Result<Value, StatusError> {
 }
 
 /// DeleteOptions from the body, with query parameters as fallbacks.
-fn delete_options(q: &Query, body: &Bytes) -> Result<DeleteOpts, StatusError> {
+fn delete_options(q: &Query, req: &Request<Bytes>) -> Result<DeleteOpts, StatusError> {
     let mut policy = q.propagation_policy.clone();
     let mut opts = DeleteOpts {
         grace_period_seconds: q.grace_period_seconds,
         dry_run: q.dry_run,
         ..Default::default()
     };
-    if !body.is_empty() {
-        let v: Value =
-            serde_json::from_slice(body).map_err(|e| StatusError::bad_request(e.to_string()))?;
+    if let Some(v) = media::decode_delete_options(req)? {
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
             policy = Some(p.to_owned());
         }
@@ -733,6 +834,24 @@ fn delete_options(q: &Query, body: &Bytes) -> Result<DeleteOpts, StatusError> {
     Ok(opts)
 }
 
+/// The object with its registration's `apiVersion` and `kind`, as a decoder sees it.
+fn typed(reg: &Registration, obj: &Map<String, Value>) -> Map<String, Value> {
+    let mut m = obj.clone();
+    m.insert("apiVersion".into(), Value::String(reg.api_version()));
+    m.insert("kind".into(), Value::String(reg.kind.clone()));
+    m
+}
+
+/// Adds one `Warning` header per message.
+fn with_warnings(mut r: Response<Body>, warnings: &[String]) -> Response<Body> {
+    for w in warnings {
+        if let Some(v) = media::warning_header(w) {
+            r.headers_mut().append(header::WARNING, v);
+        }
+    }
+    r
+}
+
 fn body_object(body: &Bytes) -> Result<Map<String, Value>, StatusError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(Value::Object(m)) => Ok(m),
@@ -743,17 +862,118 @@ fn body_object(body: &Bytes) -> Result<Map<String, Value>, StatusError> {
     }
 }
 
+/// A custom resource as reads show it: through the current schema (pruned and
+/// defaulted), since a CRD change does not rewrite stored objects.
+fn read_view(reg: &Registration, mut obj: Value) -> Value {
+    if let (true, Some(schema)) = (reg.custom, &reg.schema) {
+        super::crd::read_view(&mut obj, schema);
+    }
+    obj
+}
+
+/// The response form the Accept header asks for.
+fn output(req: &Request<Bytes>) -> Result<Output, StatusError> {
+    table::negotiate(
+        req.headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok()),
+    )
+}
+
+/// A list's objects in the form `out` asks for (not plain JSON).
+fn converted_list(
+    reg: &Registration,
+    items: &[Arc<Stored>],
+    meta: Map<String, Value>,
+    q: &Query,
+    out: Output,
+) -> Result<Response<Body>, StatusError> {
+    let objects = items
+        .iter()
+        .map(|s| s.to_value().map(|o| read_view(reg, Value::Object(o))))
+        .collect::<Result<Vec<_>, _>>()?;
+    let v = match out {
+        Output::Table => {
+            let include = table::include(q.include_object.as_deref())?;
+            table::table(reg, &objects, Value::Object(meta), include)
+        }
+        Output::PartialObjectMetadataList => json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": meta,
+            "items": objects.iter().map(table::partial).collect::<Vec<_>>(),
+        }),
+        Output::PartialObjectMetadata => {
+            return Err(StatusError::new(
+                406,
+                "NotAcceptable",
+                format!(
+                    "you requested PartialObjectMetadata, but the requested object is a list ({})",
+                    reg.list_kind
+                ),
+            ))
+        }
+        Output::Json => {
+            let items: Vec<Value> = objects
+                .into_iter()
+                .map(|mut o| {
+                    if !reg.list_items_type_meta {
+                        if let Some(m) = o.as_object_mut() {
+                            m.remove("kind");
+                            m.remove("apiVersion");
+                        }
+                    }
+                    o
+                })
+                .collect();
+            json!({"kind": reg.list_kind, "apiVersion": reg.api_version(), "metadata": meta, "items": items})
+        }
+    };
+    Ok(json_response(StatusCode::OK, v.to_string().into_bytes()))
+}
+
 fn get(
     inner: &Inner,
     idx: usize,
     reg: &Registration,
     ns: &str,
     name: &str,
+    q: &Query,
+    out: Output,
 ) -> Result<Response<Body>, StatusError> {
     let key = super::store::storage_key(ns, name);
     let st = inner.state.read();
-    match st.collections[idx].objects.get(&key) {
-        Some(s) => Ok(object_response(StatusCode::OK, s)),
+    let coll = &st.collections[idx];
+    match coll.objects.get(&key) {
+        Some(s) if out == Output::Json && !coll.schema_changed => {
+            Ok(object_response(StatusCode::OK, s))
+        }
+        Some(s) if out == Output::Json => {
+            let obj = read_view(reg, Value::Object(s.to_value()?));
+            Ok(json_response(StatusCode::OK, obj.to_string().into_bytes()))
+        }
+        Some(s) => {
+            let obj = read_view(reg, Value::Object(s.to_value()?));
+            let v = match out {
+                Output::PartialObjectMetadata => table::partial(&obj),
+                Output::PartialObjectMetadataList => {
+                    return Err(StatusError::new(
+                        406,
+                        "NotAcceptable",
+                        format!(
+                            "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+                            reg.kind
+                        ),
+                    ))
+                }
+                _ => {
+                    let include = table::include(q.include_object.as_deref())?;
+                    let meta = json!({"resourceVersion": s.rv.to_string()});
+                    table::table(reg, &[obj], meta, include)
+                }
+            };
+            Ok(json_response(StatusCode::OK, v.to_string().into_bytes()))
+        }
         None => Err(StatusError::not_found(
             crate::errors::GroupResource {
                 group: &reg.group,
@@ -778,6 +998,7 @@ async fn list(
     idx: usize,
     ns: Option<&str>,
     q: &Query,
+    out: Output,
 ) -> Result<Response<Body>, StatusError> {
     validate(q)?;
     let reg = inner.registration(idx);
@@ -868,6 +1089,7 @@ async fn list(
         _ => 0,
     };
     let token_rv = snapshot_at.unwrap_or(list_rv);
+    let schema_changed = coll.schema_changed;
     drop(st);
     let mut meta = Map::new();
     meta.insert("resourceVersion".into(), Value::String(list_rv.to_string()));
@@ -881,6 +1103,9 @@ async fn list(
                 meta.insert("remainingItemCount".into(), Value::from(remaining));
             }
         }
+    }
+    if out != Output::Json || schema_changed {
+        return converted_list(&reg, &items, meta, q, out);
     }
     let head = format!(
         "{{\"kind\":{},\"apiVersion\":{},\"metadata\":{},\"items\":[",
@@ -899,127 +1124,4 @@ async fn list(
         header::HeaderValue::from_static("application/json"),
     );
     Ok(r)
-}
-
-fn version() -> Vec<u8> {
-    json!({
-        "major": "1",
-        "minor": "37",
-        "gitVersion": "v1.37.0-kubegen",
-        "gitCommit": "0000000000000000000000000000000000000000",
-        "gitTreeState": "clean",
-        "buildDate": "2026-01-01T00:00:00Z",
-        "goVersion": "go1.25",
-        "compiler": "gc",
-        "platform": "linux/amd64"
-    })
-    .to_string()
-    .into_bytes()
-}
-
-fn api_versions() -> Vec<u8> {
-    json!({
-        "kind": "APIVersions",
-        "versions": ["v1"],
-        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:0"}]
-    })
-    .to_string()
-    .into_bytes()
-}
-
-fn group_json(name: &str, versions: &[String]) -> Value {
-    let vs: Vec<Value> = versions
-        .iter()
-        .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
-        .collect();
-    json!({
-        "name": name,
-        "versions": vs,
-        "preferredVersion": vs.first().cloned().unwrap_or(Value::Null),
-    })
-}
-
-fn group_versions(inner: &Inner) -> Vec<(String, Vec<String>)> {
-    let st = inner.state.read();
-    let mut out: Vec<(String, Vec<String>)> = Vec::new();
-    for c in &st.collections {
-        if c.reg.group.is_empty() {
-            continue;
-        }
-        match out.iter_mut().find(|(g, _)| *g == c.reg.group) {
-            Some((_, vs)) => {
-                if !vs.contains(&c.reg.version) {
-                    vs.push(c.reg.version.clone());
-                }
-            }
-            None => out.push((c.reg.group.clone(), vec![c.reg.version.clone()])),
-        }
-    }
-    out
-}
-
-fn groups(inner: &Inner) -> Vec<u8> {
-    let gs: Vec<Value> = group_versions(inner)
-        .iter()
-        .map(|(g, vs)| group_json(g, vs))
-        .collect();
-    json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": gs})
-        .to_string()
-        .into_bytes()
-}
-
-fn group(inner: &Inner, name: &str) -> Result<Response<Body>, StatusError> {
-    let gv = group_versions(inner);
-    let (g, vs) = gv.iter().find(|(g, _)| g == name).ok_or_else(|| {
-        StatusError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )
-    })?;
-    let mut v = group_json(g, vs);
-    if let Some(m) = v.as_object_mut() {
-        m.insert("kind".into(), json!("APIGroup"));
-        m.insert("apiVersion".into(), json!("v1"));
-    }
-    Ok(json_response(StatusCode::OK, v.to_string().into_bytes()))
-}
-
-fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
-    let st = inner.state.read();
-    let mut rs = Vec::new();
-    for c in st.collections.iter().filter(|c| c.reg.api_version() == gv) {
-        let r = &c.reg;
-        rs.push(json!({
-            "name": r.plural,
-            "singularName": r.singular,
-            "namespaced": r.namespaced,
-            "kind": r.kind,
-            "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
-            "shortNames": r.short_names,
-        }));
-        if r.status {
-            rs.push(json!({
-                "name": format!("{}/status", r.plural),
-                "singularName": "",
-                "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": ["get", "patch", "update"],
-            }));
-        }
-        if r.scale {
-            rs.push(json!({
-                "name": format!("{}/scale", r.plural),
-                "singularName": "",
-                "namespaced": r.namespaced,
-                "group": "autoscaling",
-                "version": "v1",
-                "kind": "Scale",
-                "verbs": ["get", "patch", "update"],
-            }));
-        }
-    }
-    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": rs})
-        .to_string()
-        .into_bytes()
 }

@@ -31,25 +31,52 @@
 //!   `patch` and `apply` modules' contracts).
 //! - Custom resources registered from their CRD ([`ApiServer::register_crd`]) are
 //!   pruned, defaulted and validated against their structural schema (CEL rules are
-//!   not evaluated).
+//!   not evaluated). A CRD written through the API is validated (422), gets its names
+//!   accepted and is established (or reports a name conflict), is served with its new
+//!   schema after every change, and when deleted takes its custom resources with it
+//!   (see the `crd_lifecycle` module's contract).
+//! - Request bodies in JSON, YAML or (for the kinds kubectl's `create` subcommands send)
+//!   protobuf; 415 for other media types, 413 over 3 MiB; `fieldValidation`; bodies of
+//!   built-in kinds must decode into their k8s-openapi type (the `media` module).
+//! - Responses as JSON, Table (`as=Table`, kubectl's columns, CRD printer columns) or
+//!   PartialObjectMetadata, by the Accept header (the `table` module); OpenAPI v2 and v3
+//!   built from the registrations (the `openapi` module); `/healthz`, `/readyz`,
+//!   `/livez`.
+//! - Namespaces: Terminating on DELETE, emptied by a namespace controller, then
+//!   removed; 403 for new content in a Terminating namespace; in strict mode the system
+//!   namespaces exist from the start and writes into a missing namespace get 404 (the
+//!   `namespaces` module).
 //! - For tests: a request log, [`Reactor`]s injecting errors and delays,
-//!   [`ApiServer::drop_watches`] and [`ApiServer::expire_next_watch`].
+//!   [`ApiServer::drop_watches`] (a clean cut) and [`ApiServer::expire_next_watch`].
 //!
-//! Admission plugins, quotas, defaulting of built-in types and conversion between
-//! versions are not implemented. There is no authentication or authorization.
+//! - The versions of a CRD share its storage version's objects; only `apiVersion`
+//!   differs (conversion strategy None, the `versions` module).
+//!
+//! Admission plugins other than namespace lifecycle, quotas, most defaulting of built-in
+//! types and webhook conversion between versions are not implemented. There is no
+//! authentication or authorization.
 
 mod apply;
 mod body;
+mod builtin_types;
 mod crd;
+mod crd_lifecycle;
+mod discovery;
 mod faults;
 mod http;
 mod info;
+mod media;
+mod namespaces;
+mod openapi;
 mod patch;
+mod protobuf;
 mod registry;
 mod select;
 mod server;
 mod store;
+mod table;
 mod tcp;
+mod versions;
 mod watch;
 mod writes;
 
@@ -59,13 +86,12 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use http_body_util::BodyExt;
 use tokio_util::sync::CancellationToken;
 
 pub use body::Body;
 pub use faults::{Reactor, RequestRecord};
 pub use patch::MERGE_KEYS;
-pub use registry::{builtin, Registration, ScalePaths, BUILTIN_GROUPS};
+pub use registry::{builtin, PrinterColumn, Registration, ScalePaths, BUILTIN_GROUPS};
 pub use server::{ApiServer, ApiServerBuilder};
 pub use tcp::{ConfigError, TcpServer};
 
@@ -104,12 +130,10 @@ where
         let stop = self.stop.clone();
         Box::pin(async move {
             let (parts, body) = req.into_parts();
-            let bytes = match body.collect().await {
-                Ok(c) => c.to_bytes(),
+            let bytes = match media::read_body(body).await {
+                Ok(b) => b,
                 Err(e) => {
-                    let err =
-                        crate::errors::StatusError::bad_request(format!("reading the body: {e}"));
-                    return Ok(http::error_response(&err));
+                    return Ok(http::error_response(&e));
                 }
             };
             Ok(http::handle(inner, ::http::Request::from_parts(parts, bytes), stop).await)

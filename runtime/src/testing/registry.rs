@@ -61,6 +61,31 @@ pub struct Registration {
     /// The structural schema (`openAPIV3Schema`) of a custom resource version: objects
     /// are pruned, defaulted and validated against it on create and update.
     pub schema: Option<serde_json::Value>,
+    /// Categories discovery reports (`all`), for `kubectl get <category>`.
+    pub categories: Vec<String>,
+    /// A custom resource version's `additionalPrinterColumns`, for Table output.
+    pub printer_columns: Vec<PrinterColumn>,
+    /// The CRD's storage version when it is another one: this version then serves the
+    /// storage version's objects with only `apiVersion` rewritten (conversion strategy
+    /// None). Empty: this version keeps its own objects.
+    pub storage_version: String,
+}
+
+/// One of a CRD version's `additionalPrinterColumns`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct PrinterColumn {
+    /// The column's name (`Replicas`).
+    pub name: String,
+    /// `integer`, `number`, `string`, `boolean` or `date`.
+    pub ty: String,
+    /// An OpenAPI format (`int32`), or empty.
+    pub format: String,
+    /// A description, or empty.
+    pub description: String,
+    /// 0 for the default view; higher columns show with `-o wide`.
+    pub priority: i64,
+    /// A simple JSONPath into the object (`.spec.replicas`).
+    pub json_path: String,
 }
 
 impl Registration {
@@ -84,6 +109,9 @@ impl Registration {
             custom: false,
             return_deleted_object: false,
             schema: None,
+            categories: Vec::new(),
+            printer_columns: Vec::new(),
+            storage_version: String::new(),
         }
     }
 
@@ -126,6 +154,13 @@ impl Registration {
     /// Adds short names.
     pub fn short_names(mut self, names: &[&str]) -> Self {
         self.short_names
+            .extend(names.iter().map(|s| (*s).to_owned()));
+        self
+    }
+
+    /// Adds categories (`all`).
+    pub fn categories(mut self, names: &[&str]) -> Self {
+        self.categories
             .extend(names.iter().map(|s| (*s).to_owned()));
         self
     }
@@ -195,6 +230,43 @@ impl Registration {
     }
 }
 
+/// A version name's place in kube's version priority: GA before beta before alpha,
+/// within a stability the higher major then the higher minor first, every kube-like
+/// version (`v1`, `v2beta3`) before any other name, other names alphabetically.
+/// `Ordering::Less` means `a` comes first.
+pub(crate) fn version_priority(a: &str, b: &str) -> std::cmp::Ordering {
+    fn parse(v: &str) -> Option<(u64, u8, u64)> {
+        let rest = v.strip_prefix('v')?;
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let (major, tail) = rest.split_at(digits);
+        if major.is_empty() || major.starts_with('0') {
+            return None;
+        }
+        let major = major.parse().ok()?;
+        if tail.is_empty() {
+            return Some((major, 2, 0));
+        }
+        let (stability, minor) = if let Some(m) = tail.strip_prefix("beta") {
+            (1, m)
+        } else {
+            (0, tail.strip_prefix("alpha")?)
+        };
+        if minor.is_empty() || minor.starts_with('0') || !minor.bytes().all(|c| c.is_ascii_digit())
+        {
+            return None;
+        }
+        Some((major, stability, minor.parse().ok()?))
+    }
+    match (parse(a), parse(b)) {
+        (Some((ma, sa, na)), Some((mb, sb, nb))) => sb.cmp(&sa).then(mb.cmp(&ma)).then(nb.cmp(&na)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => a.cmp(b),
+    }
+}
+
 /// The fields behind a `scale` subresource (a CRD's `subresources.scale`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ScalePaths {
@@ -250,6 +322,7 @@ pub fn builtin() -> Vec<Registration> {
     let core = |plural: &str, kind: &str| Registration::new("", "v1", plural, kind);
     vec![
         core("pods", "Pod")
+            .categories(&["all"])
             .short_names(&["po"])
             .return_deleted_object(true)
             .status_subresource()
@@ -262,6 +335,7 @@ pub fn builtin() -> Vec<Registration> {
             .selectable_field("status.podIP")
             .selectable_field("status.nominatedNodeName"),
         core("services", "Service")
+            .categories(&["all"])
             .short_names(&["svc"])
             .status_subresource(),
         core("endpoints", "Endpoints")
@@ -301,25 +375,31 @@ pub fn builtin() -> Vec<Registration> {
             .selectable_field("source")
             .selectable_field("type"),
         Registration::new("apps", "v1", "deployments", "Deployment")
+            .categories(&["all"])
             .short_names(&["deploy"])
             .status_subresource()
             .scale_subresource(),
         Registration::new("apps", "v1", "replicasets", "ReplicaSet")
+            .categories(&["all"])
             .short_names(&["rs"])
             .status_subresource()
             .scale_subresource()
             .selectable_field("status.replicas"),
         Registration::new("apps", "v1", "statefulsets", "StatefulSet")
+            .categories(&["all"])
             .short_names(&["sts"])
             .status_subresource()
             .scale_subresource(),
         Registration::new("apps", "v1", "daemonsets", "DaemonSet")
+            .categories(&["all"])
             .short_names(&["ds"])
             .status_subresource(),
         Registration::new("batch", "v1", "jobs", "Job")
+            .categories(&["all"])
             .status_subresource()
             .selectable_field("status.successful"),
         Registration::new("batch", "v1", "cronjobs", "CronJob")
+            .categories(&["all"])
             .short_names(&["cj"])
             .status_subresource(),
         Registration::new("coordination.k8s.io", "v1", "leases", "Lease"),
@@ -358,4 +438,27 @@ pub fn builtin() -> Vec<Registration> {
         .short_names(&["crd", "crds"])
         .status_subresource(),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::version_priority;
+
+    #[test]
+    fn kube_version_priority() {
+        // SEMANTICS 13.21
+        let mut vs = [
+            "v1alpha1", "foo", "v2", "v1beta1", "v10", "bar", "v1", "v1beta2", "v2alpha1",
+        ];
+        vs.sort_by(|a, b| version_priority(a, b));
+        assert_eq!(
+            vs,
+            ["v10", "v2", "v1", "v1beta2", "v1beta1", "v2alpha1", "v1alpha1", "bar", "foo"]
+        );
+        let first = |a, b| version_priority(a, b) == std::cmp::Ordering::Less;
+        assert!(first("v1beta1", "v2alpha3"));
+        assert!(first("v1alpha10", "v1alpha2"));
+        assert!(first("version1", "version2"));
+        assert!(first("version1", "version10"));
+    }
 }

@@ -52,6 +52,8 @@ pub(crate) struct Inner {
     pub strict_namespaces: bool,
     /// Requests seen and the faults to inject.
     pub faults: super::faults::Faults,
+    /// This server itself, for the tasks it starts (the namespace controller).
+    pub me: std::sync::Weak<Inner>,
 }
 
 /// Configuration of an [`ApiServer`], as a plain builder.
@@ -120,8 +122,22 @@ impl ApiServerBuilder {
         self
     }
 
-    /// Makes namespaces strict: creating an object in a namespace that does not exist
-    /// fails with 404 `namespaces "x" not found` (default: namespaces are optional).
+    /// Makes namespaces behave as on a cluster: the server starts with `default`,
+    /// `kube-system`, `kube-public` and `kube-node-lease`, and creating an object in a
+    /// namespace that does not exist fails with 404 `namespaces "x" not found`. The
+    /// default (lenient) starts with no namespaces and accepts any; Terminating
+    /// namespaces refuse new content in both modes.
+    ///
+    /// ```
+    /// use kubegen_runtime::testing::ApiServer;
+    ///
+    /// let server = ApiServer::builder().strict_namespaces(true).build();
+    /// assert!(server.get("namespaces", "", "kube-system").unwrap().is_some());
+    /// let e = server
+    ///     .create("configmaps", serde_json::json!({"metadata": {"name": "c", "namespace": "nope"}}))
+    ///     .unwrap_err();
+    /// assert_eq!(e.code(), 404);
+    /// ```
     pub fn strict_namespaces(mut self, strict: bool) -> Self {
         self.strict_namespaces = strict;
         self
@@ -134,8 +150,8 @@ impl ApiServerBuilder {
             state.register(r);
         }
         let rv = state.rv;
-        ApiServer {
-            inner: Arc::new(Inner {
+        let server = ApiServer {
+            inner: Arc::new_cyclic(|me| Inner {
                 state: RwLock::new(state),
                 rv_tx: watch::channel(rv).0,
                 bookmark_interval: self.bookmark_interval,
@@ -143,8 +159,16 @@ impl ApiServerBuilder {
                 shutdown: CancellationToken::new(),
                 strict_namespaces: self.strict_namespaces,
                 faults: Default::default(),
+                me: me.clone(),
             }),
+        };
+        if self.strict_namespaces {
+            for ns in super::namespaces::SYSTEM {
+                // The namespaces resource may not be registered (without_builtins).
+                let _ = server.create("namespaces", serde_json::json!({"metadata": {"name": ns}}));
+            }
         }
+        server
     }
 }
 
@@ -208,6 +232,7 @@ pub(crate) fn has_finalizers(obj: &Map<String, Value>) -> bool {
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
         .is_some_and(|a| !a.is_empty())
+        || super::namespaces::has_spec_finalizers(obj)
 }
 
 /// How a deletion propagates to dependents (`DeleteOptions.propagationPolicy`).
@@ -314,6 +339,19 @@ impl ApiServer {
     /// Registers one more resource on a running server (a CRD being installed).
     pub fn register(&self, reg: Registration) {
         self.inner.state.write().register(reg);
+    }
+
+    /// Registers `reg` unless its group, version and resource are served already (the
+    /// server's own registration of a built-in kind knows more: selectable fields,
+    /// printer columns); returns whether it was added. Generated fake clientsets
+    /// register their kinds so.
+    pub fn register_if_absent(&self, reg: Registration) -> bool {
+        let mut st = self.inner.state.write();
+        if st.lookup(&reg.api_version(), &reg.plural).is_some() {
+            return false;
+        }
+        st.register(reg);
+        true
     }
 
     /// Registers every served version of a CustomResourceDefinition (YAML or JSON, see
@@ -517,9 +555,14 @@ impl ApiServer {
         self.inner.faults.clear_reactors();
     }
 
-    /// Ends every watch open now (watches started later are not affected).
+    /// Ends every watch open now (watches started later are not affected). A clean cut:
+    /// no change written after this returns reaches a dropped watch, so a client that
+    /// resumes from its last resourceVersion sees each change exactly once.
     pub fn drop_watches(&self) {
-        self.inner.faults.drop_watches();
+        // Under the state lock no write is half done: every change the dropped watches
+        // may still send was committed before this call returns, and none after.
+        let st = self.inner.state.read();
+        self.inner.faults.drop_watches(st.rv);
     }
 
     /// Makes the next watch request answer with a 410 Expired ERROR event and end.

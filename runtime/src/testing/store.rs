@@ -274,6 +274,11 @@ pub(crate) struct Collection {
     pub last_rv: u64,
     /// The version of the latest change, for watchers to wait on.
     pub notify: watch::Sender<u64>,
+    /// Whether requests reach it (false once its CRD was deleted).
+    pub served: bool,
+    /// Whether the schema changed since objects were stored: reads then show them
+    /// through the current schema.
+    pub schema_changed: bool,
 }
 
 /// Key bounds of a namespace (or everything), starting after `start_after`; `None` when
@@ -321,6 +326,8 @@ impl Collection {
             oldest,
             last_rv: 0,
             notify: watch::channel(oldest).0,
+            served: true,
+            schema_changed: false,
         }
     }
 
@@ -445,11 +452,20 @@ impl State {
         }
     }
 
-    /// Registers a resource (replacing nothing: a second registration of the same
-    /// group/version/resource is ignored) and returns its index.
+    /// Registers a resource and returns its index; a second registration of the same
+    /// group/version/resource replaces the description (schema, columns, ...) and
+    /// serves it again, keeping the objects.
     pub(crate) fn register(&mut self, reg: Registration) -> usize {
         let key = (reg.api_version(), reg.plural.clone());
         if let Some(i) = self.index.get(&key) {
+            let c = &mut self.collections[*i];
+            if *c.reg != reg {
+                if c.reg.schema != reg.schema && !c.objects.is_empty() {
+                    c.schema_changed = true;
+                }
+                c.reg = Arc::new(reg);
+            }
+            c.served = true;
             return *i;
         }
         let i = self.collections.len();
@@ -459,11 +475,31 @@ impl State {
         i
     }
 
-    /// The index of a resource by apiVersion and plural.
+    /// The index of a served resource by apiVersion and plural.
     pub(crate) fn lookup(&self, api_version: &str, plural: &str) -> Option<usize> {
         self.index
             .get(&(api_version.to_owned(), plural.to_owned()))
             .copied()
+            .filter(|i| self.collections[*i].served)
+    }
+
+    /// The collection holding the objects of `idx` when that is another version's (a
+    /// CRD version that is not the storage version), with the two apiVersions.
+    pub(crate) fn storage_of(&self, idx: usize) -> Option<(usize, String, String)> {
+        let reg = &self.collections[idx].reg;
+        if !reg.custom || reg.storage_version.is_empty() || reg.storage_version == reg.version {
+            return None;
+        }
+        let storage_av = format!("{}/{}", reg.group, reg.storage_version);
+        let s = self.lookup(&storage_av, &reg.plural)?;
+        Some((s, storage_av, reg.api_version()))
+    }
+
+    /// Stops serving a resource (its CRD is gone); registering it again serves it.
+    pub(crate) fn unserve(&mut self, reg: &Registration) {
+        if let Some(i) = self.index.get(&(reg.api_version(), reg.plural.clone())) {
+            self.collections[*i].served = false;
+        }
     }
 
     /// Records a change already encoded at version `self.rv` and wakes the resource's

@@ -11,7 +11,6 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper_util::rt::TokioIo;
 use serde_json::json;
@@ -125,12 +124,10 @@ async fn serve_connection(
         let stop = svc_stop.clone();
         async move {
             let (parts, body) = req.into_parts();
-            let bytes = match body.collect().await {
-                Ok(c) => c.to_bytes(),
+            let bytes = match super::media::read_body(body).await {
+                Ok(b) => b,
                 Err(e) => {
-                    let err =
-                        crate::errors::StatusError::bad_request(format!("reading the body: {e}"));
-                    return Ok::<_, Infallible>(super::http::error_response(&err));
+                    return Ok::<_, Infallible>(super::http::error_response(&e));
                 }
             };
             Ok(handle(inner, http::Request::from_parts(parts, bytes), stop).await)

@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http::{header, Response};
-use serde_json::json;
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -29,6 +29,7 @@ use super::http::{parse_rv, validate, Query};
 use super::select::Filter;
 use super::server::Inner;
 use super::store::{Event, EventType, Stored, FRAME_SUFFIX};
+use super::table::{self, Output};
 
 /// The annotation of the bookmark that ends the initial events.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
@@ -46,10 +47,31 @@ pub(crate) async fn start(
     idx: usize,
     ns: Option<String>,
     q: Query,
+    output: Output,
     stop: CancellationToken,
 ) -> Result<Response<Body>, StatusError> {
     validate(&q)?;
     let reg = inner.registration(idx);
+    let schema_changed = reg.custom && inner.state.read().collections[idx].schema_changed;
+    let convert = match output {
+        Output::Json if !schema_changed => None,
+        Output::PartialObjectMetadataList => {
+            return Err(StatusError::new(
+                406,
+                "NotAcceptable",
+                format!(
+                    "you requested PartialObjectMetadataList, but the requested object is not a list ({})",
+                    reg.kind
+                ),
+            ))
+        }
+        out => Some(Convert {
+            output: out,
+            include: table::include(q.include_object.as_deref())?,
+            reg: reg.clone(),
+            first: true,
+        }),
+    };
     let filter = Filter::parse(
         &reg,
         q.label_selector.as_deref(),
@@ -83,11 +105,16 @@ pub(crate) async fn start(
         kind: reg.kind.clone(),
         api_version: reg.api_version(),
         tx: mpsc::channel(16).0,
+        cut: inner.faults.watch_cut(),
+        convert,
     };
     let mut initial = Vec::new();
     let mut expired = None;
     {
         let st = inner.state.read();
+        // The cut is taken with the starting point: a watch starting after a drop is
+        // not dropped, one starting before is.
+        w.cut = inner.faults.watch_cut();
         let coll = &st.collections[idx];
         match start_rv {
             None => {
@@ -118,7 +145,7 @@ pub(crate) async fn start(
     let (tx, rx) = mpsc::channel(16);
     w.tx = tx;
     let timeout = q.timeout_seconds.map(Duration::from_secs);
-    let dropped = inner.faults.watch_token();
+    let dropped = w.cut.token.clone();
     tokio::spawn(w.run(initial, end_bookmark, expired, timeout, stop, dropped));
     let mut r = Response::new(Body::watch(rx));
     r.headers_mut().insert(
@@ -168,6 +195,53 @@ struct Watcher {
     kind: String,
     api_version: String,
     tx: mpsc::Sender<Vec<Bytes>>,
+    /// Where `drop_watches` ends this watch.
+    cut: Arc<super::faults::WatchCut>,
+    /// Table or PartialObjectMetadata events instead of the objects.
+    convert: Option<Convert>,
+}
+
+/// How a Table or PartialObjectMetadata watch (or any watch of custom resources whose
+/// schema changed) re-encodes each event.
+struct Convert {
+    output: Output,
+    include: table::Include,
+    reg: Arc<super::registry::Registration>,
+    /// Only the first Table carries columnDefinitions.
+    first: bool,
+}
+
+impl Convert {
+    fn frame(&mut self, ty: &str, obj: &Value) -> Bytes {
+        // Objects stored under an older schema show through the current one.
+        let mut obj = obj.clone();
+        if let (true, Some(schema)) = (self.reg.custom, &self.reg.schema) {
+            super::crd::read_view(&mut obj, schema);
+        }
+        let obj = &obj;
+        let object = if self.output == Output::Json {
+            obj.clone()
+        } else if self.output == Output::Table {
+            let meta = json!({"resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null)});
+            let mut t = table::table(&self.reg, std::slice::from_ref(obj), meta, self.include);
+            if !std::mem::take(&mut self.first) {
+                if let Some(m) = t.as_object_mut() {
+                    m.remove("columnDefinitions");
+                }
+            }
+            t
+        } else {
+            table::partial(obj)
+        };
+        format!("{}\n", json!({"type": ty, "object": object})).into()
+    }
+
+    /// Re-encodes a frame as written at commit time.
+    fn shared(&mut self, frame: &[u8]) -> Option<Bytes> {
+        let v: Value = serde_json::from_slice(frame).ok()?;
+        let ty = v.get("type")?.as_str()?.to_owned();
+        Some(self.frame(&ty, v.get("object")?))
+    }
 }
 
 /// What one history event becomes for one watcher.
@@ -219,7 +293,15 @@ impl Watcher {
         batch.is_empty() || self.tx.send(batch).await.is_ok()
     }
 
-    async fn send_initial(&self, initial: Vec<Arc<Stored>>) -> bool {
+    async fn send_initial(&mut self, initial: Vec<Arc<Stored>>) -> bool {
+        if let Some(c) = self.convert.as_mut() {
+            let frames: Vec<Bytes> = initial
+                .iter()
+                .filter_map(|o| o.to_value().ok())
+                .map(|o| c.frame("ADDED", &Value::Object(o)))
+                .collect();
+            return self.send(coalesce(frames)).await;
+        }
         let mut buf = Vec::with_capacity(CHUNK + 16 * 1024);
         for o in initial {
             buf.extend_from_slice(EventType::Added.frame_prefix());
@@ -239,14 +321,23 @@ impl Watcher {
     fn take(&self) -> Result<Vec<Arc<Event>>, StatusError> {
         let st = self.inner.state.read();
         let coll = &st.collections[self.idx];
-        if self.cursor >= coll.last_rv {
+        // Read under the state lock, which drop_watches also holds: events after the cut
+        // were written after drop_watches returned and are never sent.
+        let limit = self.cut.limit();
+        if self.cursor >= coll.last_rv || self.cursor >= limit {
             return Ok(Vec::new());
         }
         if self.cursor < coll.oldest {
             return Err(too_old(self.cursor, coll.oldest));
         }
         let first = coll.history.partition_point(|e| e.rv <= self.cursor);
-        Ok(coll.history.range(first..).take(BATCH).cloned().collect())
+        Ok(coll
+            .history
+            .range(first..)
+            .take_while(|e| e.rv <= limit)
+            .take(BATCH)
+            .cloned()
+            .collect())
     }
 
     /// Sends every event after the cursor; false when the watch must end.
@@ -265,10 +356,15 @@ impl Watcher {
             self.cursor = last.rv;
             let mut batch = Vec::with_capacity(events.len());
             for e in &events {
-                match self.translate(e) {
-                    Some(Out::Shared(b)) => batch.push(b),
-                    Some(Out::Converted(ty, obj)) => batch.push(obj.frame(ty)),
-                    None => {}
+                let out = self.translate(e);
+                match (out, self.convert.as_mut()) {
+                    (Some(Out::Shared(b)), None) => batch.push(b),
+                    (Some(Out::Converted(ty, obj)), None) => batch.push(obj.frame(ty)),
+                    (Some(Out::Shared(b)), Some(c)) => batch.extend(c.shared(&b)),
+                    (Some(Out::Converted(ty, obj)), Some(c)) => {
+                        batch.extend(c.shared(&obj.frame(ty)))
+                    }
+                    (None, _) => {}
                 }
             }
             if !self.send(coalesce(batch)).await {
@@ -311,9 +407,12 @@ impl Watcher {
                 if !self.drain().await {
                     return;
                 }
+                if self.cut.token.is_cancelled() {
+                    return;
+                }
                 tokio::select! {
                     r = changed.changed() => if r.is_err() { return },
-                    _ = tick.tick(), if self.bookmarks => {
+                    _ = tick.tick(), if self.bookmarks && !self.cut.token.is_cancelled() => {
                         let rv = {
                             let st = self.inner.state.read();
                             let coll = &st.collections[self.idx];

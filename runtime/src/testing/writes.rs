@@ -32,6 +32,8 @@ use serde_json::{Map, Value};
 use crate::errors::{cause, GroupResource, StatusCause, StatusError};
 
 use super::apply::{self, Manager, Part};
+use super::crd_lifecycle;
+use super::namespaces;
 use super::patch;
 use super::registry::Registration;
 use super::server::{
@@ -147,20 +149,26 @@ fn owner_uids(obj: &Map<String, Value>) -> Vec<String> {
 
 /// Work for the garbage collector.
 #[derive(Debug)]
-enum Gc {
+pub(crate) enum Gc {
     /// An object is gone: collect its dependents.
     Deleted(String),
     /// An owner waits under `orphan`.
     Orphan(usize, String, String),
     /// An owner waits under `foregroundDeletion`.
     Foreground(String),
+    /// A namespace began terminating: run the namespace controller.
+    Namespace(String),
+    /// A CRD was written: run the names controller.
+    CrdNames(String),
+    /// A CRD began terminating: delete its custom resources.
+    CrdCleanup(String),
 }
 
 /// What a write needs besides the object.
-struct Ctx<'a> {
-    idx: usize,
-    reg: &'a Registration,
-    opts: &'a WriteOpts,
+pub(crate) struct Ctx<'a> {
+    pub idx: usize,
+    pub reg: &'a Registration,
+    pub opts: &'a WriteOpts,
 }
 
 impl Inner {
@@ -249,6 +257,12 @@ impl Inner {
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
+        if namespaces::is_namespaces(reg) {
+            namespaces::on_create(obj)?;
+        }
+        if reg.group.is_empty() && reg.kind == "Secret" && obj.get("type").is_none_or(|t| t == "") {
+            obj.insert("type".into(), Value::String("Opaque".into()));
+        }
         self.admit(reg, obj)?;
         Ok(generated)
     }
@@ -261,23 +275,44 @@ impl Inner {
         }
     }
 
-    fn check_namespace(&self, st: &State, reg: &Registration, ns: &str) -> Result<(), StatusError> {
-        if !self.strict_namespaces || !reg.namespaced || ns.is_empty() {
+    /// Namespace admission for creates: 403 into a Terminating namespace; in strict mode
+    /// 404 into a missing one.
+    fn check_namespace(
+        &self,
+        st: &State,
+        reg: &Registration,
+        obj: &Map<String, Value>,
+        generated: bool,
+    ) -> Result<(), StatusError> {
+        let ns = meta_str(obj, "namespace");
+        if !reg.namespaced || ns.is_empty() {
             return Ok(());
         }
         let Some(i) = st.lookup("v1", "namespaces") else {
             return Ok(());
         };
-        if st.collections[i].objects.contains_key(ns) {
-            Ok(())
-        } else {
-            Err(StatusError::not_found(
+        match st.collections[i].objects.get(ns) {
+            Some(n) => {
+                let v = n.to_value()?;
+                if meta_str(&v, "deletionTimestamp").is_empty() {
+                    return Ok(());
+                }
+                // Admission runs before a name is generated.
+                let name = if generated { "" } else { meta_str(obj, "name") };
+                let name = [name, meta_str(obj, "generateName")]
+                    .into_iter()
+                    .find(|n| !n.is_empty())
+                    .unwrap_or("Unknown");
+                Err(namespaces::terminating(reg, ns, name))
+            }
+            None if !self.strict_namespaces => Ok(()),
+            None => Err(StatusError::not_found(
                 GroupResource {
                     group: "",
                     resource: "namespaces",
                 },
                 ns,
-            ))
+            )),
         }
     }
 
@@ -310,7 +345,7 @@ impl Inner {
         generated: bool,
     ) -> Result<Arc<Stored>, StatusError> {
         let reg = ctx.reg;
-        self.check_namespace(st, reg, meta_str(&obj, "namespace"))?;
+        self.check_namespace(st, reg, &obj, generated)?;
         let mut tries = 0;
         loop {
             let key = storage_key(meta_str(&obj, "namespace"), meta_str(&obj, "name"));
@@ -330,20 +365,17 @@ impl Inner {
                 Value::String(format!("{generate}{}", random_suffix())),
             );
         }
-        // Creating a CustomResourceDefinition serves its resource, as the real server does.
-        let crd_regs =
-            if reg.group == "apiextensions.k8s.io" && reg.plural == "customresourcedefinitions" {
-                Registration::from_crd_value(&Value::Object(obj.clone()))?
-            } else {
-                Vec::new()
-            };
-        let out = self.store(st, ctx.idx, reg, &obj, EventType::Added, ctx.opts.dry_run)?;
-        if !ctx.opts.dry_run {
-            for r in crd_regs {
-                st.register(r);
-            }
+        if self.crd_terminating(st, reg) {
+            return Err(crd_lifecycle::terminating(reg, meta_str(&obj, "name")));
         }
-        Ok(out)
+        if crd_lifecycle::is_crds(reg) {
+            crd_lifecycle::validate(&obj)?;
+            crd_lifecycle::on_create(&mut obj);
+            // Checked now, so that a CRD this server cannot serve is refused; the names
+            // controller (run right after) serves it once its names are accepted.
+            Registration::from_crd_value(&Value::Object(obj.clone()))?;
+        }
+        self.store(st, ctx.idx, reg, &obj, EventType::Added, ctx.opts.dry_run)
     }
 
     fn manager<'a>(&self, name: &'a str, part: Part, time: &'a str, av: &'a str) -> Manager<'a> {
@@ -372,13 +404,19 @@ impl Inner {
             apply::record_update(None, &mut v, Some(&mgr));
         }
         let obj = to_map(v)?;
-        let mut st = self.state.write();
-        let ctx = Ctx {
-            idx,
-            reg: &reg,
-            opts,
+        let out = {
+            let mut st = self.state.write();
+            let ctx = Ctx {
+                idx,
+                reg: &reg,
+                opts,
+            };
+            self.insert_locked(&mut st, &ctx, obj, generated)?
         };
-        self.insert_locked(&mut st, &ctx, obj, generated)
+        if crd_lifecycle::is_crds(&reg) && !opts.dry_run {
+            self.crd_names_pass(&out.key);
+        }
+        Ok(out)
     }
 
     /// The new state of an object after a write of `body` over `prev`.
@@ -399,6 +437,13 @@ impl Inner {
             // Field ownership of the status (server-side apply on `status`) is kept.
             if let Some(mf) = body.get("metadata").and_then(|m| m.get("managedFields")) {
                 meta_mut(&mut n)?.insert("managedFields".into(), mf.clone());
+            }
+            // Deployment's status strategy takes annotations too (not labels).
+            if reg.group == "apps" && reg.kind == "Deployment" {
+                match body.get("metadata").and_then(|m| m.get("annotations")) {
+                    Some(a) => meta_mut(&mut n)?.insert("annotations".into(), a.clone()),
+                    None => meta_mut(&mut n)?.remove("annotations"),
+                };
             }
             n
         } else {
@@ -485,7 +530,7 @@ impl Inner {
     }
 
     /// Stores `new` over `old` (or deletes it when its last finalizer went).
-    fn replace_locked(
+    pub(crate) fn replace_locked(
         &self,
         st: &mut State,
         ctx: &Ctx<'_>,
@@ -493,6 +538,14 @@ impl Inner {
         prev: &Map<String, Value>,
         mut new: Map<String, Value>,
     ) -> Result<(Arc<Stored>, Vec<Gc>), StatusError> {
+        if namespaces::is_namespaces(ctx.reg) {
+            namespaces::label(&mut new)?;
+        }
+        let is_crd = crd_lifecycle::is_crds(ctx.reg);
+        if is_crd {
+            crd_lifecycle::validate(&new)?;
+            crd_lifecycle::validate_stored_versions(&new)?;
+        }
         // A write that changes nothing is not stored.
         let mut cmp = new.clone();
         meta_mut(&mut cmp)?.insert("resourceVersion".into(), Value::String(old.rv.to_string()));
@@ -513,6 +566,22 @@ impl Inner {
         let mut gc = Vec::new();
         if deleting && !ctx.opts.dry_run {
             gc.push(Gc::Deleted(meta_str(&new, "uid").to_owned()));
+        }
+        // A changed CRD is served anew by the names controller; a deleted one stops
+        // serving, and the CRDs of its group whose names it held are looked at again.
+        if is_crd && !ctx.opts.dry_run {
+            if deleting {
+                for r in Registration::from_crd_value(&Value::Object(new.clone()))? {
+                    st.unserve(&r);
+                }
+                gc.extend(
+                    crd_lifecycle::group_crds(st, ctx.idx, &new)
+                        .into_iter()
+                        .map(Gc::CrdNames),
+                );
+            } else {
+                gc.push(Gc::CrdNames(meta_str(&new, "name").to_owned()));
+            }
         }
         Ok((out, gc))
     }
@@ -535,6 +604,21 @@ impl Inner {
             )));
         }
         let want_rv = meta_str(&obj, "resourceVersion").to_owned();
+        // The apiextensions server requires a resourceVersion on PUT (CRDs and custom
+        // resources); built-in kinds allow an unconditional update.
+        if want_rv.is_empty() && (reg.custom || crd_lifecycle::is_crds(&reg)) {
+            let kind = if reg.custom { &reg.plural } else { &reg.kind };
+            return Err(StatusError::invalid(
+                &reg.group,
+                kind,
+                name,
+                vec![StatusCause {
+                    reason: cause::FIELD_VALUE_INVALID.into(),
+                    message: "Invalid value: 0: must be specified for an update".into(),
+                    field: "metadata.resourceVersion".into(),
+                }],
+            ));
+        }
         let ctx = Ctx {
             idx,
             reg: &reg,
@@ -557,7 +641,13 @@ impl Inner {
                 ));
             }
             let prev = old.to_value()?;
-            let new = self.merge_update(&ctx, &prev, obj, part)?;
+            let mut new = self.merge_update(&ctx, &prev, obj, part)?;
+            if namespaces::is_namespaces(&reg) && part != Part::Status {
+                namespaces::on_update(&prev, &mut new);
+            }
+            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
+                crd_lifecycle::on_update(&mut new);
+            }
             self.replace_locked(&mut st, &ctx, &old, &prev, new)?
         };
         self.collect_garbage(gc);
@@ -617,6 +707,10 @@ impl Inner {
                 let mut obj = to_map(std::mem::take(&mut v))?;
                 let generated = self.prepare_new(&reg, ns, &mut obj)?;
                 let out = self.insert_locked(&mut st, &ctx, obj, generated)?;
+                drop(st);
+                if crd_lifecycle::is_crds(&reg) && !opts.dry_run {
+                    self.crd_names_pass(&out.key);
+                }
                 return Ok((out, true));
             };
             let prev = old.to_value()?;
@@ -677,7 +771,13 @@ impl Inner {
             } else {
                 &ctx
             };
-            let new = self.merge_update(ctx_ref, &prev, patched, part)?;
+            let mut new = self.merge_update(ctx_ref, &prev, patched, part)?;
+            if namespaces::is_namespaces(&reg) && part != Part::Status {
+                namespaces::on_update(&prev, &mut new);
+            }
+            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
+                crd_lifecycle::on_update(&mut new);
+            }
             let (out, gc) = self.replace_locked(&mut st, ctx_ref, &old, &prev, new)?;
             (out, false, gc)
         };
@@ -707,6 +807,10 @@ impl Inner {
         opts: &DeleteOpts,
     ) -> Result<(Arc<Stored>, bool, Vec<Gc>), StatusError> {
         let reg = self.registration(idx);
+        let is_ns = namespaces::is_namespaces(&reg);
+        if is_ns {
+            namespaces::check_deletable(name)?;
+        }
         let key = storage_key(if reg.namespaced { ns } else { "" }, name);
         let mut st = self.state.write();
         let old = st.collections[idx]
@@ -756,6 +860,38 @@ impl Inner {
             }
         }
         let uid = meta_str(&obj, "uid").to_owned();
+        // A CRD's first DELETE holds it under the cleanup finalizer until its custom
+        // resources are gone.
+        if crd_lifecycle::is_crds(&reg) && meta_str(&obj, "deletionTimestamp").is_empty() {
+            crd_lifecycle::mark_terminating(&mut obj)?;
+            let meta = meta_mut(&mut obj)?;
+            meta.insert("deletionTimestamp".into(), Value::String(now()));
+            meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
+            let out = self.store(&mut st, idx, &reg, &obj, EventType::Modified, opts.dry_run)?;
+            let gc = if opts.dry_run {
+                Vec::new()
+            } else {
+                vec![Gc::CrdCleanup(name.to_owned())]
+            };
+            return Ok((out, true, gc));
+        }
+        // A namespace's first DELETE only marks it; the namespace controller empties it.
+        if is_ns && meta_str(&obj, "deletionTimestamp").is_empty() {
+            namespaces::mark_terminating(&mut obj)?;
+            let out = self.store(&mut st, idx, &reg, &obj, EventType::Modified, opts.dry_run)?;
+            let mut gc = Vec::new();
+            if !opts.dry_run {
+                let fins = finalizers(&obj);
+                if fins.iter().any(|f| f == "orphan") {
+                    gc.push(Gc::Orphan(idx, key.clone(), uid.clone()));
+                }
+                if fins.iter().any(|f| f == "foregroundDeletion") {
+                    gc.push(Gc::Foreground(uid));
+                }
+                gc.push(Gc::Namespace(name.to_owned()));
+            }
+            return Ok((out, true, gc));
+        }
         if has_finalizers(&obj) {
             if !meta_str(&obj, "deletionTimestamp").is_empty() && finalizer.is_none() {
                 return Ok((old, true, Vec::new()));
@@ -886,7 +1022,7 @@ impl Inner {
     }
 
     /// Runs the garbage collector until it has nothing left to do.
-    fn collect_garbage(&self, work: Vec<Gc>) {
+    pub(crate) fn collect_garbage(&self, work: Vec<Gc>) {
         let mut queue: VecDeque<Gc> = work.into();
         while let Some(item) = queue.pop_front() {
             match item {
@@ -920,6 +1056,9 @@ impl Inner {
                         remove_finalizer(o, "orphan");
                     }));
                 }
+                Gc::Namespace(name) => self.schedule_namespace(name),
+                Gc::CrdNames(name) => self.crd_names_pass(&name),
+                Gc::CrdCleanup(name) => self.schedule_crd_cleanup(name),
                 Gc::Foreground(uid) => {
                     let deps = self.dependents(&uid);
                     let mut remaining = 0;
@@ -988,6 +1127,61 @@ impl Inner {
             }
             v
         }
+    }
+}
+
+/// What kube-apiserver's create strategies do to a client's new object: the status of a
+/// kind with a status subresource is dropped (a Pod's becomes `{phase: Pending,
+/// qosClass}`).
+/// Objects seeded through [`super::ApiServer`]'s own methods keep the status they are
+/// given, as test fixtures need.
+pub(crate) fn on_client_create(reg: &Registration, obj: &mut Map<String, Value>) {
+    if reg.group.is_empty() && reg.kind == "Pod" {
+        let qos = qos_class(obj);
+        obj.insert(
+            "status".into(),
+            serde_json::json!({"phase": "Pending", "qosClass": qos}),
+        );
+    } else if reg.status && !namespaces::is_namespaces(reg) {
+        obj.remove("status");
+    }
+}
+
+/// A Pod's QoS class from its containers' resources: BestEffort without any request
+/// or limit, Guaranteed when every container limits cpu and memory and requests what
+/// it limits (a missing request defaults to the limit), Burstable otherwise.
+fn qos_class(pod: &Map<String, Value>) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| {
+            pod.get("spec")
+                .and_then(|s| s.get(*k))
+                .and_then(Value::as_array)
+        })
+        .flatten()
+        .collect();
+    let res = |c: &Value, k: &str| {
+        c.get("resources")
+            .and_then(|r| r.get(k))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let any = containers
+        .iter()
+        .any(|c| !res(c, "requests").is_empty() || !res(c, "limits").is_empty());
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        let (req, lim) = (res(c, "requests"), res(c, "limits"));
+        ["cpu", "memory"].iter().all(|r| lim.contains_key(*r))
+            && req.iter().all(|(k, v)| lim.get(k) == Some(v))
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
     }
 }
 

@@ -127,7 +127,7 @@ pub fn fake_module(api: &Api) -> Module {
         ) -> ::std::result::Result<FakeClientset, ::kubegen_runtime::errors::StatusError> {
             let server = #t::ApiServer::new();
             for registration in registrations()? {
-                server.register(registration);
+                server.register_if_absent(registration);
             }
             for object in objects {
                 server.create_object(object)?;

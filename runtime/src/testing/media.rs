@@ -1,0 +1,275 @@
+//! Request bodies: size limit, media types, decoding into a built-in kind's schema, and
+//! `fieldValidation` (SEMANTICS 13, "Request bodies and media types").
+//!
+//! Contract:
+//! - A create, update, patch or delete body over 3 MiB (3145728 bytes) gets 413
+//!   RequestEntityTooLarge; reading stops there.
+//! - Object bodies (POST, PUT) and DELETE bodies (DeleteOptions) may be JSON (also when no Content-Type is sent), YAML, or
+//!   for built-in kinds protobuf (the kinds [`super::protobuf`] decodes); any other media
+//!   type gets 415 UnsupportedMediaType naming what is accepted, never 400.
+//! - A body that does not decode into its built-in kind's type (a ConfigMap whose `data`
+//!   holds a number) gets 400 BadRequest `<Kind> in version "<v>" cannot be handled as a
+//!   <Kind>: <why>`, as kube-apiserver's decoder answers. Custom resources are checked
+//!   against their schema elsewhere (422).
+//! - Unknown fields (fields a built-in type does not have, or a custom resource's schema
+//!   would prune) follow `fieldValidation`: `Strict` -> 400 `... strict decoding error:
+//!   unknown field "<path>"`, `Warn` (the default without the parameter, as on
+//!   kube-apiserver since 1.27) -> one `Warning` header per field, `Ignore` -> nothing.
+//!   Null values count as known (they decode to "absent").
+
+use bytes::Bytes;
+use http::{header, Request};
+use serde_json::{Map, Value};
+
+use crate::errors::StatusError;
+
+use super::registry::Registration;
+
+/// The largest request body accepted, as kube-apiserver's default `--max-request-bytes`
+/// for API bodies.
+pub(crate) const BODY_LIMIT: usize = 3 * 1024 * 1024;
+
+/// 413 for a body over [`BODY_LIMIT`].
+pub(crate) fn check_size(body: &Bytes) -> Result<(), StatusError> {
+    if body.len() > BODY_LIMIT {
+        return Err(too_large());
+    }
+    Ok(())
+}
+
+/// Reads a request body, stopping at [`BODY_LIMIT`]: the answer to a longer one (413)
+/// or to a body that cannot be read (400) is the error.
+pub(crate) async fn read_body<B>(body: B) -> Result<Bytes, StatusError>
+where
+    B: http_body::Body,
+    B::Error: std::fmt::Display,
+{
+    use bytes::Buf;
+    use http_body_util::BodyExt;
+
+    let mut body = std::pin::pin!(body);
+    let mut out = bytes::BytesMut::new();
+    while let Some(frame) = body.frame().await {
+        let frame =
+            frame.map_err(|e| StatusError::bad_request(format!("reading the body: {e}")))?;
+        if let Ok(mut data) = frame.into_data() {
+            if out.len() + data.remaining() > BODY_LIMIT {
+                return Err(too_large());
+            }
+            while data.has_remaining() {
+                let chunk = data.chunk();
+                out.extend_from_slice(chunk);
+                let n = chunk.len();
+                data.advance(n);
+            }
+        }
+    }
+    Ok(out.freeze())
+}
+
+fn too_large() -> StatusError {
+    StatusError::new(
+        413,
+        "RequestEntityTooLarge",
+        format!("Request entity too large: limit is {BODY_LIMIT}"),
+    )
+}
+
+/// The media type of the request body, lowercased, without parameters.
+pub(crate) fn content_type<B>(req: &Request<B>) -> String {
+    req.headers()
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase()
+}
+
+fn unsupported(reg: &Registration, why: Option<&str>) -> StatusError {
+    let accepted = if reg.custom {
+        "application/json, application/yaml"
+    } else {
+        "application/json, application/yaml, application/vnd.kubernetes.protobuf"
+    };
+    let mut msg =
+        format!("the body of the request was in an unknown format - accepted media types include: {accepted}");
+    if let Some(w) = why {
+        msg.push_str(&format!(" ({w})"));
+    }
+    StatusError::unsupported_media_type(msg)
+}
+
+/// Decodes an object body (POST, PUT) by its media type.
+pub(crate) fn decode_object(
+    req: &Request<Bytes>,
+    reg: &Registration,
+) -> Result<Map<String, Value>, StatusError> {
+    let body = req.body();
+    check_size(body)?;
+    let v: Value = match content_type(req).as_str() {
+        "" | "application/json" | "*/*" => serde_json::from_slice(body).map_err(|e| {
+            StatusError::bad_request(format!("the body of the request was not valid JSON: {e}"))
+        })?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+            .map_err(|e| {
+                StatusError::bad_request(format!("the body of the request was not valid YAML: {e}"))
+            })?,
+        super::protobuf::MEDIA_TYPE if !reg.custom => {
+            return super::protobuf::decode(body).map_err(|e| unsupported(reg, Some(&e.0)))
+        }
+        _ => return Err(unsupported(reg, None)),
+    };
+    match v {
+        Value::Object(m) => Ok(m),
+        _ => Err(StatusError::bad_request("the body must be an object")),
+    }
+}
+
+/// A DELETE body (DeleteOptions) as JSON, by its media type; `None` when empty.
+pub(crate) fn decode_delete_options(req: &Request<Bytes>) -> Result<Option<Value>, StatusError> {
+    let body = req.body();
+    if body.is_empty() {
+        return Ok(None);
+    }
+    let v = match content_type(req).as_str() {
+        "" | "application/json" | "*/*" => serde_json::from_slice(body)
+            .map_err(|e| StatusError::bad_request(format!("the body of the request was not valid JSON: {e}")))?,
+        "application/yaml" | "application/x-yaml" | "text/yaml" => serde_yaml::from_slice(body)
+            .map_err(|e| StatusError::bad_request(format!("the body of the request was not valid YAML: {e}")))?,
+        super::protobuf::MEDIA_TYPE => Value::Object(super::protobuf::decode(body).map_err(|e| {
+            StatusError::unsupported_media_type(format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf ({})",
+                e.0
+            ))
+        })?),
+        _ => {
+            return Err(StatusError::unsupported_media_type(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf",
+            ))
+        }
+    };
+    Ok(Some(v))
+}
+
+/// `fieldValidation`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum FieldValidation {
+    Ignore,
+    #[default]
+    Warn,
+    Strict,
+}
+
+impl FieldValidation {
+    pub(crate) fn parse(v: &str) -> Result<Self, StatusError> {
+        match v {
+            "" | "Warn" => Ok(FieldValidation::Warn),
+            "Ignore" => Ok(FieldValidation::Ignore),
+            "Strict" => Ok(FieldValidation::Strict),
+            other => Err(StatusError::bad_request(format!(
+                "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Warn\", \"Strict\""
+            ))),
+        }
+    }
+}
+
+/// Checks an object body against its kind: decoding (built-ins) and unknown fields.
+/// Returns the warnings to send (`Warn`); errors for `Strict` or an undecodable body.
+/// `decode_errors`: whether a body that does not decode is an error (not for patches,
+/// whose bodies are partial).
+pub(crate) fn check_fields(
+    reg: &Registration,
+    obj: &Map<String, Value>,
+    policy: FieldValidation,
+    decode_errors: bool,
+) -> Result<Vec<String>, StatusError> {
+    let input = Value::Object(obj.clone());
+    let known = if reg.custom {
+        match &reg.schema {
+            Some(schema) => {
+                let mut v = input.clone();
+                super::crd::prune_value(&mut v, schema);
+                Some(v)
+            }
+            None => None,
+        }
+    } else {
+        match super::builtin_types::round_trip(&reg.api_version(), &reg.kind, &input) {
+            None => None,
+            Some(Ok(v)) => Some(v),
+            Some(Err(e)) if decode_errors => {
+                return Err(StatusError::bad_request(format!(
+                    "{kind} in version {v:?} cannot be handled as a {kind}: {e}",
+                    kind = reg.kind,
+                    v = reg.version
+                )))
+            }
+            Some(Err(_)) => None,
+        }
+    };
+    let Some(known) = known else {
+        return Ok(Vec::new());
+    };
+    if policy == FieldValidation::Ignore {
+        return Ok(Vec::new());
+    }
+    let mut unknown = Vec::new();
+    missing(&input, &known, "", &mut unknown);
+    if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    match policy {
+        FieldValidation::Strict => {
+            let list = unknown
+                .iter()
+                .map(|p| format!("unknown field {p:?}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            Err(StatusError::bad_request(format!(
+                "{kind} in version {v:?} cannot be handled as a {kind}: strict decoding error: {list}",
+                kind = reg.kind,
+                v = reg.version
+            )))
+        }
+        _ => Ok(unknown
+            .iter()
+            .map(|p| format!("unknown field {p:?}"))
+            .collect()),
+    }
+}
+
+/// Paths present in `input` (with a non-null value) but absent from `known`.
+fn missing(input: &Value, known: &Value, path: &str, out: &mut Vec<String>) {
+    match (input, known) {
+        (Value::Object(a), Value::Object(b)) => {
+            for (k, v) in a {
+                let p = if path.is_empty() {
+                    k.clone()
+                } else {
+                    format!("{path}.{k}")
+                };
+                match b.get(k) {
+                    Some(x) => missing(v, x, &p, out),
+                    None if v.is_null() => {}
+                    None => out.push(p),
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) => {
+            for (i, (x, y)) in a.iter().zip(b).enumerate() {
+                missing(x, y, &format!("{path}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// The `Warning` header value for a message (RFC 7234 style, code 299, as
+/// kube-apiserver writes it).
+pub(crate) fn warning_header(message: &str) -> Option<header::HeaderValue> {
+    let escaped = message.replace('\\', "\\\\").replace('"', "\\\"");
+    header::HeaderValue::from_str(&format!("299 - \"{escaped}\"")).ok()
+}

@@ -1,0 +1,695 @@
+//! Response media types: plain JSON, `as=Table` (server-side printing, what kubectl
+//! asks for) and `as=PartialObjectMetadata[List]` (SEMANTICS 13, "Table",
+//! "PartialObjectMetadata" and the Accept header).
+//!
+//! Contract:
+//! - Accept clauses are tried in order; a clause this server cannot produce (protobuf,
+//!   YAML, an unknown `as=`, a Table with another group/version) is skipped; nothing
+//!   acceptable -> 406 NotAcceptable. No Accept header, `*/*` or `application/json` ->
+//!   plain JSON.
+//! - A Table has `columnDefinitions` (every column with its priority: hiding priority > 0
+//!   unless `-o wide` is kubectl's job) and one row per object whose `object` follows
+//!   `includeObject`: `Metadata` (default) a PartialObjectMetadata, `Object` the whole
+//!   object, `None` null; other values -> 400.
+//! - Columns: a custom resource's `additionalPrinterColumns` after `Name` (or `Name`,
+//!   `Age` when it has none); for built-in kinds kubectl's usual columns (Pods: Name,
+//!   Ready, Status, Restarts, Age + wide IP, Node; Deployments: Name, Ready, Up-to-date,
+//!   Available, Age + wide Containers, Images, Selector; Namespaces: Name, Status, Age;
+//!   ConfigMaps, Secrets, Services, ReplicaSets, ... their usual ones) and, for kinds
+//!   kube-apiserver has no printer for (and Roles, ClusterRoles, CRDs, whose printers
+//!   show the same), the default table: Name, Created At (RFC 3339). Ages are kube's human durations (`5m`,
+//!   `3h2m`, `<invalid>`).
+
+use serde_json::{json, Map, Value};
+
+use crate::errors::StatusError;
+
+use super::registry::{PrinterColumn, Registration};
+
+/// What a GET or LIST answers with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    Json,
+    Table,
+    PartialObjectMetadata,
+    PartialObjectMetadataList,
+}
+
+/// Picks the first acceptable clause of an Accept header.
+pub(crate) fn negotiate(accept: Option<&str>) -> Result<Output, StatusError> {
+    let accept = match accept {
+        None => return Ok(Output::Json),
+        Some(a) if a.trim().is_empty() => return Ok(Output::Json),
+        Some(a) => a,
+    };
+    for clause in accept.split(',') {
+        let mut parts = clause.split(';').map(str::trim);
+        let media = parts.next().unwrap_or_default().to_ascii_lowercase();
+        let mut params = Map::new();
+        for p in parts {
+            if let Some((k, v)) = p.split_once('=') {
+                params.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()));
+            }
+        }
+        if !matches!(media.as_str(), "application/json" | "*/*" | "application/*") {
+            continue;
+        }
+        let p = |k: &str| params.get(k).and_then(Value::as_str).unwrap_or_default();
+        let meta_gv = p("g") == "meta.k8s.io" && matches!(p("v"), "v1" | "v1beta1");
+        match p("as") {
+            "" => return Ok(Output::Json),
+            "Table" if meta_gv => return Ok(Output::Table),
+            "PartialObjectMetadata" if meta_gv => return Ok(Output::PartialObjectMetadata),
+            "PartialObjectMetadataList" if meta_gv => return Ok(Output::PartialObjectMetadataList),
+            _ => continue,
+        }
+    }
+    Err(StatusError::new(
+        406,
+        "NotAcceptable",
+        "only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io;v=v1, application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1",
+    ))
+}
+
+/// `includeObject`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Include {
+    Metadata,
+    Object,
+    None,
+}
+
+pub(crate) fn include(v: Option<&str>) -> Result<Include, StatusError> {
+    match v.unwrap_or_default() {
+        "" | "Metadata" => Ok(Include::Metadata),
+        "Object" => Ok(Include::Object),
+        "None" => Ok(Include::None),
+        other => Err(StatusError::bad_request(format!(
+            "Unable to convert to Table as requested: includeObject: Invalid value: {other:?}: must be 'Metadata', 'Object', 'None', or empty"
+        ))),
+    }
+}
+
+/// A PartialObjectMetadata of an object.
+pub(crate) fn partial(obj: &Value) -> Value {
+    json!({
+        "kind": "PartialObjectMetadata",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": obj.get("metadata").cloned().unwrap_or_else(|| json!({})),
+    })
+}
+
+/// A column: definition, and how a cell is computed from the object.
+struct Col {
+    name: &'static str,
+    ty: &'static str,
+    format: &'static str,
+    description: &'static str,
+    priority: i64,
+    cell: fn(&Value) -> Value,
+}
+
+fn s<'a>(v: &'a Value, path: &str) -> Option<&'a Value> {
+    v.pointer(path)
+}
+
+fn name_cell(o: &Value) -> Value {
+    s(o, "/metadata/name").cloned().unwrap_or(Value::Null)
+}
+
+fn age_cell(o: &Value) -> Value {
+    match s(o, "/metadata/creationTimestamp").and_then(Value::as_str) {
+        Some(t) => Value::String(age(t)),
+        None => Value::String("<unknown>".into()),
+    }
+}
+
+fn int_at(o: &Value, path: &str) -> i64 {
+    s(o, path).and_then(Value::as_i64).unwrap_or(0)
+}
+
+const NAME: Col = Col {
+    name: "Name",
+    ty: "string",
+    format: "name",
+    description: "Name must be unique within a namespace.",
+    priority: 0,
+    cell: name_cell,
+};
+const AGE: Col = Col {
+    name: "Age",
+    ty: "string",
+    format: "",
+    description: "Time since the object was created.",
+    priority: 0,
+    cell: age_cell,
+};
+
+fn col(name: &'static str, priority: i64, cell: fn(&Value) -> Value) -> Col {
+    Col {
+        name,
+        ty: "string",
+        format: "",
+        description: "",
+        priority,
+        cell,
+    }
+}
+
+fn int_col(name: &'static str, cell: fn(&Value) -> Value) -> Col {
+    Col {
+        ty: "integer",
+        ..col(name, 0, cell)
+    }
+}
+
+fn count(v: Option<&Value>) -> usize {
+    match v {
+        Some(Value::Object(m)) => m.len(),
+        Some(Value::Array(a)) => a.len(),
+        _ => 0,
+    }
+}
+
+fn pod_status(o: &Value) -> Value {
+    if s(o, "/metadata/deletionTimestamp").is_some() {
+        return json!("Terminating");
+    }
+    let waiting = s(o, "/status/containerStatuses")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .find_map(|c| s(c, "/state/waiting/reason").and_then(Value::as_str));
+    let reason = s(o, "/status/reason").and_then(Value::as_str);
+    let phase = s(o, "/status/phase").and_then(Value::as_str);
+    json!(waiting.or(reason).or(phase).unwrap_or("Pending"))
+}
+
+fn containers(o: &Value, field: &str) -> Value {
+    let list: Vec<&str> = s(o, "/spec/template/spec/containers")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|c| c.get(field).and_then(Value::as_str))
+        .collect();
+    json!(list.join(","))
+}
+
+fn selector(o: &Value) -> Value {
+    let mut parts: Vec<String> = s(o, "/spec/selector/matchLabels")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+        .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+        .collect();
+    if parts.is_empty() {
+        if let Some(m) = s(o, "/spec/selector").and_then(Value::as_object) {
+            parts = m
+                .iter()
+                .filter_map(|(k, v)| v.as_str().map(|v| format!("{k}={v}")))
+                .collect();
+        }
+    }
+    if parts.is_empty() {
+        json!("<none>")
+    } else {
+        json!(parts.join(","))
+    }
+}
+
+fn or_none(v: Option<&Value>) -> Value {
+    match v.and_then(Value::as_str) {
+        Some(x) if !x.is_empty() => json!(x),
+        _ => json!("<none>"),
+    }
+}
+
+fn builtin_columns(reg: &Registration) -> Vec<Col> {
+    match (reg.group.as_str(), reg.kind.as_str()) {
+        ("", "Pod") => vec![
+            NAME,
+            col("Ready", 0, |o| {
+                let cs = s(o, "/status/containerStatuses").and_then(Value::as_array);
+                let ready = cs
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c.get("ready") == Some(&Value::Bool(true)))
+                    .count();
+                let total = count(s(o, "/spec/containers"));
+                json!(format!("{ready}/{total}"))
+            }),
+            col("Status", 0, pod_status),
+            int_col("Restarts", |o| {
+                let n: i64 = s(o, "/status/containerStatuses")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c.get("restartCount").and_then(Value::as_i64))
+                    .sum();
+                json!(n)
+            }),
+            AGE,
+            col("IP", 1, |o| or_none(s(o, "/status/podIP"))),
+            col("Node", 1, |o| or_none(s(o, "/spec/nodeName"))),
+            col("Nominated Node", 1, |o| {
+                or_none(s(o, "/status/nominatedNodeName"))
+            }),
+            col("Readiness Gates", 1, |o| {
+                let n = count(s(o, "/spec/readinessGates"));
+                if n == 0 {
+                    json!("<none>")
+                } else {
+                    json!(format!("0/{n}"))
+                }
+            }),
+        ],
+        ("apps", "Deployment") => vec![
+            NAME,
+            col("Ready", 0, |o| {
+                json!(format!(
+                    "{}/{}",
+                    int_at(o, "/status/readyReplicas"),
+                    s(o, "/spec/replicas").and_then(Value::as_i64).unwrap_or(1)
+                ))
+            }),
+            int_col("Up-to-date", |o| {
+                json!(int_at(o, "/status/updatedReplicas"))
+            }),
+            int_col("Available", |o| {
+                json!(int_at(o, "/status/availableReplicas"))
+            }),
+            AGE,
+            col("Containers", 1, |o| containers(o, "name")),
+            col("Images", 1, |o| containers(o, "image")),
+            col("Selector", 1, selector),
+        ],
+        ("apps", "ReplicaSet") | ("apps", "StatefulSet") => vec![
+            NAME,
+            int_col("Desired", |o| {
+                json!(s(o, "/spec/replicas").and_then(Value::as_i64).unwrap_or(1))
+            }),
+            int_col("Current", |o| json!(int_at(o, "/status/replicas"))),
+            int_col("Ready", |o| json!(int_at(o, "/status/readyReplicas"))),
+            AGE,
+        ],
+        ("", "Namespace") => vec![
+            NAME,
+            col("Status", 0, |o| {
+                s(o, "/status/phase").cloned().unwrap_or(json!(""))
+            }),
+            AGE,
+        ],
+        ("", "ConfigMap") => vec![
+            NAME,
+            int_col("Data", |o| {
+                json!(count(s(o, "/data")) + count(s(o, "/binaryData")))
+            }),
+            AGE,
+        ],
+        ("", "Secret") => vec![
+            NAME,
+            col("Type", 0, |o| {
+                s(o, "/type").cloned().unwrap_or(json!("Opaque"))
+            }),
+            int_col("Data", |o| json!(count(s(o, "/data")))),
+            AGE,
+        ],
+        ("", "ServiceAccount") => vec![
+            NAME,
+            int_col("Secrets", |o| json!(count(s(o, "/secrets")))),
+            AGE,
+        ],
+        ("", "Service") => vec![
+            NAME,
+            col("Type", 0, |o| {
+                s(o, "/spec/type").cloned().unwrap_or(json!("ClusterIP"))
+            }),
+            col("Cluster-IP", 0, |o| or_none(s(o, "/spec/clusterIP"))),
+            col("External-IP", 0, |o| {
+                let ips: Vec<&str> = s(o, "/spec/externalIPs")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                if ips.is_empty() {
+                    json!("<none>")
+                } else {
+                    json!(ips.join(","))
+                }
+            }),
+            col("Port(s)", 0, |o| {
+                let ports: Vec<String> = s(o, "/spec/ports")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .map(|p| {
+                        format!(
+                            "{}/{}",
+                            p.get("port").and_then(Value::as_i64).unwrap_or(0),
+                            p.get("protocol").and_then(Value::as_str).unwrap_or("TCP")
+                        )
+                    })
+                    .collect();
+                if ports.is_empty() {
+                    json!("<none>")
+                } else {
+                    json!(ports.join(","))
+                }
+            }),
+            AGE,
+            col("Selector", 1, selector),
+        ],
+        ("apps", "DaemonSet") => vec![
+            NAME,
+            int_col("Desired", |o| {
+                json!(int_at(o, "/status/desiredNumberScheduled"))
+            }),
+            int_col("Current", |o| {
+                json!(int_at(o, "/status/currentNumberScheduled"))
+            }),
+            int_col("Ready", |o| json!(int_at(o, "/status/numberReady"))),
+            AGE,
+        ],
+        ("batch", "Job") => vec![
+            NAME,
+            col("Completions", 0, |o| {
+                json!(format!(
+                    "{}/{}",
+                    int_at(o, "/status/succeeded"),
+                    s(o, "/spec/completions")
+                        .and_then(Value::as_i64)
+                        .unwrap_or(1)
+                ))
+            }),
+            AGE,
+        ],
+        ("batch", "CronJob") => vec![
+            NAME,
+            col("Schedule", 0, |o| or_none(s(o, "/spec/schedule"))),
+            col("Suspend", 0, |o| {
+                json!(if s(o, "/spec/suspend") == Some(&Value::Bool(true)) {
+                    "True"
+                } else {
+                    "False"
+                })
+            }),
+            int_col("Active", |o| json!(count(s(o, "/status/active")))),
+            AGE,
+        ],
+        ("", "Node") => vec![
+            NAME,
+            col("Status", 0, |o| {
+                let ready = s(o, "/status/conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .any(|c| {
+                        c.get("type") == Some(&json!("Ready"))
+                            && c.get("status") == Some(&json!("True"))
+                    });
+                json!(if ready { "Ready" } else { "NotReady" })
+            }),
+            AGE,
+        ],
+        ("coordination.k8s.io", "Lease") => vec![
+            NAME,
+            col("Holder", 0, |o| {
+                s(o, "/spec/holderIdentity").cloned().unwrap_or(json!(""))
+            }),
+            AGE,
+        ],
+        ("rbac.authorization.k8s.io", "RoleBinding")
+        | ("rbac.authorization.k8s.io", "ClusterRoleBinding") => vec![
+            NAME,
+            col("Role", 0, |o| {
+                json!(format!(
+                    "{}/{}",
+                    s(o, "/roleRef/kind")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default(),
+                    s(o, "/roleRef/name")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                ))
+            }),
+            AGE,
+        ],
+        ("", "Endpoints")
+        | ("", "Event")
+        | ("events.k8s.io", "Event")
+        | ("", "PersistentVolume")
+        | ("", "PersistentVolumeClaim")
+        | ("networking.k8s.io", "Ingress") => vec![NAME, AGE],
+        // No printer: kube-apiserver's default table.
+        _ => vec![
+            NAME,
+            Col {
+                name: "Created At",
+                ty: "date",
+                format: "",
+                description: "",
+                priority: 0,
+                cell: |o| {
+                    s(o, "/metadata/creationTimestamp")
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                },
+            },
+        ],
+    }
+}
+
+fn definition(c: &Col) -> Value {
+    json!({"name": c.name, "type": c.ty, "format": c.format, "description": c.description, "priority": c.priority})
+}
+
+/// A custom resource column's cell, from its JSONPath and type.
+fn custom_cell(o: &Value, c: &PrinterColumn) -> Value {
+    let Some(v) = json_path(o, &c.json_path) else {
+        return Value::Null;
+    };
+    match c.ty.as_str() {
+        "integer" => match v {
+            Value::Number(n) => n
+                .as_i64()
+                .map(Value::from)
+                .or_else(|| n.as_f64().map(|f| Value::from(f as i64)))
+                .unwrap_or(Value::Null),
+            _ => Value::Null,
+        },
+        "number" => match v {
+            Value::Number(_) => v.clone(),
+            _ => Value::Null,
+        },
+        "boolean" => match v {
+            Value::Bool(_) => v.clone(),
+            _ => Value::Null,
+        },
+        "date" => match v {
+            Value::String(t) => Value::String(age(t)),
+            _ => Value::Null,
+        },
+        _ => match v {
+            Value::String(_) => v.clone(),
+            other => Value::String(other.to_string()),
+        },
+    }
+}
+
+/// A simple JSONPath (`.spec.replicas`, `.status.conditions[0].type`, `{.a.b}`).
+fn json_path<'a>(o: &'a Value, path: &str) -> Option<&'a Value> {
+    let path = path.trim().trim_start_matches('{').trim_end_matches('}');
+    let mut cur = o;
+    for seg in path.split('.').filter(|s| !s.is_empty()) {
+        let (name, index) = match seg.split_once('[') {
+            Some((n, rest)) => (n, rest.trim_end_matches(']').parse::<usize>().ok()),
+            None => (seg, None),
+        };
+        if !name.is_empty() {
+            cur = cur.get(name)?;
+        }
+        if let Some(i) = index {
+            cur = cur.get(i)?;
+        }
+    }
+    Some(cur)
+}
+
+/// Builds a Table of `objects`; `meta` is the list metadata (resourceVersion, continue).
+pub(crate) fn table(reg: &Registration, objects: &[Value], meta: Value, include: Include) -> Value {
+    let (defs, rows): (Vec<Value>, Vec<Value>) = if reg.custom {
+        let cols = &reg.printer_columns;
+        let mut defs = vec![definition(&NAME)];
+        if cols.is_empty() {
+            defs.push(json!({"name": "Age", "type": "date", "format": "", "description": "Custom resource definition column (in JSONPath format): .metadata.creationTimestamp", "priority": 0}));
+        }
+        for c in cols {
+            let description = if c.description.is_empty() {
+                format!(
+                    "Custom resource definition column (in JSONPath format): {}",
+                    c.json_path
+                )
+            } else {
+                c.description.clone()
+            };
+            defs.push(json!({"name": c.name, "type": c.ty, "format": c.format, "description": description, "priority": c.priority}));
+        }
+        let rows = objects
+            .iter()
+            .map(|o| {
+                let mut cells = vec![name_cell(o)];
+                if cols.is_empty() {
+                    cells.push(age_cell(o));
+                }
+                cells.extend(cols.iter().map(|c| custom_cell(o, c)));
+                row(o, cells, include)
+            })
+            .collect();
+        (defs, rows)
+    } else {
+        let cols = builtin_columns(reg);
+        let defs = cols.iter().map(definition).collect();
+        let rows = objects
+            .iter()
+            .map(|o| row(o, cols.iter().map(|c| (c.cell)(o)).collect(), include))
+            .collect();
+        (defs, rows)
+    };
+    json!({
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": meta,
+        "columnDefinitions": defs,
+        "rows": rows,
+    })
+}
+
+fn row(o: &Value, cells: Vec<Value>, include: Include) -> Value {
+    let object = match include {
+        Include::Metadata => partial(o),
+        Include::Object => o.clone(),
+        Include::None => Value::Null,
+    };
+    json!({"cells": cells, "object": object})
+}
+
+/// Time since an RFC 3339 timestamp, as kube's `HumanDuration` writes it.
+pub(crate) fn age(t: &str) -> String {
+    let Ok(then) = t.parse::<k8s_openapi::jiff::Timestamp>() else {
+        return "<invalid>".into();
+    };
+    let secs = k8s_openapi::jiff::Timestamp::now().as_second() - then.as_second();
+    human_duration(secs)
+}
+
+/// kube's `HumanDuration` of a number of seconds.
+pub(crate) fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".into();
+    }
+    if secs < 0 {
+        return "0s".into();
+    }
+    if secs < 120 {
+        return format!("{secs}s");
+    }
+    let minutes = secs / 60;
+    if minutes < 10 {
+        let s = secs % 60;
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = secs / 3600;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    if hours < 24 * 8 {
+        let (d, h) = (hours / 24, hours % 24);
+        return if h == 0 {
+            format!("{d}d")
+        } else {
+            format!("{d}d{h}h")
+        };
+    }
+    if hours < 24 * 365 * 2 {
+        return format!("{}d", hours / 24);
+    }
+    let years = hours / 24 / 365;
+    if hours < 24 * 365 * 8 {
+        let d = hours / 24 % 365;
+        return if d == 0 {
+            format!("{years}y")
+        } else {
+            format!("{years}y{d}d")
+        };
+    }
+    format!("{years}y")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_durations() {
+        assert_eq!(human_duration(-5), "<invalid>");
+        assert_eq!(human_duration(59), "59s");
+        assert_eq!(human_duration(125), "2m5s");
+        assert_eq!(human_duration(600), "10m");
+        assert_eq!(human_duration(3 * 3600 + 120), "3h2m");
+        assert_eq!(human_duration(30 * 3600), "30h");
+        assert_eq!(human_duration(3 * 86400 + 3600), "3d1h");
+        assert_eq!(human_duration(100 * 86400), "100d");
+    }
+
+    #[test]
+    fn accept_clauses_in_order() {
+        assert_eq!(negotiate(None).unwrap(), Output::Json);
+        assert_eq!(
+            negotiate(Some(
+                "application/json;as=Table;v=v1;g=meta.k8s.io,application/json"
+            ))
+            .unwrap(),
+            Output::Table
+        );
+        assert_eq!(
+            negotiate(Some(
+                "application/json;as=Foo;v=v1;g=meta.k8s.io, application/json"
+            ))
+            .unwrap(),
+            Output::Json
+        );
+        assert_eq!(
+            negotiate(Some("application/json;as=Foo;v=v1;g=meta.k8s.io"))
+                .unwrap_err()
+                .code(),
+            406
+        );
+        assert_eq!(
+            negotiate(Some("application/vnd.kubernetes.protobuf,application/json")).unwrap(),
+            Output::Json
+        );
+    }
+
+    #[test]
+    fn json_paths() {
+        let o = json!({"spec": {"a": [{"b": 1}]}});
+        assert_eq!(json_path(&o, ".spec.a[0].b"), Some(&json!(1)));
+        assert_eq!(json_path(&o, ".spec.x"), None);
+    }
+}
