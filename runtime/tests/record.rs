@@ -385,3 +385,70 @@ async fn a_series_of_a_vanished_event_is_posted_with_its_series() {
     assert_eq!(stored["series"]["count"], 2);
     s.broadcaster.shutdown();
 }
+
+// SEMANTICS 11.27
+#[test]
+fn the_server_validates_events() {
+    use serde_json::json;
+    let server = ApiServer::new();
+    let valid = || {
+        json!({
+            "metadata": {"name": "e1", "namespace": "ns"},
+            "eventTime": "2026-01-01T00:00:00.000000Z",
+            "reportingController": "ctrl",
+            "reportingInstance": "ctrl-host",
+            "action": "Start",
+            "reason": "Started",
+            "type": "Normal",
+            "regarding": {"kind": "Pod", "namespace": "ns", "name": "p"},
+            "note": "n",
+        })
+    };
+    let mut no_action = valid();
+    no_action.as_object_mut().unwrap().remove("action");
+    let err = server.create(EVENTS_V1, no_action).unwrap_err();
+    assert_eq!(err.code(), 422);
+    let causes = &err.details().unwrap().causes;
+    assert_eq!(causes.len(), 1, "{causes:?}");
+    assert_eq!(
+        (causes[0].field.as_str(), causes[0].reason.as_str()),
+        ("action", "FieldValueRequired")
+    );
+
+    let mut long = valid();
+    long["reportingInstance"] = json!("x".repeat(129));
+    let err = server.create(EVENTS_V1, long).unwrap_err();
+    assert!(
+        err.message().contains("can have at most 128 characters"),
+        "{}",
+        err.message()
+    );
+
+    let mut one = valid();
+    one["series"] = json!({"count": 1, "lastObservedTime": "2026-01-01T00:00:00.000000Z"});
+    let err = server.create(EVENTS_V1, one).unwrap_err();
+    assert!(
+        err.message().contains("should be at least 2"),
+        "{}",
+        err.message()
+    );
+
+    server.create(EVENTS_V1, valid()).unwrap();
+    let core = json!({
+        "metadata": {"name": "c1", "namespace": "ns"},
+        "involvedObject": {"kind": "Pod", "namespace": "ns", "name": "p"},
+        "reason": "Started",
+        "message": "m".repeat(2000),
+    });
+    server.create("events", core).unwrap();
+    let mismatch = json!({
+        "metadata": {"name": "c2", "namespace": "ns"},
+        "involvedObject": {"kind": "Pod", "namespace": "other", "name": "p"},
+    });
+    let err = server.create("events", mismatch).unwrap_err();
+    assert!(
+        err.message().contains("does not match event.namespace"),
+        "{}",
+        err.message()
+    );
+}

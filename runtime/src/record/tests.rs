@@ -481,7 +481,7 @@ fn series_event(name: &str, observed: MicroTime, series: bool) -> events::Event 
         },
         event_time: Some(observed.clone()),
         reason: Some(name.into()),
-        series: series.then(|| events::EventSeries {
+        series: series.then_some(events::EventSeries {
             count: 2,
             last_observed_time: observed,
         }),

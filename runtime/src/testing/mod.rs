@@ -31,7 +31,8 @@
 //!   `patch` and `apply` modules' contracts).
 //! - Custom resources registered from their CRD ([`ApiServer::register_crd`]) are
 //!   pruned, defaulted and validated against their structural schema (CEL rules are
-//!   not evaluated).
+//!   not evaluated). Events (core/v1 and events.k8s.io/v1) are validated as
+//!   kube-apiserver validates them (see the `events` module's contract).
 //! - For tests: a request log, [`Reactor`]s injecting errors and delays,
 //!   [`ApiServer::drop_watches`] and [`ApiServer::expire_next_watch`].
 //!
@@ -41,6 +42,7 @@
 mod apply;
 mod body;
 mod crd;
+mod events;
 mod faults;
 mod http;
 mod info;
