@@ -62,7 +62,6 @@ impl BroadcasterOptions {
 }
 
 struct Shared {
-    incoming: mpsc::Sender<Arc<Event>>,
     watchers: Mutex<Vec<(u64, mpsc::Sender<Arc<Event>>)>>,
     next_id: AtomicU64,
     stop: CancellationToken,
@@ -76,6 +75,9 @@ struct Shared {
 #[derive(Clone)]
 pub struct EventBroadcaster {
     shared: Arc<Shared>,
+    /// Only broadcasters (and their recorders and watch handles) hold it, so the
+    /// distributing task also ends when the last of them is dropped.
+    incoming: mpsc::Sender<Arc<Event>>,
 }
 
 impl fmt::Debug for EventBroadcaster {
@@ -134,7 +136,6 @@ impl EventBroadcaster {
         let (tx, rx) = mpsc::channel(MAX_QUEUED_EVENTS);
         let clock = options.clock.unwrap_or_default();
         let shared = Arc::new(Shared {
-            incoming: tx,
             watchers: Mutex::new(Vec::new()),
             next_id: AtomicU64::new(0),
             stop: CancellationToken::new(),
@@ -142,7 +143,10 @@ impl EventBroadcaster {
             clock,
         });
         tokio::spawn(distribute(shared.clone(), rx));
-        EventBroadcaster { shared }
+        EventBroadcaster {
+            shared,
+            incoming: tx,
+        }
     }
 
     /// A recorder of events from `source` (`NewRecorder`).
@@ -155,7 +159,8 @@ impl EventBroadcaster {
 
     /// Stops the broadcaster: events still queued are handed to the watchers, which
     /// handle them and end; later events are dropped, and a failed sink write is not
-    /// retried (`Shutdown`).
+    /// retried (`Shutdown`). Dropping every clone of the broadcaster, its recorders and
+    /// its watch handles ends the watchers as well, without the retry cut-off.
     pub fn shutdown(&self) {
         self.shared.stop.cancel();
     }
@@ -232,9 +237,7 @@ impl EventBroadcaster {
             tracing::debug!("event broadcaster is shut down; dropping the event");
             return;
         }
-        if let Err(mpsc::error::TrySendError::Full(_)) =
-            self.shared.incoming.try_send(Arc::new(event))
-        {
+        if let Err(mpsc::error::TrySendError::Full(_)) = self.incoming.try_send(Arc::new(event)) {
             tracing::error!("unable to record event: too many queued events, dropped event");
         }
     }
