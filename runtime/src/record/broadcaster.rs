@@ -71,7 +71,29 @@ struct Shared {
 
 /// Hands recorded events to watchers: sinks, loggers and callbacks.
 ///
-/// See the [module docs](super) for an example and the queue sizes.
+/// See the [module docs](super) for the queue sizes and the correlator's defaults.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::Pod;
+/// use kubegen_runtime::record::{reference, ClientEventSink, EventBroadcaster, EventRecorder, EventSource};
+/// use kubegen_runtime::testing::ApiServer;
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let server = ApiServer::new();
+/// let client = kube::Client::new(server.service(), "default");
+/// let broadcaster = EventBroadcaster::new();
+/// let sink = broadcaster.start_recording_to_sink(ClientEventSink::new(client));
+/// let recorder = broadcaster.new_recorder(EventSource::new("sample-controller", ""));
+/// let mut pod = Pod::default();
+/// pod.metadata.name = Some("web".into());
+/// pod.metadata.namespace = Some("ns".into());
+/// recorder.event(&reference(&pod), "Normal", "Synced", "Pod synced successfully");
+/// broadcaster.shutdown();
+/// sink.join().await; // the queued event is written before the sink ends
+/// assert_eq!(server.requests().iter().filter(|r| r.resource == "events").count(), 1);
+/// # }
+/// ```
 #[derive(Clone)]
 pub struct EventBroadcaster {
     shared: Arc<Shared>,
