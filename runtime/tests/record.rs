@@ -452,3 +452,64 @@ fn the_server_validates_events() {
         err.message()
     );
 }
+
+const MINUTE: Duration = Duration::from_secs(60);
+
+// SEMANTICS 11.20, 11.22: occurrences after the second are only counted, and the 6 min
+// loop writes them with the series' final PATCH once the series is quiet.
+#[tokio::test(start_paused = true)]
+async fn a_quiet_series_is_finished_by_the_six_minute_loop() {
+    let s = series();
+    let obj = reference(&pod("ns", "p", "u"));
+    let emit = || {
+        s.recorder
+            .eventf(&obj, None, "Normal", "Started", "Start", format_args!("n"))
+    };
+    emit();
+    s.wait_writes(1).await;
+    emit();
+    s.wait_writes(2).await;
+    emit();
+    emit();
+    // The first tick after 6 quiet minutes (at 12 min) finishes the series.
+    tokio::time::sleep(13 * MINUTE).await;
+    let w = s.wait_writes(3).await;
+    assert_eq!(w.len(), 3);
+    assert_eq!(w[2].verb, "patch");
+    assert_eq!(w[2].body.as_ref().unwrap()["series"]["count"], 4);
+    // Finished: the next occurrence starts afresh with a POST.
+    emit();
+    let w = s.wait_writes(4).await;
+    assert_eq!(w[3].verb, "create");
+    s.broadcaster.shutdown();
+}
+
+// SEMANTICS 11.23: the 30 min loop PATCHes a series that is still being observed.
+#[tokio::test(start_paused = true)]
+async fn a_live_series_is_refreshed_by_the_thirty_minute_loop() {
+    let s = series();
+    let obj = reference(&pod("ns", "p", "u"));
+    let emit = || {
+        s.recorder
+            .eventf(&obj, None, "Normal", "Started", "Start", format_args!("n"))
+    };
+    let start = tokio::time::Instant::now();
+    emit();
+    s.wait_writes(1).await;
+    emit();
+    s.wait_writes(2).await;
+    for _ in 0..5 {
+        tokio::time::sleep(5 * MINUTE).await;
+        emit();
+    }
+    tokio::time::sleep_until(start + 30 * MINUTE + Duration::from_secs(1)).await;
+    let w = s.wait_writes(3).await;
+    assert_eq!(
+        w.len(),
+        3,
+        "observed every 5 min, so never finished before the refresh"
+    );
+    assert_eq!(w[2].verb, "patch");
+    assert_eq!(w[2].body.as_ref().unwrap()["series"]["count"], 7);
+    s.broadcaster.shutdown();
+}
