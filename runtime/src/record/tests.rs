@@ -275,7 +275,7 @@ struct ScriptedSink {
     calls: Mutex<Vec<(&'static str, Event, Instant)>>,
     /// Errors to answer in turn; when empty, success.
     errors: Mutex<VecDeque<SinkError>>,
-    /// Answer this many transport errors per event name before success.
+    /// Answer this many transport errors per event (name and reason) before success.
     fail_each: usize,
     failed: Mutex<HashMap<String, usize>>,
 }
@@ -286,9 +286,11 @@ impl ScriptedSink {
         if let Some(err) = self.errors.lock().pop_front() {
             return Err(err);
         }
-        let name = e.metadata.name.clone().unwrap_or_default();
+        // Events emitted at one instant of a paused clock share a name; the reason tells
+        // them apart.
+        let key = format!("{:?}/{:?}", e.metadata.name, e.reason);
         let mut failed = self.failed.lock();
-        let n = failed.entry(name).or_default();
+        let n = failed.entry(key).or_default();
         if *n < self.fail_each {
             *n += 1;
             return Err(SinkError::Transport("connection reset".into()));
@@ -412,6 +414,46 @@ async fn lots_of_failing_events_are_all_written_and_logged() {
     }
     assert_eq!(per_name.len(), 1000);
     assert!(per_name.values().all(|n| *n >= 5), "{per_name:?}");
+}
+
+/// A sink writes in emission order, and a write that is retrying holds back every later
+/// event of that sink.
+#[tokio::test(start_paused = true)]
+async fn a_sink_writes_in_emission_order_even_while_retrying() {
+    let sink = Arc::new(ScriptedSink {
+        fail_each: 2,
+        ..Default::default()
+    });
+    let broadcaster = EventBroadcaster::new();
+    let writing = broadcaster.start_recording_to_sink(sink.clone());
+    let recorder = broadcaster.new_recorder(EventSource::new("c", ""));
+    let obj = ObjectReference {
+        name: Some("x".into()),
+        namespace: Some("ns".into()),
+        ..Default::default()
+    };
+    for i in 0..20 {
+        recorder.event(&obj, EVENT_TYPE_NORMAL, &format!("R{i:02}"), "m");
+    }
+    // Shut down only once everything is written: after shutdown nothing is retried.
+    for _ in 0..1000 {
+        if sink.calls.lock().len() >= 60 {
+            break;
+        }
+        tokio::time::sleep(secs(1)).await;
+    }
+    broadcaster.shutdown();
+    writing.join().await;
+    let reasons: Vec<String> = sink
+        .calls
+        .lock()
+        .iter()
+        .map(|(_, e, _)| e.reason.clone().unwrap_or_default())
+        .collect();
+    let expected: Vec<String> = (0..20)
+        .flat_map(|i| std::iter::repeat_n(format!("R{i:02}"), 3))
+        .collect();
+    assert_eq!(reasons, expected);
 }
 
 #[tokio::test(start_paused = true)]
