@@ -18,9 +18,10 @@ use serde_json::Value;
 use std::sync::Arc;
 use tokio_util::sync::CancellationToken;
 
-/// Waits (in steps of 10 ms of the clock) until `cond` holds; panics after 1000 steps.
+/// Waits (in steps of 10 ms of the clock) until `cond` holds; panics after 6000 steps
+/// (a minute: far beyond any write, and short of the 6 min series loop).
 async fn until(what: &str, cond: impl Fn() -> bool) {
-    for _ in 0..1000 {
+    for _ in 0..6000 {
         if cond() {
             return;
         }
