@@ -15,6 +15,8 @@
 //! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
 //! - [`leaderelection`]: leader election on a coordination.k8s.io/v1 Lease;
 //! - [`retry`]: `retry_on_conflict` and `on_error` (client-go's `util/retry`);
+//! - [`record`]: event recording (client-go's `tools/record` and `tools/events`): the
+//!   broadcaster, recorder, correlator (aggregation, dedup, spam filter) and fakes;
 //! - [`pager`]: `ListPager` (client-go's `tools/pager`);
 //! - [`watch`]: `RetryWatcher`, `until`, `until_with_sync` (client-go's `tools/watch`);
 //! - [`metrics`]: client-go's REST client, reflector and leader-election metrics;
@@ -71,6 +73,7 @@ pub mod leaderelection;
 pub mod metrics;
 pub mod object;
 pub mod pager;
+pub mod record;
 pub mod retry;
 #[cfg(feature = "testing")]
 pub mod testing;

@@ -46,6 +46,8 @@
 //!   removed; 403 for new content in a Terminating namespace; in strict mode the system
 //!   namespaces exist from the start and writes into a missing namespace get 404 (the
 //!   `namespaces` module).
+//! - Events (core/v1 and events.k8s.io/v1) are validated as
+//!   kube-apiserver validates them (see the `events` module's contract).
 //! - For tests: a request log, [`Reactor`]s injecting errors and delays,
 //!   [`ApiServer::drop_watches`] (a clean cut) and [`ApiServer::expire_next_watch`].
 //!
@@ -62,6 +64,7 @@ mod builtin_types;
 mod crd;
 mod crd_lifecycle;
 mod discovery;
+mod events;
 mod faults;
 mod http;
 mod info;

@@ -263,14 +263,21 @@ impl Inner {
         if reg.group.is_empty() && reg.kind == "Secret" && obj.get("type").is_none_or(|t| t == "") {
             obj.insert("type".into(), Value::String("Opaque".into()));
         }
-        self.admit(reg, obj)?;
+        self.admit(reg, obj, true)?;
         Ok(generated)
     }
 
-    /// Custom-resource schema: pruning, defaults and validation.
-    fn admit(&self, reg: &Registration, obj: &mut Map<String, Value>) -> Result<(), StatusError> {
+    /// Custom-resource schema (pruning, defaults and validation), and the built-in
+    /// validation the server implements (Events) on create or update.
+    fn admit(
+        &self,
+        reg: &Registration,
+        obj: &mut Map<String, Value>,
+        creating: bool,
+    ) -> Result<(), StatusError> {
         match &reg.schema {
             Some(schema) => super::crd::admit(reg, schema, obj),
+            None if super::events::is_event(reg) => super::events::validate(reg, obj, creating),
             None => Ok(()),
         }
     }
@@ -484,7 +491,7 @@ impl Inner {
             body.insert("apiVersion".into(), Value::String(reg.api_version()));
             body
         };
-        self.admit(reg, &mut new)?;
+        self.admit(reg, &mut new, false)?;
         // Finalizers cannot be added to an object being deleted.
         if !meta_str(prev, "deletionTimestamp").is_empty() {
             let old = finalizers(prev);
