@@ -19,6 +19,9 @@ use kubegen_kubernetes::listers::core::v1::PodLister;
 use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
 use kubegen_runtime::client::{DeleteOptions, Patch, PatchParams, WriteParams};
 use kubegen_runtime::object::{object_key, split_meta_namespace_key};
+use kubegen_runtime::record::{
+    reference, ClientEventSink, EventBroadcaster, EventRecorder, EventSource, ObjectReference,
+};
 use kubegen_runtime::workqueue::RateLimitingQueue;
 use tokio_util::sync::CancellationToken;
 
@@ -74,6 +77,7 @@ struct Worker {
     lister: PodLister,
     queue: RateLimitingQueue<String>,
     pull_failing_since: Mutex<BTreeMap<String, Timestamp>>,
+    recorder: Arc<dyn EventRecorder>,
     /// Deletes begun and not seen through (a retry may find the Pod already gone).
     deleting: Mutex<BTreeMap<String, Deleting>>,
     outcomes: Outcomes,
@@ -102,6 +106,12 @@ pub async fn run(
             .add_func(move |pod, _| on_add.add(object_key(pod.as_ref())))
             .update_func(move |_, pod| on_update.add(object_key(pod.as_ref()))),
     )?;
+    // Events go to the cluster through one broadcaster (client-go's tools/record): its
+    // correlator counts repeats and its spam filter caps them.
+    let broadcaster = EventBroadcaster::new();
+    let sink = broadcaster.start_recording_to_sink(ClientEventSink::new(cs.client().clone()));
+    let recorder: Arc<dyn EventRecorder> =
+        Arc::new(broadcaster.new_recorder(EventSource::new("pod-cleaner", "")));
     factory.start();
     factory.wait_for_cache_sync().await;
     log(&format!("caches synced; {} workers", config.workers.max(1)));
@@ -110,6 +120,7 @@ pub async fn run(
         lister: pods.lister(),
         queue: queue.clone(),
         pull_failing_since: Mutex::new(BTreeMap::new()),
+        recorder,
         deleting: Mutex::new(BTreeMap::new()),
         outcomes,
         config,
@@ -127,6 +138,8 @@ pub async fn run(
         let _ = t.await;
     }
     factory.shutdown().await;
+    broadcaster.shutdown();
+    sink.join().await;
     log("stopped");
     Ok(())
 }
@@ -221,6 +234,12 @@ impl Worker {
             Action::DeleteEvicted => {
                 log(&format!("{key}: evicted by the kubelet; {dry}delete it"));
                 if !self.options.dry_run {
+                    self.recorder.event(
+                        &reference(pod),
+                        "Normal",
+                        "EvictedPodDeleted",
+                        "Deleted a Pod evicted by the kubelet",
+                    );
                     self.begin_delete(key, Deleting::Evicted);
                     ignore_not_found(pods.delete(name, &DeleteOptions::default()).await)?;
                     self.deleted(key);
@@ -240,6 +259,15 @@ impl Worker {
                     }
                 ));
                 if !self.options.dry_run {
+                    self.recorder.eventf(
+                        &reference(pod),
+                        "Warning",
+                        "ForceDeleted",
+                        format_args!(
+                            "Terminating for {}s: deleted with grace period 0",
+                            terminating_for.as_secs()
+                        ),
+                    );
                     self.begin_delete(key, Deleting::Stuck);
                     if remove_finalizers
                         && pod
@@ -281,6 +309,22 @@ impl Worker {
                     deployments
                         .update_scale(&deployment, &scale, &WriteParams::default())
                         .await?;
+                    let target = ObjectReference {
+                        api_version: Some("apps/v1".into()),
+                        kind: Some("Deployment".into()),
+                        name: Some(deployment.clone()),
+                        namespace: Some(ns.to_owned()),
+                        uid: scale.metadata.uid.clone(),
+                        ..ObjectReference::default()
+                    };
+                    self.recorder.eventf(
+                        &target,
+                        "Warning",
+                        "ScaledToZero",
+                        format_args!(
+                            "Pod {name}: container {container} in {reason}; scaled to 0 replicas"
+                        ),
+                    );
                     self.outcomes.with(|d| {
                         d.scaled_to_zero.insert(dkey);
                     });
@@ -293,6 +337,14 @@ impl Worker {
                         "{key}: restarted {restarts} times (more than {})",
                         self.config.processors.restarts.max_restarts
                     ));
+                    if !self.options.dry_run {
+                        self.recorder.eventf(
+                            &reference(pod),
+                            "Warning",
+                            "TooManyRestarts",
+                            format_args!("Containers restarted {restarts} times"),
+                        );
+                    }
                     if let Some(url) = &self.config.processors.restarts.webhook {
                         if !self.options.dry_run {
                             let body = serde_json::json!({"pod": key, "restarts": restarts});
