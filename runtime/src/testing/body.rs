@@ -31,7 +31,17 @@ enum Kind {
     Watch {
         rx: mpsc::Receiver<Vec<Bytes>>,
         buf: VecDeque<Bytes>,
+        /// Frames go out with `PartialObjectMetadata` objects (see `metadata`).
+        partial: bool,
     },
+}
+
+/// What a body answers: one object (or a `Status`), a list, or a watch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Shape {
+    Object,
+    List,
+    Watch,
 }
 
 #[derive(Debug)]
@@ -40,6 +50,8 @@ struct ListBody {
     items: Vec<Arc<Stored>>,
     pos: usize,
     type_meta: bool,
+    /// Items go out as `PartialObjectMetadata` (see `metadata`).
+    partial: bool,
     tail: Option<Bytes>,
 }
 
@@ -54,6 +66,7 @@ impl Body {
             items,
             pos: 0,
             type_meta,
+            partial: false,
             tail: Some(tail),
         }))
     }
@@ -62,7 +75,34 @@ impl Body {
         Body(Kind::Watch {
             rx,
             buf: VecDeque::new(),
+            partial: false,
         })
+    }
+
+    pub(crate) fn shape(&self) -> Shape {
+        match &self.0 {
+            Kind::Full(_) => Shape::Object,
+            Kind::List(_) => Shape::List,
+            Kind::Watch { .. } => Shape::Watch,
+        }
+    }
+
+    /// This answer with metadata only (`PartialObjectMetadata`), before any byte of it
+    /// was read.
+    pub(crate) fn into_partial(self) -> Result<Self, crate::errors::StatusError> {
+        Ok(Body(match self.0 {
+            Kind::Full(b) => Kind::Full(b.map(super::metadata::partial_object).transpose()?),
+            Kind::List(mut l) => {
+                l.head = l.head.map(|h| super::metadata::list_head(&h)).transpose()?;
+                l.partial = true;
+                Kind::List(l)
+            }
+            Kind::Watch { rx, buf, .. } => Kind::Watch {
+                rx,
+                buf,
+                partial: true,
+            },
+        }))
     }
 }
 
@@ -87,7 +127,11 @@ impl http_body::Body for Body {
                         if l.pos > 0 {
                             out.push(b',');
                         }
-                        l.items[l.pos].write_item(&mut out, l.type_meta);
+                        if l.partial {
+                            super::metadata::write_item(&l.items[l.pos], &mut out);
+                        } else {
+                            l.items[l.pos].write_item(&mut out, l.type_meta);
+                        }
                         l.pos += 1;
                     }
                     if l.pos == l.items.len() {
@@ -101,8 +145,13 @@ impl http_body::Body for Body {
                 }
                 Poll::Ready(l.tail.take().map(|t| Ok(Frame::data(t))))
             }
-            Kind::Watch { rx, buf } => loop {
+            Kind::Watch { rx, buf, partial } => loop {
                 if let Some(b) = buf.pop_front() {
+                    let b = if *partial {
+                        super::metadata::watch_frames(b)
+                    } else {
+                        b
+                    };
                     return Poll::Ready(Some(Ok(Frame::data(b))));
                 }
                 match rx.poll_recv(cx) {

@@ -383,8 +383,9 @@ pub(crate) async fn handle(
     req: Request<Bytes>,
     stop: CancellationToken,
 ) -> Response<Body> {
+    let wanted = super::metadata::wanted(req.headers());
     match respond(inner, req, stop).await {
-        Ok(r) => r,
+        Ok(r) => super::metadata::answer(&wanted, r),
         Err(e) => error_response(&e),
     }
 }
