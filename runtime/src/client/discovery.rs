@@ -318,7 +318,12 @@ impl DiscoveryClient {
                 if cache.as_ref().is_some_and(|f| f.ptr_eq(&fetch)) {
                     *cache = None;
                 }
-                Err(Error::Transport(kube::Error::Service(e.to_string().into())))
+                // The error is shared by every caller of that read: API errors keep
+                // their Status (and classification), others their message.
+                Err(match e.as_ref() {
+                    Error::Api(status) => Error::Api(status.clone()),
+                    other => Error::Transport(kube::Error::Service(other.to_string().into())),
+                })
             }
         }
     }
@@ -502,7 +507,7 @@ fn find_resource<'a>(
 ) -> Result<&'a ApiResourceInfo, DiscoveryError> {
     let name = gvr.resource.to_ascii_lowercase();
     let named = |r: &ApiResourceInfo| {
-        r.resource == name || r.singular == name || r.short_names.iter().any(|n| *n == name)
+        r.resource == name || r.singular == name || r.short_names.contains(&name)
     };
     let mut matches: Vec<&ApiResourceInfo> = s
         .resources
@@ -512,16 +517,23 @@ fn find_resource<'a>(
         .filter(|r| named(r))
         .collect();
     if gvr.version.is_empty() {
-        // One version per group: the preferred one when it serves the resource.
+        // One version per resource of a group: the preferred one when it serves it.
         let mut kept: Vec<&ApiResourceInfo> = Vec::new();
         for r in &matches {
-            if kept.iter().any(|k| k.group == r.group) {
+            if kept
+                .iter()
+                .any(|k| k.group == r.group && k.resource == r.resource)
+            {
                 continue;
             }
             let preferred = s.preferred_version(&r.group);
             let pick = matches
                 .iter()
-                .find(|m| m.group == r.group && Some(m.version.as_str()) == preferred)
+                .find(|m| {
+                    m.group == r.group
+                        && m.resource == r.resource
+                        && Some(m.version.as_str()) == preferred
+                })
                 .unwrap_or(r);
             kept.push(pick);
         }
@@ -551,5 +563,94 @@ fn find_resource<'a>(
                 .map(|r| format!("{}/{}, Resource={}", r.group, r.version, r.resource))
                 .collect(),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn res(
+        group: &str,
+        version: &str,
+        plural: &str,
+        kind: &str,
+        short: &[&str],
+    ) -> ApiResourceInfo {
+        ApiResourceInfo {
+            group: group.into(),
+            version: version.into(),
+            resource: plural.into(),
+            singular: kind.to_ascii_lowercase(),
+            kind: kind.into(),
+            namespaced: true,
+            short_names: short.iter().map(|s| (*s).to_owned()).collect(),
+            verbs: vec!["get".into(), "list".into(), "watch".into()],
+        }
+    }
+
+    fn group(name: &str, versions: &[&str], preferred: &str) -> ApiGroupInfo {
+        ApiGroupInfo {
+            name: name.into(),
+            versions: versions.iter().map(|v| (*v).to_owned()).collect(),
+            preferred_version: preferred.into(),
+        }
+    }
+
+    fn server() -> ServerResources {
+        ServerResources {
+            groups: vec![
+                group("", &["v1"], "v1"),
+                group("events.k8s.io", &["v1"], "v1"),
+                group("example.com", &["v1beta1", "v1"], "v1"),
+            ],
+            resources: vec![
+                res("", "v1", "events", "Event", &["ev"]),
+                res("events.k8s.io", "v1", "events", "Event", &["ev"]),
+                res("example.com", "v1beta1", "widgets", "Widget", &["wd"]),
+                res("example.com", "v1", "widgets", "Widget", &["wd"]),
+                res("example.com", "v1", "gizmos", "Gizmo", &["things"]),
+                res("example.com", "v1", "things", "Thing", &[]),
+            ],
+        }
+    }
+
+    fn find(g: &str, v: &str, r: &str) -> Result<GroupVersionResource, DiscoveryError> {
+        find_resource(&server(), &GroupVersionResource::gvr(g, v, r)).map(ApiResourceInfo::gvr)
+    }
+
+    #[test]
+    fn partial_resources_resolve_to_the_core_group_and_preferred_versions() {
+        let gvr = GroupVersionResource::gvr;
+        assert_eq!(find("", "", "events").ok(), Some(gvr("", "v1", "events")));
+        assert_eq!(find("", "", "ev").ok(), Some(gvr("", "v1", "events")));
+        assert_eq!(
+            find("events.k8s.io", "", "ev").ok(),
+            Some(gvr("events.k8s.io", "v1", "events"))
+        );
+        assert_eq!(
+            find("", "", "widget").ok(),
+            Some(gvr("example.com", "v1", "widgets"))
+        );
+        assert_eq!(
+            find("example.com", "v1beta1", "wd").ok(),
+            Some(gvr("example.com", "v1beta1", "widgets"))
+        );
+        // A plural name beats another resource's short name when no group is given.
+        assert_eq!(
+            find("", "", "things").ok(),
+            Some(gvr("example.com", "v1", "things"))
+        );
+    }
+
+    #[test]
+    fn misses_and_ambiguities_are_errors() {
+        assert!(find("", "", "nothing").is_err_and(|e| e.is_no_match()));
+        assert!(find("example.com", "v2", "widgets").is_err_and(|e| e.is_no_match()));
+        let err = find("example.com", "v1", "things").expect_err("two resources");
+        assert!(
+            matches!(&err, DiscoveryError::Ambiguous { candidates, .. } if candidates.len() == 2),
+            "{err}"
+        );
     }
 }
