@@ -403,3 +403,65 @@ async fn metadata_client_and_informer_over_pods() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn typed_metadata_client_and_factory_namespace_and_selector() {
+    both(async |env| {
+        for (ns, name, app) in [("a", "p1", "web"), ("a", "p2", "db"), ("b", "p3", "web")] {
+            env.server
+                .create(
+                    "pods",
+                    json!({
+                        "metadata": {"name": name, "namespace": ns, "labels": {"app": app}},
+                        "spec": {"containers": [{"name": "c", "image": "nginx"}]},
+                    }),
+                )
+                .expect("pod");
+        }
+        // The typed form needs no resource: PartialObjectMeta<Pod> names Pods.
+        let typed = kubegen_runtime::client::ResourceClient::<
+            kube::core::PartialObjectMeta<k8s_openapi::api::core::v1::Pod>,
+        >::namespaced(env.client.clone(), "a");
+        let list = typed.list(&ListOptions::default()).await.expect("list");
+        assert_eq!(list.items.len(), 2);
+        assert!(list
+            .items
+            .iter()
+            .all(|p| p.types.as_ref().map(|t| t.kind.as_str()) == Some("PartialObjectMetadata")));
+
+        let options = FactoryOptions::new(Duration::ZERO)
+            .namespace("a")
+            .tweak_list_options(|o| o.label_selector = Some("app=web".into()));
+        let factory = MetadataSharedInformerFactory::new(env.client.clone(), options);
+        let pods = factory
+            .for_resource(&gvr("", "v1", "pods"))
+            .await
+            .expect("pods");
+        let namespaces = factory
+            .for_resource(&gvr("", "v1", "namespaces"))
+            .await
+            .expect("namespaces");
+        assert!(!namespaces.mapping().namespaced);
+        let stop = CancellationToken::new();
+        factory.start(&stop);
+        assert!(factory
+            .wait_for_cache_sync(&stop)
+            .await
+            .values()
+            .all(|s| *s));
+        let names: Vec<String> = pods
+            .lister()
+            .list(&Selector::everything())
+            .iter()
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        assert_eq!(names, vec!["p1".to_owned()], "namespace a, app=web only");
+        factory.shutdown().await;
+        factory.start(&stop);
+        assert!(
+            pods.informer().is_stopped(),
+            "nothing starts after shutdown"
+        );
+    })
+    .await;
+}
