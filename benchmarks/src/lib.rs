@@ -165,11 +165,22 @@ pub enum ClientKind {
     Kube,
     /// kube-runtime with managedFields stripped by `.modify()`.
     KubeStripped,
+    /// kubegen's metadata informer (`MetadataSharedInformerFactory`, objects as
+    /// `PartialObjectMetadata`).
+    OursMetadata,
+    /// kube-runtime's `reflector(store, metadata_watcher(..))`.
+    KubeMetadata,
 }
 
 impl ClientKind {
     /// Every kind, in table order.
-    pub const ALL: [ClientKind; 3] = [ClientKind::Ours, ClientKind::Kube, ClientKind::KubeStripped];
+    pub const ALL: [ClientKind; 5] = [
+        ClientKind::Ours,
+        ClientKind::Kube,
+        ClientKind::KubeStripped,
+        ClientKind::OursMetadata,
+        ClientKind::KubeMetadata,
+    ];
 
     /// The command-line name.
     pub fn name(self) -> &'static str {
@@ -177,6 +188,8 @@ impl ClientKind {
             ClientKind::Ours => "ours",
             ClientKind::Kube => "kube",
             ClientKind::KubeStripped => "kube-strip",
+            ClientKind::OursMetadata => "ours-meta",
+            ClientKind::KubeMetadata => "kube-meta",
         }
     }
 
@@ -186,6 +199,8 @@ impl ClientKind {
             ClientKind::Ours => "(a) kubegen SharedIndexInformer",
             ClientKind::Kube => "(b) kube-runtime reflector",
             ClientKind::KubeStripped => "(c) kube-runtime, managedFields stripped",
+            ClientKind::OursMetadata => "(d) kubegen metadata informer",
+            ClientKind::KubeMetadata => "(e) kube-runtime metadata_watcher",
         }
     }
 }
@@ -202,7 +217,9 @@ impl FromStr for ClientKind {
         ClientKind::ALL
             .into_iter()
             .find(|k| k.name() == s)
-            .ok_or_else(|| format!("unknown client {s:?} (ours, kube, kube-strip)"))
+            .ok_or_else(|| {
+                format!("unknown client {s:?} (ours, kube, kube-strip, ours-meta, kube-meta)")
+            })
     }
 }
 

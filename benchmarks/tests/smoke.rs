@@ -21,7 +21,10 @@ fn informer_bench_runs_end_to_end_on_200_pods() {
         "(a) kubegen",
         "(b) kube-runtime",
         "(c) kube-runtime",
+        "(d) kubegen metadata",
+        "(e) kube-runtime metadata_watcher",
         "ratio (a)/kube ",
+        "ratio (d)/ours ",
     ] {
         assert!(stdout.contains(label), "{label} missing from:\n{stdout}");
     }

@@ -8,11 +8,14 @@
 //!   [`kube::core::DynamicObject`] all fit;
 //! - [`errors`]: the API `Status` as an error, classified by reason first;
 //! - [`labels`] and [`fields`]: selector parsing and matching (apimachinery's grammar);
-//! - [`cache`]: the thread-safe store and indexer, listers, the DeltaFIFO;
+//! - [`cache`]: the thread-safe store and indexer, listers, the DeltaFIFO; informers and
+//!   factories, typed and for resources chosen at run time (dynamic, metadata);
 //! - [`workqueue`]: the rate-limited workqueue and its rate limiters;
 //! - [`flowcontrol`]: the token bucket shared by the workqueue and client-side rate
 //!   limiting;
 //! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
+//!   dynamic and metadata-only clients by group/version/resource, discovery and a REST
+//!   mapper;
 //! - [`leaderelection`]: leader election on a coordination.k8s.io/v1 Lease;
 //! - [`retry`]: `retry_on_conflict` and `on_error` (client-go's `util/retry`);
 //! - [`record`]: event recording (client-go's `tools/record` and `tools/events`): the

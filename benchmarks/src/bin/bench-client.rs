@@ -18,16 +18,20 @@ use kube_runtime::reflector;
 use kube_runtime::watcher::{self, Event};
 use kube_runtime::WatchStreamExt;
 use kubegen_benchmarks::{peak_rss_bytes, ClientKind, ClientResult};
+use kubegen_runtime::cache::dynamic::MetadataSharedInformerFactory;
+use kubegen_runtime::cache::factory::FactoryOptions;
 use kubegen_runtime::cache::informer::{
     InformerConfig, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
+use kubegen_runtime::client::metadata::PartialObjectMetadata;
 use kubegen_runtime::client::ResourceClient;
+use kubegen_runtime::object::GroupVersionResource;
 use tokio::sync::{mpsc, Notify};
 use tokio_util::sync::CancellationToken;
 
 #[derive(Parser)]
 struct Args {
-    /// ours, kube or kube-strip.
+    /// ours, kube, kube-strip, ours-meta or kube-meta.
     #[arg(long)]
     client: ClientKind,
     /// The server's kubeconfig.
@@ -124,6 +128,70 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 args.client,
                 informer.indexer().len()
             );
+            secs
+        }
+        ClientKind::OursMetadata => {
+            let factory =
+                MetadataSharedInformerFactory::new(client, FactoryOptions::new(Duration::ZERO));
+            let pods = factory
+                .for_resource(&GroupVersionResource::gvr("", "v1", "pods"))
+                .await?;
+            let c = counter.clone();
+            pods.informer().add_event_handler(
+                ResourceEventHandlerFuncs::<PartialObjectMetadata>::new()
+                    .add_func(|_p, _initial| {})
+                    .update_func(move |_old, _new| c.hit()),
+            )?;
+            factory.start(&stop);
+            while !pods.informer().has_synced() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let secs = start.elapsed().as_secs_f64();
+            eprintln!(
+                "{}: {} objects in the store at synced",
+                args.client,
+                pods.informer().indexer().len()
+            );
+            secs
+        }
+        ClientKind::KubeMetadata => {
+            // kube-runtime's `metadata_watcher`, in the form kube 5 recommends (the
+            // function itself is deprecated): an `Api` of `PartialObjectMeta<Pod>`.
+            let api: kube::Api<kube::core::PartialObjectMeta<Pod>> = kube::Api::all(client);
+            let (reader, writer) = reflector::store::<kube::core::PartialObjectMeta<Pod>>();
+            let events = watcher::watcher(api, watcher::Config::default()).boxed();
+            let (synced_tx, synced_rx) = tokio::sync::oneshot::channel();
+            let c = counter.clone();
+            let stop2 = stop.clone();
+            tokio::spawn(async move {
+                let mut synced_tx = Some(synced_tx);
+                let mut s = reflector::reflector(writer, events).boxed();
+                loop {
+                    let ev = tokio::select! {
+                        ev = s.next() => ev,
+                        _ = stop2.cancelled() => break,
+                    };
+                    match ev {
+                        Some(Ok(Event::InitDone)) => {
+                            if let Some(tx) = synced_tx.take() {
+                                let _ = tx.send(());
+                            }
+                        }
+                        Some(Ok(Event::Apply(_))) => c.hit(),
+                        Some(Ok(_)) => {}
+                        Some(Err(e)) => eprintln!("bench-client: watcher error: {e}"),
+                        None => break,
+                    }
+                }
+            });
+            synced_rx.await?;
+            let secs = start.elapsed().as_secs_f64();
+            eprintln!(
+                "{}: {} objects in the store at synced",
+                args.client,
+                reader.len()
+            );
+            drop(reader);
             secs
         }
         ClientKind::Kube | ClientKind::KubeStripped => {

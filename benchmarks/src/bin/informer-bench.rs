@@ -1,7 +1,8 @@
 //! The informer benchmark's orchestrator: starts `bench-server` (seeded with `--pods`
 //! Pods), then runs each client in its own `bench-client` process, one after another,
 //! against the same server over TCP, and prints a table with the ratios of (a) to (b)
-//! and (c).
+//! and (c), and of the metadata informer (d) to (a) and to kube-runtime's
+//! `metadata_watcher` (e).
 //!
 //! ```text
 //! cargo build --release -p kubegen-benchmarks --bins
@@ -25,7 +26,8 @@ struct Args {
     /// How many MODIFIED events each client must handle (default: as many as Pods).
     #[arg(long)]
     events: Option<usize>,
-    /// The clients to run, in order (default: ours, kube, kube-strip).
+    /// The clients to run, in order (default: ours, kube, kube-strip, ours-meta,
+    /// kube-meta).
     #[arg(long, value_delimiter = ',')]
     clients: Vec<ClientKind>,
     /// The `bench-server` binary (default: next to this one).
@@ -216,6 +218,21 @@ fn main() -> Result<(), Error> {
         );
     }
     let get = |k| results.iter().find(|(kind, _)| *kind == k).map(|(_, r)| *r);
+    if let (Some(d), Some(a)) = (get(ClientKind::OursMetadata), get(ClientKind::Ours)) {
+        println!(
+            "ratio (d)/ours         synced {:.2}x  peak RSS {:.2}x   (target: RSS <= 0.15)",
+            d.synced_secs / a.synced_secs,
+            d.peak_rss as f64 / a.peak_rss as f64,
+        );
+    }
+    if let (Some(d), Some(e)) = (get(ClientKind::OursMetadata), get(ClientKind::KubeMetadata)) {
+        println!(
+            "ratio (d)/kube-meta    synced {:.2}x  events/s {:.2}x  peak RSS {:.2}x",
+            d.synced_secs / e.synced_secs,
+            d.events_per_sec / e.events_per_sec,
+            d.peak_rss as f64 / e.peak_rss as f64,
+        );
+    }
     if let Some(a) = get(ClientKind::Ours) {
         for (k, target) in [
             (

@@ -383,22 +383,8 @@ impl InformerFactory {
             }
         }
         for run in to_start {
-            let token = self.stop.child_token();
-            let outer = stop.clone();
-            let task = tokio::spawn(async move {
-                let run = run(token.clone());
-                tokio::pin!(run);
-                tokio::select! {
-                    _ = &mut run => {}
-                    _ = outer.cancelled() => {
-                        // Let the informer end as on its own stop (handlers stopped,
-                        // marked stopped) rather than dropping it mid-flight.
-                        token.cancel();
-                        run.await;
-                    }
-                }
-            });
-            st.tasks.push(task.map(|_| ()).boxed().shared());
+            st.tasks
+                .push(spawn_informer(&self.stop, stop, move |t| run(t)));
         }
     }
 
@@ -454,7 +440,33 @@ impl InformerFactory {
     }
 }
 
-fn format_gvr(gvr: &GroupVersionResource) -> String {
+/// Runs an informer on a task of its own until the factory's `factory_stop` or the
+/// caller's `stop` fires; the returned future (shareable, so that concurrent shutdowns
+/// all wait) ends with the task.
+pub(crate) fn spawn_informer(
+    factory_stop: &CancellationToken,
+    stop: &CancellationToken,
+    run: impl FnOnce(CancellationToken) -> BoxFuture<'static, ()> + Send + 'static,
+) -> Shared<BoxFuture<'static, ()>> {
+    let token = factory_stop.child_token();
+    let outer = stop.clone();
+    let task = tokio::spawn(async move {
+        let run = run(token.clone());
+        tokio::pin!(run);
+        tokio::select! {
+            _ = &mut run => {}
+            _ = outer.cancelled() => {
+                // Let the informer end as on its own stop (handlers stopped, marked
+                // stopped) rather than dropping it mid-flight.
+                token.cancel();
+                run.await;
+            }
+        }
+    });
+    task.map(|_| ()).boxed().shared()
+}
+
+pub(crate) fn format_gvr(gvr: &GroupVersionResource) -> String {
     format!("{}/{}, Resource={}", gvr.group, gvr.version, gvr.resource)
 }
 

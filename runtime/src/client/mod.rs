@@ -21,11 +21,20 @@
 //!   a [`kube::Client`]: [`RestConfig::wrap`] or [`RestConfig::client`] (see
 //!   [`RestConfig`]); without them the client neither throttles nor retries.
 //!
+//! - A client of `kube::core::PartialObjectMeta<K>` ([`metadata::PartialObjectMetadata`]
+//!   for resources chosen at run time) asks for metadata only (`Accept:
+//!   application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1`, the `List` form for
+//!   lists), as client-go's metadata client does; see [`metadata`]. [`dynamic`] and
+//!   [`discovery`] choose resources at run time.
+//!
 //! The write path (create, update, patch, apply, delete) lives in its own file; see
 //! [`Patch`] and [`DeleteOptions`]. It does not retry or cache. The `scale` subresource
 //! has its own verbs too ([`ResourceClient::get_scale`], `update_scale`, `patch_scale`).
 
 pub(crate) mod decode;
+pub mod discovery;
+pub mod dynamic;
+pub mod metadata;
 mod pool;
 mod rest;
 mod scale;
@@ -528,8 +537,16 @@ fn status_from_body(code: u16, body: &[u8]) -> StatusError {
     }
 }
 
-async fn read_all(client: &kube::Client, uri: String) -> Result<bytes::Bytes, Error> {
-    let req = Request::get(uri)
+async fn read_all(
+    client: &kube::Client,
+    uri: String,
+    accept: Option<&'static str>,
+) -> Result<bytes::Bytes, Error> {
+    let mut req = Request::get(uri);
+    if let Some(accept) = accept {
+        req = req.header(http::header::ACCEPT, accept);
+    }
+    let req = req
         .body(kube::client::Body::empty())
         .map_err(Error::Request)?;
     let res = client.send(req).await.map_err(Error::Transport)?;
@@ -548,7 +565,8 @@ where
 {
     /// Gets one object by name.
     pub async fn get(&self, name: &str) -> Result<K, Error> {
-        let body = read_all(&self.client, self.object_url(name)).await?;
+        let accept = metadata::accept::<K>(false);
+        let body = read_all(&self.client, self.object_url(name), accept).await?;
         serde_json::from_slice(&body).map_err(Error::Decode)
     }
 
@@ -591,7 +609,8 @@ where
     ) -> Result<DeferredPage<K>, Error> {
         let url = self.list_url(opts);
         let span = tracing::debug_span!("list", url = %url);
-        let body = read_all(&self.client, url).instrument(span).await?;
+        let accept = metadata::accept::<K>(true);
+        let body = read_all(&self.client, url, accept).instrument(span).await?;
         let without_managed_fields = opts.without_managed_fields;
         let whole = (decode::WHOLE_PAGE_MIN_BYTES..decode::CHUNKED_MIN_BYTES)
             .contains(&body.len())
@@ -703,7 +722,11 @@ where
     ) -> Result<WatchStream<K>, Error> {
         let url = self.watch_url(opts);
         let span = tracing::debug_span!("watch", url = %url);
-        let req = Request::get(url)
+        let mut req = Request::get(url);
+        if let Some(accept) = metadata::accept::<K>(false) {
+            req = req.header(http::header::ACCEPT, accept);
+        }
+        let req = req
             .body(kube::client::Body::empty())
             .map_err(Error::Request)?;
         let res = async { checked(self.client.send(req).await.map_err(Error::Transport)?).await }

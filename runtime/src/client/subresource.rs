@@ -27,7 +27,7 @@ impl<K: Resource> ResourceClient<K> {
         name: &str,
         subresource: &str,
     ) -> Result<R, Error> {
-        let body = read_all(&self.client, self.subresource_url(name, subresource)).await?;
+        let body = read_all(&self.client, self.subresource_url(name, subresource), None).await?;
         serde_json::from_slice(&body).map_err(Error::Decode)
     }
 
@@ -67,7 +67,7 @@ impl<K: Resource> ResourceClient<K> {
         let uri = with_query(self.subresource_url(name, subresource), &params.query());
         let body = serde_json::to_vec(patch.body()).map_err(Error::Decode)?;
         let out = self
-            .send_json(http::Method::PATCH, uri, patch.content_type(), body)
+            .send_json(http::Method::PATCH, uri, patch.content_type(), body, None)
             .await?;
         serde_json::from_slice(&out).map_err(Error::Decode)
     }
@@ -83,7 +83,7 @@ impl<K: Resource> ResourceClient<K> {
         let uri = with_query(self.subresource_url(name, subresource), &params.query());
         let body = serde_json::to_vec(input).map_err(Error::Decode)?;
         let out = self
-            .send_json(method, uri, "application/json", body)
+            .send_json(method, uri, "application/json", body, None)
             .await?;
         serde_json::from_slice(&out).map_err(Error::Decode)
     }

@@ -261,18 +261,20 @@ pub(super) fn with_query(url: String, q: &str) -> String {
 
 impl<K> ResourceClient<K> {
     /// Sends a request with a JSON (or patch) body; answers the body of a 2xx response.
+    /// `accept` is `application/json` unless a metadata form is asked for.
     pub(super) async fn send_json(
         &self,
         method: http::Method,
         uri: String,
         content_type: &str,
         body: Vec<u8>,
+        accept: Option<&'static str>,
     ) -> Result<bytes::Bytes, Error> {
         let req = Request::builder()
             .method(method)
             .uri(uri)
             .header(http::header::CONTENT_TYPE, content_type)
-            .header(http::header::ACCEPT, "application/json")
+            .header(http::header::ACCEPT, accept.unwrap_or("application/json"))
             .body(kube::client::Body::from(body))
             .map_err(Error::Request)?;
         let res = self.client.send(req).await.map_err(Error::Transport)?;
@@ -298,7 +300,10 @@ where
         body: &impl Serialize,
     ) -> Result<K, Error> {
         let bytes = serde_json::to_vec(body).map_err(Error::Decode)?;
-        let out = self.send_json(method, uri, content_type, bytes).await?;
+        let accept = super::metadata::accept::<K>(false);
+        let out = self
+            .send_json(method, uri, content_type, bytes, accept)
+            .await?;
         serde_json::from_slice(&out).map_err(Error::Decode)
     }
 
@@ -372,6 +377,7 @@ where
                 self.object_url(name),
                 "application/json",
                 body,
+                super::metadata::accept::<K>(false),
             )
             .await?;
         decode_deleted(&out, |b| serde_json::from_slice(b))
@@ -390,6 +396,7 @@ where
                 self.list_url(list),
                 "application/json",
                 body,
+                super::metadata::accept::<K>(true),
             )
             .await?;
         decode_deleted(&out, |b| {

@@ -19,6 +19,8 @@
 //! - Errors are `Status` objects built by [`crate::errors::StatusError`]'s constructors.
 //! - It is served in-process as a tower Service ([`ApiServer::service`], for
 //!   `kube::Client::new`) and on a TCP port ([`ApiServer::serve_tcp`]) with a kubeconfig.
+//! - `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` (and the
+//!   `List` form) answers metadata only, as kube-apiserver does (see `metadata`).
 //! - Objects are kept as serialized JSON plus parsed metadata; lists copy stored bytes
 //!   into the response, and watch frames are encoded once per change.
 //!
