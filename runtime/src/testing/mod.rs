@@ -20,7 +20,7 @@
 //! - It is served in-process as a tower Service ([`ApiServer::service`], for
 //!   `kube::Client::new`) and on a TCP port ([`ApiServer::serve_tcp`]) with a kubeconfig.
 //! - `Accept: application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1` (and the
-//!   `List` form) answers metadata only, as kube-apiserver does (see `metadata`).
+//!   `List` form) answers metadata only, as kube-apiserver does (see `table`).
 //! - Objects are kept as serialized JSON plus parsed metadata; lists copy stored bytes
 //!   into the response, and watch frames are encoded once per change.
 //!
