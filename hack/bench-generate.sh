@@ -109,8 +109,8 @@ pub struct Widget${i}Status {
 }
 RUST
 done
-printf '//! The bench group.\n//! +groupName=bench.example.com\npub mod v1;\n' >"$OUT/rust/bench/mod.rs"
-{ echo '//! v1.'; for ((i = 0; i < KINDS; i++)); do echo "pub mod kind$i;"; done; } >"$OUT/rust/bench/v1/mod.rs"
+printf '//! The bench group.\npub mod v1;\n' >"$OUT/rust/bench/mod.rs"
+{ echo '//! v1.'; echo '//!'; echo '//! +groupName=bench.example.com'; for ((i = 0; i < KINDS; i++)); do echo "pub mod kind$i;"; done; } >"$OUT/rust/bench/v1/mod.rs"
 
 median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
 measure() { # name, then the kubegen arguments
@@ -119,6 +119,7 @@ measure() { # name, then the kubegen arguments
   for ((r = 0; r < ROUNDS; r++)); do
     rm -rf "$OUT/out-$name"
     line=$(/usr/bin/time -f '%e %M' "$KUBEGEN" generate "$@" -o "$OUT/out-$name" 2>&1 >/dev/null | tail -1)
+    [ -d "$OUT/out-$name" ] || { echo "kubegen generate $* failed:" >&2; "$KUBEGEN" generate "$@" -o "$OUT/out-$name" >&2; exit 1; }
     wall=${line% *}; rss=${line##* }
     walls+=("$wall"); ((rss > peak)) && peak=$rss
   done
