@@ -28,7 +28,8 @@ if [ ! -x "$TOOLS/bin/kopium" ]; then
   cargo install kopium --root "$TOOLS"
 fi
 (cd "$ROOT" && cargo build --release --locked -q -p kubegen)
-rm -rf "$OUT"; mkdir -p "$OUT/kubegen/src" "$OUT/kube/src"
+# Sources are written anew; each crate's target/ is kept, so a rerun rebuilds only them.
+rm -rf "$OUT/kubegen/src" "$OUT/kube/src"; mkdir -p "$OUT/kubegen/src" "$OUT/kube/src"
 cp "$ROOT/Cargo.lock" "$OUT/kubegen/Cargo.lock"; cp "$ROOT/Cargo.lock" "$OUT/kube/Cargo.lock"
 
 # (a) kubegen

@@ -131,6 +131,7 @@ pub fn informers_module(api: &Api) -> Module {
 
             /// The informer of a group/version/resource, type-erased; kinds of this tree
             /// get their informer created on request, others must exist already.
+            #[inline]
             pub fn for_resource(
                 &self,
                 gvr: &::kubegen_runtime::object::GroupVersionResource,
@@ -271,11 +272,13 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
 
             /// The shared informer (created on first use; started by the factory's
             /// `start`).
+            #[inline]
             pub fn informer(&self) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<#obj> {
                 self.factory.informer::<#obj>()
             }
 
             /// A lister over the informer's cache.
+            #[inline]
             pub fn lister(&self) -> #root listers::#gm::#vm::#lister {
                 #root listers::#gm::#vm::#lister::new(self.informer().lister())
             }

@@ -248,6 +248,7 @@ impl SharedInformerFactory {
 
     /// The informer of a group/version/resource, type-erased; kinds of this tree
     /// get their informer created on request, others must exist already.
+    #[inline]
     pub fn for_resource(
         &self,
         gvr: &::kubegen_runtime::object::GroupVersionResource,

@@ -21,6 +21,7 @@ impl CronJobInformer {
 
     /// The shared informer (created on first use; started by the factory's
     /// `start`).
+    #[inline]
     pub fn informer(
         &self,
     ) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<
@@ -31,6 +32,7 @@ impl CronJobInformer {
     }
 
     /// A lister over the informer's cache.
+    #[inline]
     pub fn lister(
         &self,
     ) -> super::super::super::super::listers::batch::v1::CronJobLister {

@@ -21,6 +21,7 @@ impl PodCertificateRequestInformer {
 
     /// The shared informer (created on first use; started by the factory's
     /// `start`).
+    #[inline]
     pub fn informer(
         &self,
     ) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<
@@ -33,6 +34,7 @@ impl PodCertificateRequestInformer {
     }
 
     /// A lister over the informer's cache.
+    #[inline]
     pub fn lister(
         &self,
     ) -> super::super::super::super::listers::certificates::v1::PodCertificateRequestLister {

@@ -21,6 +21,7 @@ impl NodeInformer {
 
     /// The shared informer (created on first use; started by the factory's
     /// `start`).
+    #[inline]
     pub fn informer(
         &self,
     ) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<
@@ -30,6 +31,7 @@ impl NodeInformer {
     }
 
     /// A lister over the informer's cache.
+    #[inline]
     pub fn lister(&self) -> super::super::super::super::listers::core::v1::NodeLister {
         super::super::super::super::listers::core::v1::NodeLister::new(
             self.informer().lister(),
