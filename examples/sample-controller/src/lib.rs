@@ -10,6 +10,8 @@
 //! cluster needs none.
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
+// The kind is `Foo`: `foo` names one, as in sample-controller's Go code.
+#![allow(clippy::disallowed_names)]
 
 pub mod apis;
 pub mod controller;

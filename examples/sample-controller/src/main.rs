@@ -1,6 +1,9 @@
 //! `sample-controller`: see README.md. With no flags, a demo on an embedded in-memory API
 //! server; `--kubeconfig` (or `--cluster`: KUBECONFIG, ~/.kube/config or in-cluster) for
 //! a real cluster, where it runs until Ctrl-C; `--leader-elect` adds Lease election.
+// The kind is `Foo`: `foo` names one, as in sample-controller's Go code.
+#![allow(clippy::disallowed_names)]
+
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;

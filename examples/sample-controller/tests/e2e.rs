@@ -6,6 +6,9 @@
 //! grows); a Foo without `deploymentName` gets nothing; `Synced` events are recorded; the
 //! controller shuts down cleanly.
 
+// The kind is `Foo`: `foo` names one, as in sample-controller's Go code.
+#![allow(clippy::disallowed_names)]
+
 use std::time::Duration;
 
 use kubegen_runtime::client::{ListOptions, WriteParams};
