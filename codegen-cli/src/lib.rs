@@ -121,6 +121,8 @@ pub struct Generated {
     pub crds: usize,
     /// Kinds read from Rust files.
     pub rust_kinds: usize,
+    /// Kinds read from built-in API descriptions.
+    pub builtin_kinds: usize,
 }
 
 /// Expands directories into their YAML and Rust files (sorted), keeping files as given.
@@ -245,11 +247,17 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
         .partition(|f| is_builtin_description(f));
     let crds = load_crds(&crd_files)?;
     let mut parts = input::crd::build_versions(&crds).map_err(|e| vec![e])?;
+    let mut builtin_kinds = 0;
     for file in &builtin {
         let text = std::fs::read_to_string(file).map_err(|e| {
             vec![Error::at("", format!("cannot read: {e}"), "check the path").in_file(file)]
         })?;
-        parts.extend(input::builtin::read(file, &text).map_err(|e| vec![e])?);
+        let builtin_parts = input::builtin::read(file, &text).map_err(|e| vec![e])?;
+        builtin_kinds += builtin_parts
+            .iter()
+            .map(|p| p.version.kinds.len())
+            .sum::<usize>();
+        parts.extend(builtin_parts);
     }
     let mut rust_kinds = 0;
     if !rust_files.is_empty() {
@@ -295,6 +303,7 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
             files: found.len(),
             crds: crds.len(),
             rust_kinds,
+            builtin_kinds,
         },
     ))
 }
@@ -317,6 +326,8 @@ pub struct Inputs {
     pub crds: usize,
     /// Kinds read from Rust files.
     pub rust_kinds: usize,
+    /// Kinds read from built-in API descriptions.
+    pub builtin_kinds: usize,
 }
 
 /// Reads the inputs and emits the tree in memory.
@@ -340,5 +351,6 @@ pub fn generate(config: &Config) -> Result<Generated, Vec<Error>> {
         input_files: inputs.files,
         crds: inputs.crds,
         rust_kinds: inputs.rust_kinds,
+        builtin_kinds: inputs.builtin_kinds,
     })
 }

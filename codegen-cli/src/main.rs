@@ -170,12 +170,21 @@ fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `3 CRDs`, `4 Rust kinds`, or both.
+/// `3 CRDs`, `4 Rust kinds`, `100 built-in kinds`, or the ones present joined.
 fn sources(generated: &kubegen::Generated) -> String {
-    match (generated.crds, generated.rust_kinds) {
-        (c, 0) => format!("{c} CRDs"),
-        (0, r) => format!("{r} Rust kinds"),
-        (c, r) => format!("{c} CRDs and {r} Rust kinds"),
+    let parts: Vec<String> = [
+        (generated.crds, "CRDs"),
+        (generated.rust_kinds, "Rust kinds"),
+        (generated.builtin_kinds, "built-in kinds"),
+    ]
+    .into_iter()
+    .filter(|(n, _)| *n > 0)
+    .map(|(n, what)| format!("{n} {what}"))
+    .collect();
+    if parts.is_empty() {
+        "0 CRDs".to_owned()
+    } else {
+        parts.join(" and ")
     }
 }
 
