@@ -25,6 +25,8 @@ stage() {
 
 # Features: never --all-features (k8s-openapi would get two Kubernetes versions).
 FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus"
+# The crates published to the registry; every other member has `publish = false`.
+PUBLISHED="-p kubegen-templates -p kubegen -p kubegen-runtime -p kubegen-kubernetes -p kubegen-apiserver"
 
 # Every SEMANTICS case of the sections built so far is named in a test or listed in
 # docs/SEMANTICS-NA.md.
@@ -34,6 +36,11 @@ if [ "$what" != corpus ]; then
   # Build scripts depend on kubegen with default-features = false: the library must
   # build without the CLI (clap).
   stage "kubegen without its CLI" cargo check -q -p kubegen --no-default-features --locked
+  # The crates meant for the registry package: manifests, versions on path
+  # dependencies, metadata, file lists (seconds). --no-verify: verifying rebuilds every
+  # crate from its .crate file alone, minutes of CI; the release checklist in
+  # CHANGELOG.md runs it before publishing.
+  stage "cargo package" cargo package --locked --no-verify --allow-dirty $PUBLISHED
   stage "kubectl e2e" hack/kubectl-e2e.sh
   stage "client-go conformance" hack/go-conformance.sh
   if [ -x hack/verify-codegen.sh ]; then
