@@ -29,13 +29,13 @@ import (
 )
 
 var (
-	config  *rest.Config
+	config *rest.Config
 	// protobufConfig is config with client-go's default content negotiation.
 	protobufConfig *rest.Config
-	cs      *kubernetes.Clientset
-	dyn     *dynamic.DynamicClient
-	gizmos  = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}
-	journal requestLog
+	cs             *kubernetes.Clientset
+	dyn            *dynamic.DynamicClient
+	gizmos         = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}
+	journal        requestLog
 )
 
 // requestLog records every request's method and URL, so tests can assert how client-go
