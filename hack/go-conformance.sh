@@ -31,6 +31,8 @@ fi
 
 # Download (or reuse) the modules go.sum pins, then compile the test binary once.
 (cd tests/go-conformance && "$go_bin" mod download && nice -n 10 "$go_bin" vet ./...)
+unformatted=$(cd tests/go-conformance && "$(dirname "$(command -v "$go_bin")")/gofmt" -l .)
+[ -z "$unformatted" ] || { echo "go-conformance: gofmt -w these files: $unformatted" >&2; exit 1; }
 
 work=$(mktemp -d)
 server_pid=
