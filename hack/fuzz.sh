@@ -55,6 +55,8 @@ for t in "${targets[@]}"; do
   if nice -n "$nice_level" "$bin" "$work/$t" "fuzz/corpus/$t" \
       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
       -artifact_prefix="$artifacts/" -print_final_stats=1 >"$work/$t.log" 2>&1; then
+    # The last status line (coverage, corpus size, exec/s), then the totals.
+    grep -E '^#[0-9]+' "$work/$t.log" | tail -n 1 || true
     grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$work/$t.log" || true
   else
     failed+=("$t")
