@@ -19,6 +19,7 @@ fn field(name: &str, ty: Ty, optional: bool) -> Field {
         nullable: false,
         flatten: false,
         skip: false,
+        schema: Default::default(),
         default: None,
     }
 }
@@ -47,6 +48,7 @@ fn main() {
             field("labels", Ty::Map(Box::new(Ty::String)), false),
         ],
         unknown_fields: None,
+        schema: Default::default(),
     };
     let api = Api {
         groups: vec![Group {
