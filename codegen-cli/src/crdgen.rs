@@ -138,7 +138,7 @@ pub fn generate(files: &[SourceFile]) -> Result<Vec<CrdFile>, Vec<Error>> {
 }
 
 fn assemble(group: &str, kind: &str, vs: &mut [KindVersion]) -> Result<CrdFile, Error> {
-    vs.sort_by(|a, b| version_priority(&b.version).cmp(&version_priority(&a.version)));
+    vs.sort_by_key(|v| std::cmp::Reverse(version_priority(&v.version)));
     if vs.len() > 1 {
         let storage: Vec<&KindVersion> = vs.iter().filter(|v| v.storage).collect();
         if storage.len() != 1 {
