@@ -358,6 +358,14 @@ fn kind_version(item: &Item, found: &FoundKind, source: &Source) -> Result<KindV
         schema,
         origin,
     };
+    if item.derives("CustomResource") {
+        // kube-derive's attributes say it (storage defaults to true there, as in kube-derive).
+        v.served = kind.served;
+        v.storage = kind.storage;
+        if kind.deprecated {
+            v.deprecated = Some(kind.deprecation_warning.clone());
+        }
+    }
     if v.singular.is_empty() {
         v.singular = v.kind.to_lowercase();
     }
