@@ -372,8 +372,16 @@ fn kind_version(item: &Item, found: &FoundKind, source: &Source) -> Result<KindV
     if v.list_kind.is_empty() {
         v.list_kind = format!("{}List", v.kind);
     }
+    let list_kind = item
+        .markers
+        .iter()
+        .any(|m| m.name == "kubegen:resource:listKind");
     for m in &item.markers {
         resource_marker(m, item, &mut v)?;
+    }
+    if !list_kind && !item.derives("CustomResource") {
+        // controller-gen's rule, after `+kubegen:resource:kind=` named the kind.
+        v.list_kind = format!("{}List", v.kind);
     }
     Ok(v)
 }
