@@ -336,14 +336,30 @@ fn kind_version(item: &Item, found: &FoundKind, source: &Source) -> Result<KindV
         schema,
         origin,
     };
+    if item.derives("CustomResource") {
+        // kube-derive's attributes say it (storage defaults to true there, as in kube-derive).
+        v.served = kind.served;
+        v.storage = kind.storage;
+        if kind.deprecated {
+            v.deprecated = Some(kind.deprecation_warning.clone());
+        }
+    }
     if v.singular.is_empty() {
         v.singular = v.kind.to_lowercase();
     }
     if v.list_kind.is_empty() {
         v.list_kind = format!("{}List", v.kind);
     }
+    let list_kind = item
+        .markers
+        .iter()
+        .any(|m| m.name == "kubegen:resource:listKind");
     for m in &item.markers {
         resource_marker(m, item, &mut v)?;
+    }
+    if !list_kind && !item.derives("CustomResource") {
+        // controller-gen's rule, after `+kubegen:resource:kind=` named the kind.
+        v.list_kind = format!("{}List", v.kind);
     }
     Ok(v)
 }

@@ -6,11 +6,13 @@
 //! Only key order is normalized (objects compare as maps). Everything else must be
 //! identical: every schema keyword, description, default, CEL rule, list and map type,
 //! printer column, short name, category, selectable field and subresource; `served`,
-//! `storage`, `deprecated` and `deprecationWarning`; group, scope and names. One value
-//! is read as the API server reads it: an explicit `deprecated: false` equals an absent
-//! `deprecated` (the field's default), since the generated types cannot tell them apart
-//! and no client can either; likewise an empty `subresources: {}` equals no
-//! `subresources` (no subresource is served either way).
+//! `storage`, `deprecated` and `deprecationWarning`; group, scope and names. A few values
+//! outside the schema are read as the API server reads them, since the generated types
+//! cannot tell them apart and no client can either: an explicit `deprecated: false` or
+//! printer column `priority: 0` equals its absence (both are Go `omitempty` zero values
+//! the server drops), an empty `subresources: {}` equals none (no subresource is served
+//! either way), and an absent `singular` or `listKind` is the server's default (the
+//! lower-cased kind, `<kind>List`).
 
 use std::path::Path;
 
@@ -62,7 +64,7 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
             match back {
                 None => differences.push(format!("no CRD named {name} was written")),
                 Some(back) => {
-                    for key in ["group", "scope", "names"] {
+                    for key in ["group", "scope"] {
                         compare(
                             &format!("spec.{key}"),
                             source.pointer(&format!("/spec/{key}")),
@@ -70,6 +72,12 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
                             &mut differences,
                         );
                     }
+                    compare(
+                        "spec.names",
+                        source.pointer("/spec/names").map(default_names).as_ref(),
+                        back.crd.pointer("/spec/names"),
+                        &mut differences,
+                    );
                     let back_version = back
                         .crd
                         .pointer("/spec/versions")
@@ -124,6 +132,24 @@ fn yaml_to_json(doc: serde_yaml::Deserializer<'_>) -> Result<Value, String> {
     serde_json::to_value(yaml).map_err(|e| e.to_string())
 }
 
+/// `spec.names` as the API server defaults it: `singular` is the lower-cased kind and
+/// `listKind` is `<kind>List` when absent.
+fn default_names(names: &Value) -> Value {
+    let mut names = names.clone();
+    if let Some(m) = names.as_object_mut() {
+        let kind = m
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        m.entry("singular")
+            .or_insert_with(|| Value::String(kind.to_lowercase()));
+        m.entry("listKind")
+            .or_insert_with(|| Value::String(format!("{kind}List")));
+    }
+    names
+}
+
 fn normalize(v: &Value) -> Value {
     let mut v = v.clone();
     if let Some(m) = v.as_object_mut() {
@@ -135,6 +161,13 @@ fn normalize(v: &Value) -> Value {
             .is_some_and(|s| s.is_empty())
         {
             m.remove("subresources");
+        }
+        if let Some(Value::Array(columns)) = m.get_mut("additionalPrinterColumns") {
+            for c in columns.iter_mut().filter_map(Value::as_object_mut) {
+                if c.get("priority").and_then(Value::as_i64) == Some(0) {
+                    c.remove("priority");
+                }
+            }
         }
     }
     v
