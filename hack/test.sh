@@ -6,7 +6,8 @@
 # Usage: hack/test.sh [fast|corpus|all]   (default all: what CI runs)
 #   fast:   SEMANTICS coverage, unit and integration tests (goldens included), kubectl
 #           against kubegen-apiserver (hack/kubectl-e2e.sh), client-go against it
-#           (hack/go-conformance.sh), a short fuzz run (hack/fuzz.sh), verify.
+#           (hack/go-conformance.sh), kubegen crd against controller-gen
+#           (hack/controller-gen-compare.sh), a short fuzz run (hack/fuzz.sh), verify.
 #   corpus: hack/check-corpus.sh on the real-CRD corpus, CORPUS_DIR (default
 #           ../shared/crds): generate, compile, doctest, round-trip every file and version.
 #   all:    fast, then corpus.
@@ -43,6 +44,7 @@ if [ "$what" != corpus ]; then
   stage "cargo package" cargo package --locked --no-verify --allow-dirty $PUBLISHED
   stage "kubectl e2e" hack/kubectl-e2e.sh
   stage "client-go conformance" hack/go-conformance.sh
+  stage "kubegen crd against controller-gen" hack/controller-gen-compare.sh
   # Coverage-guided fuzzing, a few seconds per target from the checked-in corpus
   # (cargo test above replays the corpus itself; see fuzz/README.md).
   stage "fuzz (5 s per target)" env FUZZ_SECONDS=5 hack/fuzz.sh
