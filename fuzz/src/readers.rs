@@ -19,7 +19,7 @@ pub fn crd_reader(data: &[u8]) {
         Err(e) => check_error(&e),
         Ok(crds) => {
             assert!(!crds.is_empty(), "parse_file accepted a file without a CRD");
-            generate(data, &["crds.yaml"]);
+            let _dir = generate(data, &["crds.yaml"]);
         }
     }
 }
@@ -28,17 +28,33 @@ pub fn crd_reader(data: &[u8]) {
 /// version, and a `//! +groupName=` in the input names the group) and runs the whole
 /// generator on it.
 ///
-/// Properties: as [`crd_reader`]; every token stream and marker is either read or
-/// rejected with an error naming the file.
+/// Properties: as [`crd_reader`]; and `kubegen crd` (CRDs from the same Rust types)
+/// either fails with clear errors or writes CRDs that kubegen's own CRD reader accepts.
 pub fn rust_reader(data: &[u8]) {
     if std::str::from_utf8(data).is_err() {
         return;
     }
-    generate(data, &["example", "v1", "types.rs"]);
+    let dir = generate(data, &["example", "v1", "types.rs"]);
+    match kubegen::crds(&[dir.path().to_path_buf()]) {
+        Err(errors) => errors.iter().for_each(check_error),
+        Ok(crds) => {
+            for crd in crds {
+                if let Err(e) =
+                    kubegen::input::crd::parse_file(Path::new(&crd.file_name), &crd.yaml)
+                {
+                    panic!(
+                        "kubegen crd wrote a CRD its own reader rejects: {e}\n{}",
+                        crd.yaml
+                    );
+                }
+            }
+        }
+    }
 }
 
-/// Writes `data` at `relative` in a fresh directory and generates from that directory.
-fn generate(data: &[u8], relative: &[&str]) {
+/// Writes `data` at `relative` in a fresh directory and generates from that directory,
+/// which it returns.
+fn generate(data: &[u8], relative: &[&str]) -> tempfile::TempDir {
     let dir = match tempfile::tempdir() {
         Ok(d) => d,
         // Not a property of kubegen: the machine has no room for a temporary file.
@@ -66,6 +82,7 @@ fn generate(data: &[u8], relative: &[&str]) {
             errors.iter().for_each(check_error);
         }
     }
+    dir
 }
 
 /// A clear error: it says what is wrong and how to fix it, in a bounded message.
