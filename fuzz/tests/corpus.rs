@@ -1,6 +1,10 @@
-//! Replays the checked-in corpus of every fuzz target (`fuzz/corpus/<target>/`: the
-//! hand-written seeds, what libFuzzer's merges kept, and the inputs that once failed), so
-//! `cargo test` keeps every past finding fixed without the instrumented build.
+//! Replays the named inputs of every fuzz target's corpus (`fuzz/corpus/<target>/`:
+//! the hand-written seeds and the inputs that once failed, each named for what it holds),
+//! so `cargo test` keeps every past finding fixed without the instrumented build.
+//!
+//! The inputs libFuzzer's merges kept (named by their SHA-1) are replayed too with
+//! `FUZZ_REPLAY_ALL=1`; hack/fuzz.sh runs them all anyway when it starts a target, in an
+//! optimised build, which is where the thousands of them belong.
 
 use std::path::Path;
 
@@ -11,7 +15,12 @@ fn replay(name: &str, target: kubegen_fuzz::Target) -> usize {
         .join(name);
     let entries = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("corpus directory {} is missing: {e}", dir.display()));
-    let mut files: Vec<_> = entries.filter_map(|e| e.ok()).map(|e| e.path()).collect();
+    let all = std::env::var_os("FUZZ_REPLAY_ALL").is_some();
+    let mut files: Vec<_> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| all || !is_merged(p))
+        .collect();
     files.sort();
     for file in &files {
         let data =
@@ -21,6 +30,13 @@ fn replay(name: &str, target: kubegen_fuzz::Target) -> usize {
         target(&data);
     }
     files.len()
+}
+
+/// Whether a corpus file was added by a libFuzzer merge (its name is a SHA-1).
+fn is_merged(path: &Path) -> bool {
+    path.file_name()
+        .and_then(|n| n.to_str())
+        .is_some_and(|n| n.len() == 40 && n.bytes().all(|b| b.is_ascii_hexdigit()))
 }
 
 macro_rules! corpus_tests {
