@@ -50,10 +50,14 @@ for t in "${targets[@]}"; do
   mkdir -p "$work/$t" "$artifacts"
   # The watch decoder's and the readers' interesting inputs are larger than
   # libFuzzer's default 4 KiB (the decoder splits buffers over 32 KiB).
-  # The checked-in corpus keeps the watch decoder's inputs small (the hand-written
-  # large-split seed covers the big-buffer paths): megabytes of frames would bloat the
-  # repository and the corpus replay.
-  case $t in watch_decoder) max_len=70000 merge_len=4096;; *) max_len=16384 merge_len=16384;; esac
+  # The checked-in corpus keeps the watch decoder's and the selectors' inputs small (the
+  # hand-written large-split seed covers the decoder's big-buffer paths): megabytes of
+  # frames and selector text would bloat the repository for little coverage.
+  case $t in
+    watch_decoder) max_len=70000 merge_len=4096;;
+    selectors) max_len=16384 merge_len=1024;;
+    *) max_len=16384 merge_len=16384;;
+  esac
   echo "--- fuzz: $t for ${seconds}s"
   if nice -n "$nice_level" "$bin" "$work/$t" "fuzz/corpus/$t" \
       -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
