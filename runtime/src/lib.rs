@@ -97,6 +97,7 @@
 
 pub use k8s_openapi;
 pub use kube;
+pub use kubegen_apimachinery::{fields, labels, types};
 pub use serde;
 pub use serde_json;
 pub use tokio_util;
@@ -124,9 +125,7 @@ macro_rules! testing_only {
 pub mod cache;
 pub mod client;
 pub mod errors;
-pub mod fields;
 pub mod flowcontrol;
-pub mod labels;
 pub mod leaderelection;
 pub mod metrics;
 pub mod object;
@@ -135,6 +134,5 @@ pub mod record;
 pub mod retry;
 #[cfg(feature = "testing")]
 pub mod testing;
-pub mod types;
 pub mod watch;
 pub mod workqueue;

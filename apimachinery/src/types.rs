@@ -37,7 +37,7 @@ use k8s_openapi::jiff::Timestamp;
 /// instants.
 ///
 /// ```
-/// use kubegen_runtime::types::DateTime;
+/// use kubegen_apimachinery::types::DateTime;
 ///
 /// let t: DateTime = serde_json::from_str(r#""2024-05-01T10:00:00.123456+02:00""#).unwrap();
 /// assert_eq!(t.as_str(), "2024-05-01T10:00:00.123456+02:00");
@@ -147,7 +147,7 @@ impl<'de> serde::Deserialize<'de> for DateTime {
 /// server never sends one).
 ///
 /// ```
-/// use kubegen_runtime::types::Condition;
+/// use kubegen_apimachinery::types::Condition;
 ///
 /// let wire = r#"{"lastTransitionTime":"2024-01-01T00:00:00.5+01:00","message":"","reason":"Ok","status":"True","type":"Ready"}"#;
 /// let c: Condition = serde_json::from_str(wire).unwrap();
@@ -264,7 +264,7 @@ impl TryFrom<Condition> for k8s_openapi::apimachinery::pkg::apis::meta::v1::Cond
 /// absent and null.
 ///
 /// ```
-/// use kubegen_runtime::types::Nullable;
+/// use kubegen_apimachinery::types::Nullable;
 ///
 /// #[derive(Debug, PartialEq, serde::Deserialize, serde::Serialize)]
 /// struct Spec {

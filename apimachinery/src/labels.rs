@@ -38,7 +38,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use kubegen_runtime::labels::Labels;
+/// use kubegen_apimachinery::labels::Labels;
 ///
 /// let labels = BTreeMap::from([("app".to_string(), "web".to_string())]);
 /// assert_eq!(Labels::get(&labels, "app"), Some("web"));
@@ -102,7 +102,7 @@ impl Operator {
     /// `"exists"`, `"!"`, `"gt"`, `"lt"`).
     ///
     /// ```
-    /// use kubegen_runtime::labels::Operator;
+    /// use kubegen_apimachinery::labels::Operator;
     /// assert_eq!(Operator::GreaterThan.as_str(), "gt");
     /// ```
     pub fn as_str(self) -> &'static str {
@@ -186,12 +186,12 @@ impl Requirement {
     /// as an `i64`. The key must be a qualified name and every value a valid label value.
     ///
     /// ```
-    /// use kubegen_runtime::labels::{Operator, Requirement};
+    /// use kubegen_apimachinery::labels::{Operator, Requirement};
     ///
     /// let r = Requirement::new("tier", Operator::In, ["frontend", "backend"])?;
     /// assert_eq!(r.to_string(), "tier in (backend,frontend)");
     /// assert!(Requirement::new("x", Operator::Exists, ["a"]).is_err());
-    /// # Ok::<(), kubegen_runtime::labels::RequirementError>(())
+    /// # Ok::<(), kubegen_apimachinery::labels::RequirementError>(())
     /// ```
     pub fn new<I>(
         key: impl Into<String>,
@@ -252,11 +252,11 @@ impl Requirement {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::labels::{Operator, Requirement};
+    /// use kubegen_apimachinery::labels::{Operator, Requirement};
     ///
     /// let r = Requirement::new("x", Operator::GreaterThan, ["1"])?;
     /// assert!(r.matches(&BTreeMap::from([("x".to_string(), "2".to_string())])));
-    /// # Ok::<(), kubegen_runtime::labels::RequirementError>(())
+    /// # Ok::<(), kubegen_apimachinery::labels::RequirementError>(())
     /// ```
     pub fn matches<L: Labels + ?Sized>(&self, labels: &L) -> bool {
         let value = labels.get(&self.key);
@@ -460,7 +460,7 @@ fn validate_value(value: &str) -> Result<(), &'static str> {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use kubegen_runtime::labels::Selector;
+/// use kubegen_apimachinery::labels::Selector;
 ///
 /// let sel = Selector::parse("tier in (frontend,backend),app=web,!canary")?;
 /// // Sorted by key: "!canary" sorts as "canary".
@@ -470,7 +470,7 @@ fn validate_value(value: &str) -> Result<(), &'static str> {
 ///     ("tier".to_string(), "frontend".to_string()),
 /// ]);
 /// assert!(sel.matches(&labels));
-/// # Ok::<(), kubegen_runtime::labels::ParseError>(())
+/// # Ok::<(), kubegen_apimachinery::labels::ParseError>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Selector {
@@ -484,7 +484,7 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::labels::Selector;
+    /// use kubegen_apimachinery::labels::Selector;
     /// assert!(Selector::everything().matches(&BTreeMap::new()));
     /// assert!(Selector::everything().is_empty());
     /// ```
@@ -497,7 +497,7 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::labels::Selector;
+    /// use kubegen_apimachinery::labels::Selector;
     /// assert!(!Selector::nothing().matches(&BTreeMap::new()));
     /// assert!(!Selector::nothing().is_empty());
     /// ```
@@ -511,13 +511,13 @@ impl Selector {
     /// Parses a selector string (apimachinery's `labels.Parse`).
     ///
     /// ```
-    /// use kubegen_runtime::labels::Selector;
+    /// use kubegen_apimachinery::labels::Selector;
     ///
     /// assert_eq!(Selector::parse("x notin (b,a), y")?.to_string(), "x notin (a,b),y");
     /// let err = Selector::parse("x=a b").unwrap_err();
     /// assert_eq!(err.position(), 4);
     /// assert_eq!(err.token(), "b");
-    /// # Ok::<(), kubegen_runtime::labels::ParseError>(())
+    /// # Ok::<(), kubegen_apimachinery::labels::ParseError>(())
     /// ```
     pub fn parse(selector: &str) -> Result<Selector, ParseError> {
         let mut requirements = Parser::new(selector).parse()?;
@@ -535,7 +535,7 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::labels::Selector;
+    /// use kubegen_apimachinery::labels::Selector;
     ///
     /// let set = BTreeMap::from([("b".to_string(), "2".to_string()), ("a".to_string(), "1".to_string())]);
     /// assert_eq!(Selector::from_set(&set).to_string(), "a=1,b=2");
@@ -557,7 +557,7 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::labels::Selector;
+    /// use kubegen_apimachinery::labels::Selector;
     ///
     /// let bad = BTreeMap::from([("a".to_string(), "not valid".to_string())]);
     /// assert!(Selector::validated_from_set(&bad).is_err());
@@ -583,7 +583,7 @@ impl Selector {
     /// ```
     /// use std::collections::BTreeMap;
     /// use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
-    /// use kubegen_runtime::labels::Selector;
+    /// use kubegen_apimachinery::labels::Selector;
     ///
     /// let ls = LabelSelector {
     ///     match_labels: Some(BTreeMap::from([("a".to_string(), "b".to_string())])),
@@ -594,7 +594,7 @@ impl Selector {
     ///     }]),
     /// };
     /// assert_eq!(Selector::from_label_selector(&ls)?.to_string(), "a=b,k in (v1,v2)");
-    /// # Ok::<(), kubegen_runtime::labels::LabelSelectorError>(())
+    /// # Ok::<(), kubegen_apimachinery::labels::LabelSelectorError>(())
     /// ```
     pub fn from_label_selector(selector: &LabelSelector) -> Result<Selector, LabelSelectorError> {
         let mut requirements = Vec::new();
@@ -628,11 +628,11 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::labels::Selector;
+    /// use kubegen_apimachinery::labels::Selector;
     ///
     /// let sel = Selector::from_optional_label_selector(None)?;
     /// assert!(!sel.matches(&BTreeMap::new()));
-    /// # Ok::<(), kubegen_runtime::labels::LabelSelectorError>(())
+    /// # Ok::<(), kubegen_apimachinery::labels::LabelSelectorError>(())
     /// ```
     pub fn from_optional_label_selector(
         selector: Option<&LabelSelector>,
@@ -647,7 +647,7 @@ impl Selector {
     /// Adding to [`Selector::nothing`] leaves it matching nothing.
     ///
     /// ```
-    /// use kubegen_runtime::labels::{Operator, Requirement, Selector};
+    /// use kubegen_apimachinery::labels::{Operator, Requirement, Selector};
     ///
     /// let sel = Selector::parse("b=1")?.add_requirement(Requirement::new("a", Operator::Exists, [""; 0])?);
     /// assert_eq!(sel.to_string(), "a,b=1");
@@ -684,12 +684,12 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::labels::Selector;
+    /// use kubegen_apimachinery::labels::Selector;
     ///
     /// let sel: Selector = "x in (a),x notin (b)".parse()?;
     /// assert!(sel.matches(&BTreeMap::from([("x".to_string(), "a".to_string())])));
     /// assert!(!sel.matches(&BTreeMap::from([("x".to_string(), "b".to_string())])));
-    /// # Ok::<(), kubegen_runtime::labels::ParseError>(())
+    /// # Ok::<(), kubegen_apimachinery::labels::ParseError>(())
     /// ```
     pub fn matches<L: Labels + ?Sized>(&self, labels: &L) -> bool {
         !self.nothing && self.requirements.iter().all(|r| r.matches(labels))
@@ -700,12 +700,12 @@ impl Selector {
     /// an index.
     ///
     /// ```
-    /// use kubegen_runtime::labels::Selector;
+    /// use kubegen_apimachinery::labels::Selector;
     ///
     /// let sel = Selector::parse("app=web,tier in (a,b)")?;
     /// assert_eq!(sel.requires_exact_match("app"), Some("web"));
     /// assert_eq!(sel.requires_exact_match("tier"), None);
-    /// # Ok::<(), kubegen_runtime::labels::ParseError>(())
+    /// # Ok::<(), kubegen_apimachinery::labels::ParseError>(())
     /// ```
     pub fn requires_exact_match(&self, key: &str) -> Option<&str> {
         let r = self.requirements.iter().find(|r| r.key == key)?;

@@ -65,24 +65,27 @@ impl<F: Fields> Fields for Option<F> {
 /// are the API server's to add.
 ///
 /// ```
-/// use kubegen_runtime::fields::{ObjectMetaFields, Selector};
-/// use kubegen_runtime::object::ObjectMeta;
+/// use kubegen_apimachinery::fields::{ObjectMetaFields, Selector};
+/// use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 ///
 /// let meta = ObjectMeta { name: Some("web-0".into()), namespace: Some("prod".into()), ..Default::default() };
 /// let sel = Selector::parse("metadata.namespace=prod,metadata.name=web-0")?;
 /// assert!(sel.matches(&ObjectMetaFields::new(&meta, true)));
 /// assert!(!sel.matches(&ObjectMetaFields::new(&meta, false)));
-/// # Ok::<(), kubegen_runtime::fields::ParseError>(())
+/// # Ok::<(), kubegen_apimachinery::fields::ParseError>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct ObjectMetaFields<'a> {
-    meta: &'a crate::object::ObjectMeta,
+    meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     namespaced: bool,
 }
 
 impl<'a> ObjectMetaFields<'a> {
     /// The fields of `meta`; `namespaced` says whether the kind has `metadata.namespace`.
-    pub fn new(meta: &'a crate::object::ObjectMeta, namespaced: bool) -> Self {
+    pub fn new(
+        meta: &'a k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        namespaced: bool,
+    ) -> Self {
         ObjectMetaFields { meta, namespaced }
     }
 }
@@ -112,7 +115,7 @@ impl Operator {
     /// The operator as written in a selector string (`"="` or `"!="`).
     ///
     /// ```
-    /// use kubegen_runtime::fields::Operator;
+    /// use kubegen_apimachinery::fields::Operator;
     /// assert_eq!(Operator::NotEquals.as_str(), "!=");
     /// ```
     pub fn as_str(self) -> &'static str {
@@ -145,7 +148,7 @@ impl Requirement {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::fields::{Operator, Requirement};
+    /// use kubegen_apimachinery::fields::{Operator, Requirement};
     ///
     /// let r = Requirement { field: "x".into(), operator: Operator::NotEquals, value: "y".into() };
     /// assert!(r.matches(&BTreeMap::new()));
@@ -178,7 +181,7 @@ impl fmt::Display for Requirement {
 ///
 /// ```
 /// use std::collections::BTreeMap;
-/// use kubegen_runtime::fields::Selector;
+/// use kubegen_apimachinery::fields::Selector;
 ///
 /// let sel = Selector::parse("status.phase!=Failed,metadata.name==web-0")?;
 /// assert_eq!(sel.to_string(), "metadata.name=web-0,status.phase!=Failed");
@@ -188,7 +191,7 @@ impl fmt::Display for Requirement {
 /// ]);
 /// assert!(sel.matches(&fields));
 /// assert_eq!(sel.requires_exact_match("metadata.name"), Some("web-0"));
-/// # Ok::<(), kubegen_runtime::fields::ParseError>(())
+/// # Ok::<(), kubegen_apimachinery::fields::ParseError>(())
 /// ```
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Selector {
@@ -202,7 +205,7 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::fields::Selector;
+    /// use kubegen_apimachinery::fields::Selector;
     /// assert!(Selector::everything().matches(&BTreeMap::new()));
     /// ```
     pub fn everything() -> Selector {
@@ -214,7 +217,7 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::fields::Selector;
+    /// use kubegen_apimachinery::fields::Selector;
     /// assert!(!Selector::nothing().matches(&BTreeMap::new()));
     /// ```
     pub fn nothing() -> Selector {
@@ -227,13 +230,13 @@ impl Selector {
     /// Parses a field selector string (apimachinery's `fields.ParseSelector`).
     ///
     /// ```
-    /// use kubegen_runtime::fields::Selector;
+    /// use kubegen_apimachinery::fields::Selector;
     ///
     /// let sel = Selector::parse(r"spec.nodeName=a\,b")?;
     /// assert_eq!(sel.requirements()[0].value, "a,b");
     /// let err = Selector::parse("x=a,b").unwrap_err();
     /// assert_eq!(err.position(), 4);
-    /// # Ok::<(), kubegen_runtime::fields::ParseError>(())
+    /// # Ok::<(), kubegen_apimachinery::fields::ParseError>(())
     /// ```
     pub fn parse(selector: &str) -> Result<Selector, ParseError> {
         let mut terms = split_terms(selector);
@@ -275,7 +278,7 @@ impl Selector {
     /// The selector `field=value` (apimachinery's `OneTermEqualSelector`).
     ///
     /// ```
-    /// use kubegen_runtime::fields::Selector;
+    /// use kubegen_apimachinery::fields::Selector;
     /// assert_eq!(Selector::one_term_equal("metadata.name", "a=b").to_string(), r"metadata.name=a\=b");
     /// ```
     pub fn one_term_equal(field: impl Into<String>, value: impl Into<String>) -> Selector {
@@ -289,7 +292,7 @@ impl Selector {
     /// The selector `field!=value` (apimachinery's `OneTermNotEqualSelector`).
     ///
     /// ```
-    /// use kubegen_runtime::fields::Selector;
+    /// use kubegen_apimachinery::fields::Selector;
     /// assert_eq!(Selector::one_term_not_equal("status.phase", "Failed").to_string(), "status.phase!=Failed");
     /// ```
     pub fn one_term_not_equal(field: impl Into<String>, value: impl Into<String>) -> Selector {
@@ -305,7 +308,7 @@ impl Selector {
     /// is dropped.
     ///
     /// ```
-    /// use kubegen_runtime::fields::{Operator, Requirement, Selector};
+    /// use kubegen_apimachinery::fields::{Operator, Requirement, Selector};
     ///
     /// let sel = Selector::from_requirements([
     ///     Requirement { field: "b".into(), operator: Operator::Equals, value: "1".into() },
@@ -328,7 +331,7 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::fields::Selector;
+    /// use kubegen_apimachinery::fields::Selector;
     ///
     /// let set = BTreeMap::from([("metadata.name".to_string(), "x".to_string())]);
     /// assert_eq!(Selector::from_set(&set).to_string(), "metadata.name=x");
@@ -361,11 +364,11 @@ impl Selector {
     ///
     /// ```
     /// use std::collections::BTreeMap;
-    /// use kubegen_runtime::fields::Selector;
+    /// use kubegen_apimachinery::fields::Selector;
     ///
     /// let sel: Selector = "x=".parse()?;
     /// assert!(sel.matches(&BTreeMap::new()));
-    /// # Ok::<(), kubegen_runtime::fields::ParseError>(())
+    /// # Ok::<(), kubegen_apimachinery::fields::ParseError>(())
     /// ```
     pub fn matches<F: Fields + ?Sized>(&self, fields: &F) -> bool {
         !self.nothing && self.requirements.iter().all(|r| r.matches(fields))
@@ -376,12 +379,12 @@ impl Selector {
     /// `spec.nodeName=n` from an index.
     ///
     /// ```
-    /// use kubegen_runtime::fields::Selector;
+    /// use kubegen_apimachinery::fields::Selector;
     ///
     /// let sel = Selector::parse("metadata.name!=a,metadata.name=b")?;
     /// assert_eq!(sel.requires_exact_match("metadata.name"), Some("b"));
     /// assert_eq!(sel.requires_exact_match("spec.nodeName"), None);
-    /// # Ok::<(), kubegen_runtime::fields::ParseError>(())
+    /// # Ok::<(), kubegen_apimachinery::fields::ParseError>(())
     /// ```
     pub fn requires_exact_match(&self, field: &str) -> Option<&str> {
         self.requirements
@@ -462,7 +465,7 @@ fn split_term(term: &str) -> Option<(&str, Operator, usize)> {
 /// value (apimachinery's `EscapeValue`).
 ///
 /// ```
-/// use kubegen_runtime::fields::escape_value;
+/// use kubegen_apimachinery::fields::escape_value;
 /// assert_eq!(escape_value(r"a=b,c\d"), r"a\=b\,c\\d");
 /// ```
 pub fn escape_value(value: &str) -> std::borrow::Cow<'_, str> {
@@ -484,7 +487,7 @@ pub fn escape_value(value: &str) -> std::borrow::Cow<'_, str> {
 /// `,` or `=` is an error.
 ///
 /// ```
-/// use kubegen_runtime::fields::unescape_value;
+/// use kubegen_apimachinery::fields::unescape_value;
 /// assert_eq!(unescape_value(r"a\=b\,c\\d").unwrap(), r"a=b,c\d");
 /// assert!(unescape_value(r"\a").is_err());
 /// ```
