@@ -18,7 +18,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use kubegen_runtime::testing::ApiServer;
+use kubegen_apiserver::ApiServer;
 use serde::Deserialize;
 use serde_json::{json, Value};
 

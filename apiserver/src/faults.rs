@@ -53,8 +53,8 @@ pub struct RequestRecord {
 ///
 /// ```
 /// use std::time::Duration;
-/// use kubegen_runtime::errors::StatusError;
-/// use kubegen_runtime::testing::Reactor;
+/// use kubegen_apiserver::errors::StatusError;
+/// use kubegen_apiserver::Reactor;
 ///
 /// let r = Reactor::new("update", "pods")
 ///     .name("web")

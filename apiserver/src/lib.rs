@@ -60,6 +60,9 @@
 //! types and webhook conversion between versions are not implemented. There is no
 //! authentication or authorization.
 
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
 mod apply;
 mod body;
 mod builtin_types;
@@ -92,6 +95,10 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use tokio_util::sync::CancellationToken;
+
+// The shared apimachinery vocabulary, at the paths the modules name (`crate::errors`).
+pub use kubegen_apimachinery::{errors, types};
+use kubegen_apimachinery::{fields, labels};
 
 pub use body::Body;
 pub use faults::{Reactor, RequestRecord};

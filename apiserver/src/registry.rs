@@ -13,7 +13,7 @@ use kube::core::{ApiResource, NamespaceResourceScope};
 /// fields a field selector may use.
 ///
 /// ```
-/// use kubegen_runtime::testing::Registration;
+/// use kubegen_apiserver::Registration;
 ///
 /// let foos = Registration::new("samplecontroller.k8s.io", "v1alpha1", "foos", "Foo")
 ///     .status_subresource()

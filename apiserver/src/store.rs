@@ -565,7 +565,7 @@ impl State {
 mod tests {
     use serde_json::json;
 
-    use super::super::ApiServer;
+    use crate::ApiServer;
 
     fn pod(ns: &str, name: &str) -> serde_json::Value {
         json!({"metadata": {"name": name, "namespace": ns}})

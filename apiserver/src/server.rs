@@ -23,7 +23,7 @@ use super::ApiService;
 /// ```
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// use kubegen_runtime::testing::ApiServer;
+/// use kubegen_apiserver::ApiServer;
 /// use serde_json::json;
 ///
 /// let server = ApiServer::new();
@@ -60,7 +60,7 @@ pub(crate) struct Inner {
 ///
 /// ```
 /// use std::time::Duration;
-/// use kubegen_runtime::testing::ApiServer;
+/// use kubegen_apiserver::ApiServer;
 ///
 /// let server = ApiServer::builder()
 ///     .history_limit(1000)
@@ -129,7 +129,7 @@ impl ApiServerBuilder {
     /// namespaces refuse new content in both modes.
     ///
     /// ```
-    /// use kubegen_runtime::testing::ApiServer;
+    /// use kubegen_apiserver::ApiServer;
     ///
     /// let server = ApiServer::builder().strict_namespaces(true).build();
     /// assert!(server.get("namespaces", "", "kube-system").unwrap().is_some());

@@ -30,7 +30,7 @@ impl Registration {
     /// CustomResourceDefinition given as YAML or JSON.
     ///
     /// ```
-    /// use kubegen_runtime::testing::Registration;
+    /// use kubegen_apiserver::Registration;
     ///
     /// let regs = Registration::from_crd(r#"
     /// apiVersion: apiextensions.k8s.io/v1

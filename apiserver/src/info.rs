@@ -13,8 +13,8 @@ impl Registration {
     /// `apiVersion` and `kind`, and strategic merge patches are refused, as for CRDs.
     ///
     /// ```
-    /// use kubegen_runtime::testing::Registration;
-    /// use kubegen_runtime::types::ResourceInfo;
+    /// use kubegen_apiserver::Registration;
+    /// use kubegen_apiserver::types::ResourceInfo;
     ///
     /// const INFO: ResourceInfo = ResourceInfo {
     ///     group: "example.com", version: "v1", kind: "Foo", list_kind: "FooList",

@@ -26,7 +26,7 @@ use super::server::{ApiServer, Inner};
 /// ```no_run
 /// # #[tokio::main]
 /// # async fn main() {
-/// use kubegen_runtime::testing::ApiServer;
+/// use kubegen_apiserver::ApiServer;
 ///
 /// let server = ApiServer::new();
 /// let tcp = server.serve_tcp().await.unwrap();
