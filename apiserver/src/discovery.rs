@@ -9,8 +9,8 @@ use serde_json::{json, Value};
 use crate::errors::StatusError;
 
 use super::body::Body;
-use super::http::json_response;
 use super::registry::Registration;
+use super::response::json_response;
 use super::server::Inner;
 
 /// The answer to a self review, as there is no authentication or authorization here:

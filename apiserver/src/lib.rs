@@ -78,7 +78,9 @@ mod namespaces;
 mod openapi;
 mod patch;
 mod protobuf;
+mod query;
 mod registry;
+mod response;
 mod select;
 mod server;
 mod store;
@@ -145,7 +147,7 @@ where
             let bytes = match media::read_body(body).await {
                 Ok(b) => b,
                 Err(e) => {
-                    return Ok(http::error_response(&e));
+                    return Ok(response::error_response(&e));
                 }
             };
             Ok(http::handle(inner, ::http::Request::from_parts(parts, bytes), stop).await)

@@ -127,7 +127,7 @@ async fn serve_connection(
             let bytes = match super::media::read_body(body).await {
                 Ok(b) => b,
                 Err(e) => {
-                    return Ok::<_, Infallible>(super::http::error_response(&e));
+                    return Ok::<_, Infallible>(super::response::error_response(&e));
                 }
             };
             Ok(handle(inner, http::Request::from_parts(parts, bytes), stop).await)

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use crate::errors::StatusError;
 
 use super::body::Body;
-use super::http::{parse_rv, validate, Query};
+use super::query::{parse_rv, validate, Query};
 use super::select::Filter;
 use super::server::Inner;
 use super::store::{Event, EventType, Stored, FRAME_SUFFIX};
