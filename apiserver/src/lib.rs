@@ -86,6 +86,7 @@ mod server;
 mod store;
 mod table;
 mod tcp;
+mod typed;
 mod versions;
 mod watch;
 mod writes;
@@ -103,11 +104,12 @@ pub use kubegen_apimachinery::{errors, types};
 use kubegen_apimachinery::{fields, labels};
 
 pub use body::Body;
-pub use faults::{Reactor, RequestRecord};
+pub use faults::{Answer, Reactor, RequestRecord};
 pub use patch::MERGE_KEYS;
 pub use registry::{builtin, PrinterColumn, Registration, ScalePaths, BUILTIN_GROUPS};
 pub use server::{ApiServer, ApiServerBuilder};
 pub use tcp::{ConfigError, TcpServer};
+pub use typed::Objects;
 
 /// The in-process transport: a tower Service answering HTTP requests from memory.
 ///

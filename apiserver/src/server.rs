@@ -453,31 +453,13 @@ impl ApiServer {
             .transpose()
     }
 
-    /// Typed convenience for [`ApiServer::create`].
+    /// Creates a typed object: the same as
+    /// [`server.objects::<K>().create(obj)`](crate::Objects::create).
     pub fn add<K>(&self, obj: &K) -> Result<K, StatusError>
     where
         K: kube::Resource<DynamicType = ()> + serde::Serialize + serde::de::DeserializeOwned,
     {
-        let idx = self.resolve_type::<K>()?;
-        let value = serde_json::to_value(obj).map_err(StatusError::internal)?;
-        let stored = self
-            .inner
-            .create(idx, "", to_map(value)?, &Default::default())?;
-        serde_json::from_slice(&stored.bytes).map_err(StatusError::internal)
-    }
-
-    fn resolve_type<K: kube::Resource<DynamicType = ()>>(&self) -> Result<usize, StatusError> {
-        let st = self.inner.state.read();
-        st.lookup(&K::api_version(&()), &K::plural(&()))
-            .ok_or_else(|| {
-                StatusError::not_found(
-                    GroupResource {
-                        group: &K::group(&()),
-                        resource: &K::plural(&()),
-                    },
-                    "",
-                )
-            })
+        self.objects::<K>().create(obj)
     }
 
     /// Creates `n` objects made by `make(i)` and returns the resourceVersion after the

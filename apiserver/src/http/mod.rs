@@ -127,6 +127,14 @@ async fn respond(
         if let Some(e) = reaction.error {
             return Err(e);
         }
+        if let Some(obj) = reaction.response {
+            let code = if verb == "create" {
+                StatusCode::CREATED
+            } else {
+                StatusCode::OK
+            };
+            return Ok(json_response(code, obj.to_string().into_bytes()));
+        }
     }
     let wopts = WriteOpts {
         dry_run: q.dry_run,
