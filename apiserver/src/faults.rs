@@ -267,6 +267,17 @@ impl Reactor {
     }
 }
 
+impl Answer {
+    /// Handled: answer with `obj` serialized (an error answers 500 if it does not
+    /// serialize).
+    pub fn object<T: serde::Serialize>(obj: &T) -> Answer {
+        match serde_json::to_value(obj) {
+            Ok(v) => Answer::Object(v),
+            Err(e) => Answer::Error(StatusError::internal(e)),
+        }
+    }
+}
+
 impl RequestRecord {
     /// The query parameters, percent-decoded, in order.
     pub fn query_pairs(&self) -> impl Iterator<Item = (String, String)> + '_ {
@@ -372,6 +383,10 @@ impl Faults {
 
     pub(crate) fn add_reactor(&self, r: Reactor) {
         self.reactors.lock().push(r);
+    }
+
+    pub(crate) fn prepend_reactor(&self, r: Reactor) {
+        self.reactors.lock().insert(0, r);
     }
 
     pub(crate) fn clear_reactors(&self) {

@@ -109,7 +109,7 @@ pub use patch::MERGE_KEYS;
 pub use registry::{builtin, PrinterColumn, Registration, ScalePaths, BUILTIN_GROUPS};
 pub use server::{ApiServer, ApiServerBuilder};
 pub use tcp::{ConfigError, TcpServer};
-pub use typed::Objects;
+pub use typed::{Objects, SeedObject};
 
 /// The in-process transport: a tower Service answering HTTP requests from memory.
 ///

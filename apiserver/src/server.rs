@@ -532,6 +532,12 @@ impl ApiServer {
         self.inner.faults.add_reactor(reactor);
     }
 
+    /// Adds a reactor consulted before every reactor added so far (client-go's
+    /// `PrependReactor`).
+    pub fn react_first(&self, reactor: super::Reactor) {
+        self.inner.faults.prepend_reactor(reactor);
+    }
+
     /// Removes every reactor.
     pub fn clear_reactors(&self) {
         self.inner.faults.clear_reactors();

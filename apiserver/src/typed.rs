@@ -192,3 +192,59 @@ fn encode<K: Serialize>(obj: &K) -> Result<Map<String, Value>, StatusError> {
 fn decode<K: DeserializeOwned>(stored: &Stored) -> Result<K, StatusError> {
     serde_json::from_slice(&stored.bytes).map_err(StatusError::internal)
 }
+
+/// An object to seed a server or a fake clientset with: a typed object
+/// (`SeedObject::from(&pod)`, any kind with `apiVersion` and `kind` from
+/// [`kube::Resource`]) or JSON with `apiVersion` and `kind`
+/// (`SeedObject::from(json!({...}))`), so one list can hold objects of several kinds.
+///
+/// ```
+/// use k8s_openapi::api::core::v1::ConfigMap;
+/// use kubegen_apiserver::{ApiServer, SeedObject};
+/// use serde_json::json;
+///
+/// let mut cm = ConfigMap::default();
+/// cm.metadata.name = Some("typed".into());
+/// cm.metadata.namespace = Some("default".into());
+/// let seed = [
+///     SeedObject::from(&cm),
+///     SeedObject::from(json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "prod"}})),
+/// ];
+/// let server = ApiServer::new();
+/// for obj in seed {
+///     server.create_object(obj.into_value()?)?;
+/// }
+/// assert!(server.objects::<ConfigMap>().get("default", "typed")?.is_some());
+/// # Ok::<(), kubegen_apiserver::errors::StatusError>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct SeedObject(Result<Value, StatusError>);
+
+impl SeedObject {
+    /// The object as JSON, or the error serializing it.
+    pub fn into_value(self) -> Result<Value, StatusError> {
+        self.0
+    }
+}
+
+impl From<Value> for SeedObject {
+    fn from(obj: Value) -> Self {
+        SeedObject(Ok(obj))
+    }
+}
+
+impl<K> From<&K> for SeedObject
+where
+    K: kube::Resource<DynamicType = ()> + Serialize,
+{
+    fn from(obj: &K) -> Self {
+        SeedObject(encode(obj).map(|mut m| {
+            // Types without type metadata of their own still name their kind.
+            m.entry("apiVersion")
+                .or_insert_with(|| Value::String(K::api_version(&()).into_owned()));
+            m.entry("kind")
+                .or_insert_with(|| Value::String(K::kind(&()).into_owned()));
+            Value::Object(m)
+        }))
+    }
+}
