@@ -1,5 +1,18 @@
-//! An in-memory Kubernetes API server (feature `testing`) that speaks real Kubernetes
-//! HTTP, for tests, fake clientsets, examples and benchmarks.
+//! An in-memory Kubernetes API server that speaks real Kubernetes HTTP, for tests, fake
+//! clientsets, examples and benchmarks; `kubegen-runtime` re-exports it as
+//! `kubegen_runtime::testing` under its `testing` feature (the path generated fake
+//! clientsets name), and the `kubegen-apiserver` program (feature `cli`, default) serves
+//! it on a port.
+//!
+//! Layout: `http` answers a request (`route`, `read`, `write`, dispatch in `http/mod`),
+//! over `query` (parameters, continue tokens) and `response`; `watch` streams;
+//! `writes` holds the storage's write verbs (a file per verb, the garbage collector in
+//! `gc`); `store` the storage and history; `registry`, `crd`, `crd_lifecycle`,
+//! `versions`, `namespaces`, `events` the resource semantics; `discovery`, `openapi`,
+//! `table`, `media`, `protobuf` the wire forms; `server` and `typed` the admin API;
+//! `faults` the request log and reactors. The apimachinery vocabulary (`errors`,
+//! `labels`, `fields`, `types`) is the `kubegen-apimachinery` crate, shared with the
+//! runtime.
 //!
 //! Contract:
 //! - It serves the resources it has a [`Registration`] for (the common built-in ones by
@@ -50,7 +63,9 @@
 //!   `namespaces` module).
 //! - Events (core/v1 and events.k8s.io/v1) are validated as
 //!   kube-apiserver validates them (see the `events` module's contract).
-//! - For tests: a request log, [`Reactor`]s injecting errors and delays,
+//! - For tests: a typed admin API ([`ApiServer::objects`]) beside the JSON one, a request
+//!   log, [`Reactor`]s matching the body and query too and injecting errors and delays
+//!   or answering with objects,
 //!   [`ApiServer::drop_watches`] (a clean cut) and [`ApiServer::expire_next_watch`].
 //!
 //! - The versions of a CRD share its storage version's objects; only `apiVersion`

@@ -78,7 +78,8 @@
 //! - [`pager`]: `ListPager` (client-go's `tools/pager`);
 //! - [`watch`]: `RetryWatcher`, `until`, `until_with_sync` (client-go's `tools/watch`);
 //! - [`metrics`]: client-go's REST client, reflector and leader-election metrics;
-//! - `testing` (feature `testing`): an in-memory Kubernetes API server.
+//! - `testing` (feature `testing`): an in-memory Kubernetes API server (the
+//!   `kubegen-apiserver` crate, re-exported).
 //!
 //! # Cargo features
 //!
