@@ -28,7 +28,7 @@ FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus"
 # Every SEMANTICS case of the sections built so far is named in a test or listed in
 # docs/SEMANTICS-NA.md.
 if [ "$what" != corpus ]; then
-  stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9 10 11 12
+  stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9 10 11 12 13
   stage "unit and integration tests" cargo test --workspace --locked --features "$FEATURES"
   # Build scripts depend on kubegen with default-features = false: the library must
   # build without the CLI (clap).

@@ -428,10 +428,18 @@ pub(crate) async fn handle(
     req: Request<Bytes>,
     stop: CancellationToken,
 ) -> Response<Body> {
-    let mut view = None;
-    match respond(inner, req, stop, &mut view).await {
-        Ok(r) => match view {
-            Some((from, to)) => super::versions::rewrite(r, &from, &to),
+    // Conversion between a CRD's versions wraps the handlers (the `versions` module).
+    let conv = super::versions::View::of(&inner, req.uri().path());
+    let req = match &conv {
+        Some(c) => match c.request(&inner, req).await {
+            Ok(r) => r,
+            Err(e) => return error_response(&e),
+        },
+        None => req,
+    };
+    match respond(inner, req, stop, &mut None).await {
+        Ok(r) => match conv {
+            Some(c) => c.response(r).await,
             None => r,
         },
         Err(e) => error_response(&e),

@@ -53,16 +53,19 @@
 //! - For tests: a request log, [`Reactor`]s injecting errors and delays,
 //!   [`ApiServer::drop_watches`] (a clean cut) and [`ApiServer::expire_next_watch`].
 //!
-//! - The versions of a CRD share its storage version's objects; only `apiVersion`
-//!   differs (conversion strategy None, the `versions` module).
+//! - The versions of a CRD share one storage; objects are converted to the version asked
+//!   for on reads, lists, watches and writes, by conversion strategy None (`apiVersion`
+//!   rewritten) or Webhook (a `ConversionReview` posted to `clientConfig.url`); see the
+//!   `versions` and `conversion` modules.
 //!
-//! Admission plugins other than namespace lifecycle, quotas, most defaulting of built-in
-//! types and webhook conversion between versions are not implemented. There is no
+//! Admission plugins other than namespace lifecycle, quotas and most defaulting of
+//! built-in types are not implemented. There is no
 //! authentication or authorization.
 
 mod apply;
 mod body;
 mod builtin_types;
+mod conversion;
 mod crd;
 mod crd_lifecycle;
 mod discovery;
@@ -94,6 +97,7 @@ use std::task::{Context, Poll};
 use tokio_util::sync::CancellationToken;
 
 pub use body::Body;
+pub use conversion::{Conversion, ConversionWebhook};
 pub use faults::{Reactor, RequestRecord};
 pub use patch::MERGE_KEYS;
 pub use registry::{builtin, PrinterColumn, Registration, ScalePaths, BUILTIN_GROUPS};

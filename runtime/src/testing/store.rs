@@ -279,6 +279,9 @@ pub(crate) struct Collection {
     /// Whether the schema changed since objects were stored: reads then show them
     /// through the current schema.
     pub schema_changed: bool,
+    /// Whether it holds objects written at another version of its CRD (the storage
+    /// version changed since): reads then convert them.
+    pub mixed_versions: bool,
 }
 
 /// Key bounds of a namespace (or everything), starting after `start_after`; `None` when
@@ -328,6 +331,7 @@ impl Collection {
             notify: watch::channel(oldest).0,
             served: true,
             schema_changed: false,
+            mixed_versions: false,
         }
     }
 
@@ -457,8 +461,9 @@ impl State {
     /// serves it again, keeping the objects.
     pub(crate) fn register(&mut self, reg: Registration) -> usize {
         let key = (reg.api_version(), reg.plural.clone());
-        if let Some(i) = self.index.get(&key) {
-            let c = &mut self.collections[*i];
+        let (group, plural) = (reg.group.clone(), reg.plural.clone());
+        let i = if let Some(i) = self.index.get(&key).copied() {
+            let c = &mut self.collections[i];
             if *c.reg != reg {
                 if c.reg.schema != reg.schema && !c.objects.is_empty() {
                     c.schema_changed = true;
@@ -466,13 +471,46 @@ impl State {
                 c.reg = Arc::new(reg);
             }
             c.served = true;
-            return *i;
-        }
-        let i = self.collections.len();
-        self.collections
-            .push(Collection::new(Arc::new(reg), self.rv));
-        self.index.insert(key, i);
+            i
+        } else {
+            let i = self.collections.len();
+            self.collections
+                .push(Collection::new(Arc::new(reg), self.rv));
+            self.index.insert(key, i);
+            i
+        };
+        self.gather(&group, &plural);
         i
+    }
+
+    /// Moves the objects of a CRD's versions that are no longer its storage version
+    /// into the storage version's collection, unchanged (as etcd keeps objects in the
+    /// version they were written at until they are written again): one storage per
+    /// resource across its versions.
+    fn gather(&mut self, group: &str, plural: &str) {
+        let from: Vec<usize> = (0..self.collections.len())
+            .filter(|i| {
+                let c = &self.collections[*i];
+                c.reg.custom
+                    && c.reg.group == group
+                    && c.reg.plural == plural
+                    && !c.reg.storage_version.is_empty()
+                    && !c.objects.is_empty()
+            })
+            .collect();
+        for i in from {
+            let Some((to, _, _)) = self.storage_of(i) else {
+                continue;
+            };
+            let objects = std::mem::take(&mut self.collections[i].objects);
+            let last_rv = self.collections[i].last_rv;
+            let dest = &mut self.collections[to];
+            for (k, o) in objects {
+                dest.objects.entry(k).or_insert(o);
+            }
+            dest.mixed_versions = true;
+            dest.last_rv = dest.last_rv.max(last_rv);
+        }
     }
 
     /// The index of a served resource by apiVersion and plural.
