@@ -7,7 +7,8 @@
 //!   namespaced and cluster-wide, plus `/version`, `/api`, `/apis` and per-group
 //!   discovery, enough for [`kube::Client`] and [`kube::Discovery`].
 //! - One global resourceVersion orders every write; each resource keeps a bounded
-//!   history (etcd compaction). Lists honour label and field selectors,
+//!   history (etcd compaction): at most [`ApiServerBuilder::history_limit`] changes and
+//!   [`ApiServerBuilder::history_bytes`] bytes (default 100 000 and 64 MiB). Lists honour label and field selectors,
 //!   `limit`/`continue` (later pages come from the first page's snapshot, rebuilt from
 //!   the history; 410 Expired once compacted), and `resourceVersion` /
 //!   `resourceVersionMatch` as SEMANTICS 9 states, validation errors included.

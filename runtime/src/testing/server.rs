@@ -72,6 +72,7 @@ pub(crate) struct Inner {
 pub struct ApiServerBuilder {
     registrations: Vec<Registration>,
     history_limit: usize,
+    history_bytes: usize,
     bookmark_interval: Duration,
     rv_wait: Duration,
     strict_namespaces: bool,
@@ -82,6 +83,7 @@ impl Default for ApiServerBuilder {
         ApiServerBuilder {
             registrations: builtin(),
             history_limit: 100_000,
+            history_bytes: super::store::DEFAULT_HISTORY_BYTES,
             bookmark_interval: Duration::from_secs(60),
             rv_wait: Duration::from_millis(250),
             strict_namespaces: false,
@@ -106,6 +108,21 @@ impl ApiServerBuilder {
     /// are compacted.
     pub fn history_limit(mut self, n: usize) -> Self {
         self.history_limit = n;
+        self
+    }
+
+    /// How many bytes of changes each resource's history keeps at most (default 64 MiB,
+    /// estimated from the encoded objects); older versions are compacted, as with
+    /// [`history_limit`](Self::history_limit). The newest change is always kept.
+    ///
+    /// ```
+    /// use kubegen_runtime::testing::ApiServer;
+    ///
+    /// let server = ApiServer::builder().history_bytes(1 << 20).build();
+    /// assert_eq!(server.resource_version(), 1);
+    /// ```
+    pub fn history_bytes(mut self, n: usize) -> Self {
+        self.history_bytes = n;
         self
     }
 
@@ -146,6 +163,7 @@ impl ApiServerBuilder {
     /// Builds the server.
     pub fn build(self) -> ApiServer {
         let mut state = State::new(self.history_limit);
+        state.history_bytes = self.history_bytes;
         for r in self.registrations {
             state.register(r);
         }
