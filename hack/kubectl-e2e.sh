@@ -219,6 +219,18 @@ has "explain gizmo" 'KIND: +Gizmo'
 has "explain gizmo" 'A gizmo of the kubectl end-to-end test\.'
 expect_ok "explain gizmo.spec.size" k explain gizmo.spec.size
 has "explain gizmo.spec.size" 'How big the gizmo is\.'
+expect_ok "explain pods" k explain pods
+has "explain pods" 'KIND: +Pod'
+has "explain pods" 'Pod is a collection of containers that can run on a host\.'
+has "explain pods" '^  spec\s+<PodSpec>'
+expect_ok "explain pods.spec.containers" k explain pods.spec.containers
+has "explain pods.spec.containers" 'FIELD: +containers <\[\]Container>'
+has "explain pods.spec.containers" 'A single application container that you want to run within a pod\.'
+has "explain pods.spec.containers" '^  image\s+<string>'
+has "explain pods.spec.containers" 'Container image name\.'
+has "explain pods.spec.containers" '^  name\s+<string> -required-'
+expect_ok "explain deployments.spec.replicas" k explain deployments.spec.replicas
+has "explain deployments.spec.replicas" 'Number of desired pods\.'
 
 # A finalizer holds one object, so the namespace stays Terminating until it is removed.
 expect_ok "add a finalizer" k patch configmap cm1 -n e2e --type=merge -p '{"metadata":{"finalizers":["example.com/hold"]}}'
