@@ -104,12 +104,12 @@ async fn main() -> Result<(), Box<dyn Error>> {
             &ApiResource::from_gvk(&gvk),
         )
     };
-    let mut foo = DynamicObject::new(
+    let mut obj = DynamicObject::new(
         "a",
         &ApiResource::from_gvk(&GroupVersionKind::gvk("example.com", "v1", "Foo")),
     );
-    foo.data = json!({"spec": {"size": 3}});
-    api("v1").create(&PostParams::default(), &foo).await?;
+    obj.data = json!({"spec": {"size": 3}});
+    api("v1").create(&PostParams::default(), &obj).await?;
     let at_v2 = api("v2").get("a").await?;
     println!(
         "read at v2: apiVersion {:?}, spec {}",
