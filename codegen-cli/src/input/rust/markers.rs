@@ -88,7 +88,13 @@ pub fn read(attrs: &[syn::Attribute], file: &Path) -> Result<(Vec<Marker>, Optio
         let Some((text, span, sugared)) = doc_text(attr) else {
             continue;
         };
-        for (i, line) in text.lines().enumerate() {
+        // `"".lines()` is empty, but a blank doc line is a paragraph break.
+        let text_lines: Vec<&str> = if text.is_empty() {
+            vec![""]
+        } else {
+            text.split('\n').collect()
+        };
+        for (i, line) in text_lines.into_iter().enumerate() {
             let trimmed = line.trim_start();
             let is_marker = trimmed
                 .strip_prefix('+')

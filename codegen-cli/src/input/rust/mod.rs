@@ -145,7 +145,9 @@ pub struct PackageMarkers {
 
 const PACKAGE_ONLY: &[&str] = &["groupName", "versionName"];
 
-fn package_markers(source: &Source) -> Result<BTreeMap<Vec<String>, PackageMarkers>, Vec<Error>> {
+pub(crate) fn package_markers(
+    source: &Source,
+) -> Result<BTreeMap<Vec<String>, PackageMarkers>, Vec<Error>> {
     let mut out: BTreeMap<Vec<String>, PackageMarkers> = BTreeMap::new();
     let mut errors = Vec::new();
     for module in &source.modules {
@@ -258,7 +260,7 @@ fn check_type_markers(item: &Item) -> Result<(), Error> {
     Ok(())
 }
 
-fn find_kind(
+pub(crate) fn find_kind(
     item: &Item,
     source: &Source,
     packages: &BTreeMap<Vec<String>, PackageMarkers>,
