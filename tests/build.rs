@@ -104,7 +104,9 @@ fn rust_input_package(body: &str) -> Option<String> {
         return None;
     }
     let first = body.lines().next()?;
-    let path = first.split_whitespace().find(|w| w.starts_with("src/apis/"))?;
+    let path = first
+        .split_whitespace()
+        .find(|w| w.starts_with("src/apis/"))?;
     let path = path.strip_prefix("src/apis/")?;
     let path = path
         .strip_suffix("/mod.rs")
@@ -168,8 +170,11 @@ fn readme_snippets(out: &str) {
                 } else {
                     format!("{apis}/{}", segments[..depth].join("/"))
                 };
-                std::fs::write(format!("{at}/mod.rs"), format!("pub mod {};\n", segments[depth]))
-                    .expect("OUT_DIR is writable");
+                std::fs::write(
+                    format!("{at}/mod.rs"),
+                    format!("pub mod {};\n", segments[depth]),
+                )
+                .expect("OUT_DIR is writable");
             }
             std::fs::write(format!("{pkg_dir}/mod.rs"), body).expect("OUT_DIR is writable");
             kubegen::Builder::rust(&apis)
@@ -182,10 +187,7 @@ fn readme_snippets(out: &str) {
                 "#[path = \"{apis}/mod.rs\"]\npub mod apis;\npub mod generated {{\n    include!(\"{dir}/{name}_generated.rs\");\n}}\n"
             )
         } else if items {
-            body.replace(
-                "mod generated;",
-                "use kubegen_tests::golden as generated;",
-            )
+            body.replace("mod generated;", "use kubegen_tests::golden as generated;")
         } else {
             format!(
                 "use std::time::Duration;\n\

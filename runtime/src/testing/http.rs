@@ -437,7 +437,10 @@ pub(crate) async fn handle(
         },
         None => req,
     };
-    match respond(inner, req, stop, &mut None).await {
+    let resp = respond(inner.clone(), req, stop, &mut None).await;
+    // Objects the write left without owners (the `owners` module).
+    inner.collect_dangling();
+    match resp {
         Ok(r) => match conv {
             Some(c) => c.response(r).await,
             None => r,

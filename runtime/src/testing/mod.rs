@@ -77,6 +77,7 @@ mod info;
 mod media;
 mod namespaces;
 mod openapi;
+mod owners;
 mod patch;
 mod protobuf;
 mod registry;

@@ -483,6 +483,10 @@ pub(crate) struct State {
     pub history_limit: usize,
     /// How many bytes of history each resource keeps at most.
     pub history_bytes: usize,
+    /// Whether objects whose owners do not exist are collected (the `owners` module).
+    pub collect_dangling: bool,
+    /// Objects written with owner references since the collector last ran.
+    pub owner_checks: Vec<(usize, Arc<str>)>,
 }
 
 impl State {
@@ -493,6 +497,8 @@ impl State {
             index: HashMap::new(),
             history_limit,
             history_bytes: DEFAULT_HISTORY_BYTES,
+            collect_dangling: false,
+            owner_checks: Vec::new(),
         }
     }
 
@@ -604,6 +610,12 @@ impl State {
         obj: Stored,
     ) -> Arc<Stored> {
         let limit = self.history_limit.max(1);
+        if self.collect_dangling
+            && ty != EventType::Deleted
+            && obj.bytes.windows(17).any(|w| w == b"\"ownerReferences\"")
+        {
+            self.owner_checks.push((idx, obj.key.clone()));
+        }
         let coll = &mut self.collections[idx];
         let obj = Arc::new(obj);
         let prev = match ty {
