@@ -509,6 +509,27 @@ async fn unreachable_webhooks_and_invalid_conversion_settings() {
     .await;
 }
 
+#[tokio::test]
+async fn bookmarks_are_not_sent_to_the_webhook() {
+    // SEMANTICS 13.19
+    both(async |env: Env| {
+        post(&env, V1, foo("example.com/v1", "a", json!({"size": 1}))).await;
+        env.hook.take();
+        let mut w = open_watch(
+            &env,
+            &format!("{V2}?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan"),
+        )
+        .await;
+        let evs = w.take(2).await;
+        assert_eq!(evs[0]["type"], "ADDED");
+        assert_eq!(evs[0]["object"]["spec"], json!({"replicas": 1}));
+        assert_eq!(evs[1]["type"], "BOOKMARK");
+        assert_eq!(evs[1]["object"]["apiVersion"], "example.com/v2");
+        assert_eq!(sent(&env.hook.take()), vec![vec!["a"]], "one review, for the object only");
+    })
+    .await;
+}
+
 struct Watch {
     body: kube::client::Body,
     buf: Vec<u8>,

@@ -12,7 +12,8 @@
 //!   requested apiVersion, and a list names that apiVersion. A conversion error answers
 //!   HTTP 500 with the converter's message (kube-apiserver's storage returns the error
 //!   unwrapped, so the Status has no reason); a watch whose event cannot be converted
-//!   ends, as kube-apiserver's watch handler ends on an encoding error.
+//!   ends, as kube-apiserver's watch handler ends on an encoding error. Bookmarks only
+//!   change apiVersion (they carry no data to convert).
 //! - Writes (strategy `Webhook`): a create or update body is converted to the storage
 //!   version before it is admitted, and the stored object back to the requested version
 //!   in the response. A JSON or merge patch is applied to the object converted to the
@@ -341,8 +342,20 @@ impl View {
             Ok(Value::Object(m)) => m,
             _ => return Ok(Bytes::from([line, b"\n"].concat())),
         };
+        let bookmark = ev.get("type").and_then(Value::as_str) == Some("BOOKMARK");
         if let Some(Value::Object(o)) = ev.get_mut("object") {
-            self.convert_value(o).await?;
+            if bookmark {
+                // A bookmark carries a resourceVersion and no data: nothing for a webhook.
+                convert(
+                    &Conversion::None,
+                    &self.target,
+                    std::slice::from_mut(o),
+                    false,
+                )
+                .await?;
+            } else {
+                self.convert_value(o).await?;
+            }
         }
         let mut out = serde_json::to_vec(&Value::Object(ev)).unwrap_or_default();
         out.push(b'\n');
