@@ -170,6 +170,19 @@ has "apply again" '^gizmo.example.com/g1 configured$'
 expect_ok "apply --server-side" k apply --server-side -f "$work/objects.yaml"
 has "server-side apply" '^configmap/applied serverside-applied$'
 has "server-side apply" '^gizmo.example.com/g1 serverside-applied$'
+# Moving from client-side to server-side apply with a changed field takes it over
+# without --force-conflicts (kube-apiserver's last-applied manager).
+cat >"$work/csa.yaml" <<'YAML'
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: csa, namespace: e2e}
+data: {a: "1", b: "2"}
+YAML
+expect_ok "client-side apply" k apply -f "$work/csa.yaml"
+sed -i 's/a: "1"/a: "9"/' "$work/csa.yaml"
+expect_ok "server-side apply after client-side apply" k apply --server-side -f "$work/csa.yaml"
+expect_ok "server-side apply took the field" k get configmap csa -n e2e -o 'jsonpath={.data.a}'
+[ "$out" = "9" ] || fail "server-side apply after client-side apply: data.a is '$out'"
 cat >"$work/created.yaml" <<'EOF'
 apiVersion: example.com/v1
 kind: Gizmo
