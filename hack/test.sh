@@ -5,7 +5,8 @@
 #
 # Usage: hack/test.sh [fast|corpus|all]   (default all: what CI runs)
 #   fast:   SEMANTICS coverage, unit and integration tests (goldens included), kubectl
-#           against kubegen-apiserver (hack/kubectl-e2e.sh), verify.
+#           against kubegen-apiserver (hack/kubectl-e2e.sh), kubegen crd against
+#           controller-gen (hack/controller-gen-compare.sh), verify.
 #   corpus: hack/check-corpus.sh on the real-CRD corpus, CORPUS_DIR (default
 #           ../shared/crds): generate, compile, doctest, round-trip every file and version.
 #   all:    fast, then corpus.
@@ -34,6 +35,7 @@ if [ "$what" != corpus ]; then
   # build without the CLI (clap).
   stage "kubegen without its CLI" cargo check -q -p kubegen --no-default-features --locked
   stage "kubectl e2e" hack/kubectl-e2e.sh
+  stage "kubegen crd against controller-gen" hack/controller-gen-compare.sh
   if [ -x hack/verify-codegen.sh ]; then
     stage "verify generated code is current" hack/verify-codegen.sh
   fi

@@ -6,11 +6,13 @@
 //! Only key order is normalized (objects compare as maps). Everything else must be
 //! identical: every schema keyword, description, default, CEL rule, list and map type,
 //! printer column, short name, category, selectable field and subresource; `served`,
-//! `storage`, `deprecated` and `deprecationWarning`; group, scope and names. One value
-//! is read as the API server reads it: an explicit `deprecated: false` equals an absent
-//! `deprecated` (the field's default), since the generated types cannot tell them apart
-//! and no client can either; likewise an empty `subresources: {}` equals no
-//! `subresources` (no subresource is served either way).
+//! `storage`, `deprecated` and `deprecationWarning`; group, scope and names. A few values
+//! outside the schema are read as the API server reads them, since the generated types
+//! cannot tell them apart and no client can either: an explicit `deprecated: false` or
+//! printer column `priority: 0` equals its absence (both are Go `omitempty` zero values
+//! the server drops), an empty `subresources: {}` equals none (no subresource is served
+//! either way), and an absent `singular` or `listKind` is the server's default (the
+//! lower-cased kind, `<kind>List`).
 
 use std::path::Path;
 
@@ -36,23 +38,7 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
     let generated = crate::generate(&crate::Config::new(vec![file.to_path_buf()]))?;
     crate::output::write_tree(work, &generated.files).map_err(|e| vec![e])?;
     let written = crate::crds(&[work.join("apis")])?;
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        vec![Error::at("", format!("cannot read: {e}"), "check the path").in_file(file)]
-    })?;
-    let mut sources = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let value =
-            yaml_to_json(doc).map_err(|e| vec![Error::at("", e, "fix the YAML").in_file(file)])?;
-        match value.get("kind").and_then(Value::as_str) {
-            Some("CustomResourceDefinition") => sources.push(value),
-            Some("List") | Some("CustomResourceDefinitionList") => {
-                if let Some(items) = value.get("items").and_then(Value::as_array) {
-                    sources.extend(items.iter().cloned());
-                }
-            }
-            _ => {}
-        }
-    }
+    let sources = read_crds(file).map_err(|e| vec![e])?;
     let mut out = Vec::new();
     for source in &sources {
         let name = source
@@ -78,7 +64,7 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
             match back {
                 None => differences.push(format!("no CRD named {name} was written")),
                 Some(back) => {
-                    for key in ["group", "scope", "names"] {
+                    for key in ["group", "scope"] {
                         compare(
                             &format!("spec.{key}"),
                             source.pointer(&format!("/spec/{key}")),
@@ -86,6 +72,12 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
                             &mut differences,
                         );
                     }
+                    compare(
+                        "spec.names",
+                        source.pointer("/spec/names").map(default_names).as_ref(),
+                        back.crd.pointer("/spec/names"),
+                        &mut differences,
+                    );
                     let back_version = back
                         .crd
                         .pointer("/spec/versions")
@@ -112,10 +104,50 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
     Ok(out)
 }
 
+/// The CustomResourceDefinitions of a YAML file (every document, and the items of
+/// `List` documents), as JSON values.
+pub fn read_crds(file: &Path) -> Result<Vec<Value>, Error> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::at("", format!("cannot read: {e}"), "check the path").in_file(file))?;
+    let mut crds = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let value =
+            yaml_to_json(doc).map_err(|e| Error::at("", e, "fix the YAML").in_file(file))?;
+        match value.get("kind").and_then(Value::as_str) {
+            Some("CustomResourceDefinition") => crds.push(value),
+            Some("List") | Some("CustomResourceDefinitionList") => {
+                if let Some(items) = value.get("items").and_then(Value::as_array) {
+                    crds.extend(items.iter().cloned());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(crds)
+}
+
 fn yaml_to_json(doc: serde_yaml::Deserializer<'_>) -> Result<Value, String> {
     use serde::Deserialize;
     let yaml = serde_yaml::Value::deserialize(doc).map_err(|e| e.to_string())?;
     serde_json::to_value(yaml).map_err(|e| e.to_string())
+}
+
+/// `spec.names` as the API server defaults it: `singular` is the lower-cased kind and
+/// `listKind` is `<kind>List` when absent.
+fn default_names(names: &Value) -> Value {
+    let mut names = names.clone();
+    if let Some(m) = names.as_object_mut() {
+        let kind = m
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        m.entry("singular")
+            .or_insert_with(|| Value::String(kind.to_lowercase()));
+        m.entry("listKind")
+            .or_insert_with(|| Value::String(format!("{kind}List")));
+    }
+    names
 }
 
 fn normalize(v: &Value) -> Value {
@@ -130,12 +162,20 @@ fn normalize(v: &Value) -> Value {
         {
             m.remove("subresources");
         }
+        if let Some(Value::Array(columns)) = m.get_mut("additionalPrinterColumns") {
+            for c in columns.iter_mut().filter_map(Value::as_object_mut) {
+                if c.get("priority").and_then(Value::as_i64) == Some(0) {
+                    c.remove("priority");
+                }
+            }
+        }
     }
     v
 }
 
-/// Appends `path: a -> b` for every leaf where `a` and `b` differ (at most 20).
-fn compare(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<String>) {
+/// Appends `path: a -> b` for every leaf where `a` and `b` differ (at most 20 in
+/// `out`); objects compare as maps (key order aside), arrays element by element.
+pub fn compare(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<String>) {
     if out.len() >= 20 || a == b {
         return;
     }

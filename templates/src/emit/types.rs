@@ -178,6 +178,11 @@ pub fn resource_markers(kind: &Kind) -> Vec<String> {
         resource.push_str(&format!(",categories={}", names.categories.join(";")));
     }
     out.push(resource);
+    if let KindSource::Generated { type_name } = &kind.source {
+        if *type_name != names.kind {
+            out.push(format!("+kubegen:resource:kind={}", names.kind));
+        }
+    }
     if names.list_kind != format!("{}List", names.kind) {
         out.push(format!("+kubegen:resource:listKind={}", names.list_kind));
     }

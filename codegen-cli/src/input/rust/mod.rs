@@ -325,11 +325,13 @@ pub(crate) fn find_kind(
             }
         },
     };
-    if !source::is_version(&version) {
+    // A CRD version may be any DNS-1035 label (`v0`, `stable`); only the module-name
+    // rule above needs Kubernetes' version pattern.
+    if !source::is_version(&version) && !crate::input::crd::validate::is_dns1035_label(&version) {
         return Err(item.error_at(
             span,
             format!(
-                "version {version:?} of kind {} is not a Kubernetes version",
+                "version {version:?} of kind {} is neither a Kubernetes version nor a DNS-1035 label",
                 item.name()
             ),
             "name versions like v1, v1alpha1, v2beta3",
