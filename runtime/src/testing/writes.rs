@@ -21,9 +21,7 @@
 //!   only loses the reference), Foreground deletes the dependents while the owner waits
 //!   under the `foregroundDeletion` finalizer, Orphan strips the owner's references from
 //!   dependents and then removes the `orphan` finalizer. Dependents are found by the
-//!   owner's uid. Objects whose owners do not exist (never did, or went before the
-//!   dependent was written) are collected only when the server is built with
-//!   `collect_dangling_owners` (the `owners` module).
+//!   owner's uid; objects whose owner never existed are left alone.
 //! - Dry-run writes validate and answer as a real write would, and store nothing.
 
 use std::collections::VecDeque;
