@@ -295,6 +295,40 @@ async fn webhook_converts_reads_lists_watches_and_writes() {
             get(&env, &format!("{V1}/a")).await.1["spec"],
             json!({"size": 5})
         );
+        // A resourceVersion in the patch is a precondition; a stale one conflicts.
+        let (code, st) = call(
+            &env,
+            Method::PATCH,
+            &format!("{V2}/a"),
+            "application/merge-patch+json",
+            json!({"metadata": {"resourceVersion": "1"}, "spec": {"replicas": 6}}),
+        )
+        .await;
+        assert_eq!(code, StatusCode::CONFLICT, "{st}");
+        // JSON patches too.
+        let (code, p) = call(
+            &env,
+            Method::PATCH,
+            &format!("{V2}/a"),
+            "application/json-patch+json",
+            json!([{"op": "replace", "path": "/spec/replicas", "value": 8}]),
+        )
+        .await;
+        assert_eq!(code, StatusCode::OK, "{p}");
+        assert_eq!(
+            get(&env, &format!("{V1}/a")).await.1["spec"],
+            json!({"size": 8})
+        );
+        // Strategic merge patches are not for custom resources: 415, as at the storage version.
+        let (code, _) = call(
+            &env,
+            Method::PATCH,
+            &format!("{V2}/a"),
+            "application/strategic-merge-patch+json",
+            json!({"spec": {"replicas": 9}}),
+        )
+        .await;
+        assert_eq!(code, StatusCode::UNSUPPORTED_MEDIA_TYPE);
         // A PUT at v2 too.
         let mut b2 = get(&env, &format!("{V2}/b")).await.1;
         b2["spec"]["replicas"] = json!(7);
@@ -321,7 +355,7 @@ async fn webhook_converts_reads_lists_watches_and_writes() {
                 .all(|e| e["object"]["apiVersion"] == "example.com/v2"),
             "{evs:?}"
         );
-        assert_eq!(evs[0]["object"]["spec"], json!({"replicas": 5}));
+        assert_eq!(evs[0]["object"]["spec"], json!({"replicas": 8}));
         post(&env, V1, foo("example.com/v1", "c", json!({"size": 9}))).await;
         let ev = w.take(1).await;
         assert_eq!(ev[0]["type"], "ADDED");

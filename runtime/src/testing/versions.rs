@@ -191,6 +191,13 @@ impl View {
         if self.target == self.storage && stored_av == self.target {
             return Ok(req);
         }
+        if !matches!(
+            ct,
+            "application/json-patch+json" | "application/merge-patch+json"
+        ) {
+            // Other media types get their 415 from the handler.
+            return Ok(req);
+        }
         let patch: Value = serde_json::from_slice(req.body())
             .map_err(|e| StatusError::bad_request(format!("error decoding patch: {e}")))?;
         let mut objs = [current];
@@ -201,20 +208,17 @@ impl View {
         let mut doc = Value::Object(current);
         match ct {
             "application/json-patch+json" => doc = super::patch::json_patch(&doc, &patch)?,
-            "application/merge-patch+json" => super::patch::merge_patch(&mut doc, &patch),
-            // Other media types get their 415 from the handler.
-            _ => return Ok(req),
+            _ => super::patch::merge_patch(&mut doc, &patch),
         }
         let Value::Object(mut obj) = doc else {
             return Err(StatusError::bad_request(
                 "the patched object is not an object",
             ));
         };
+        // The version read, unless the patch names one (a precondition, as on a cluster).
         if let Some(Value::Object(m)) = obj.get_mut("metadata") {
-            m.insert(
-                "resourceVersion".into(),
-                Value::String(stored.rv.to_string()),
-            );
+            m.entry("resourceVersion")
+                .or_insert_with(|| Value::String(stored.rv.to_string()));
         }
         let mut objs = [obj];
         convert(&self.conversion, &self.storage, &mut objs, false)
