@@ -12,7 +12,12 @@
 //! - Apply: the applied configuration's leaves are owned by the (manager, `Apply`)
 //!   entry; a leaf owned by another entry whose live value differs from the applied value
 //!   is a conflict (409 Conflict, one `FieldManagerConflict` cause per field), unless
-//!   `force` moves the ownership. Conflicts are detected at leaf depth (the depth above);
+//!   `force` moves the ownership. kubectl's first server-side apply (field manager
+//!   `kubectl`) over a client-side applied object takes the conflicting fields without
+//!   `force` when the `last-applied-configuration` annotation set each of them to the
+//!   value it still has (kube-apiserver's last-applied manager), so moving from
+//!   `kubectl apply` to `kubectl apply --server-side` does not conflict. Conflicts are
+//!   detected at leaf depth (the depth above);
 //!   an atomic list is one leaf. Leaves the manager applied before and omits now are
 //!   removed from the object when no other manager owns them. The applied configuration
 //!   merges into the live object as a strategic merge patch does.
@@ -384,6 +389,42 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, mgr: Option<&M
     write_entries(new, entries);
 }
 
+/// The annotation `kubectl apply` (client-side) keeps the applied configuration in.
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// Whether kubectl's first server-side apply over a client-side applied object may take
+/// the conflicting fields, as kube-apiserver's last-applied manager allows: only for the
+/// field manager `kubectl`, and only when every conflicting field is one the
+/// last-applied configuration set to the value the object still has.
+fn upgrades_client_side_apply(
+    live: &Value,
+    mgr: &Manager<'_>,
+    conflicts: &[(String, Path)],
+) -> bool {
+    if mgr.name != "kubectl" || conflicts.is_empty() {
+        return false;
+    }
+    let Some(text) = live
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(LAST_APPLIED))
+        .and_then(Value::as_str)
+    else {
+        return false;
+    };
+    let Ok(last) = serde_json::from_str::<Value>(text) else {
+        return false;
+    };
+    if last.get("apiVersion") != live.get("apiVersion") {
+        return false;
+    }
+    let allowed: BTreeSet<Path> = leaves(&last, mgr.part)
+        .into_iter()
+        .filter(|(p, v)| lookup(live, p) == Some(v))
+        .map(|(p, _)| p)
+        .collect();
+    conflicts.iter().all(|(_, p)| allowed.contains(p))
+}
+
 /// Server-side apply of `applied` onto `live` (`Value::Null` when the object does not
 /// exist yet). Returns the new object, with its managedFields.
 pub(crate) fn apply(
@@ -407,6 +448,7 @@ pub(crate) fn apply(
             }
         }
     }
+    let force = force || upgrades_client_side_apply(live, mgr, &conflicts);
     if !conflicts.is_empty() && !force {
         let causes: Vec<StatusCause> = conflicts
             .iter()
@@ -514,6 +556,33 @@ mod tests {
         let mut back = BTreeSet::new();
         fields_to_paths(&f, &mut Vec::new(), &mut back);
         assert_eq!(back, paths);
+    }
+
+    #[test]
+    fn kubectl_server_side_apply_takes_over_client_side_applied_fields() {
+        // What `kubectl apply` leaves: the fields under an Update entry of
+        // kubectl-client-side-apply and the configuration in the annotation.
+        let last = json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 1}});
+        let mut live = json!({"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "d", "annotations": {LAST_APPLIED: last.to_string()}},
+            "spec": {"replicas": 1, "paused": false}});
+        record_update(None, &mut live, Some(&mgr("kubectl-client-side-apply")));
+        let applied = json!({"spec": {"replicas": 3}});
+        let target = ("apps", "deployments");
+        // Another manager conflicts; kubectl takes the field over.
+        assert!(apply(&live, &applied, &mgr("other"), false, target).is_err());
+        let out = apply(&live, &applied, &mgr("kubectl"), false, target).unwrap();
+        assert_eq!(out["spec"]["replicas"], 3);
+        // A field the annotation does not show with its live value still conflicts.
+        let mut drifted = live.clone();
+        drifted["metadata"]["annotations"][LAST_APPLIED] = json!(
+            json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 2}})
+                .to_string()
+        );
+        let err = apply(&drifted, &applied, &mgr("kubectl"), false, target).unwrap_err();
+        assert!(err.is_conflict());
+        let paused = json!({"spec": {"paused": true}});
+        assert!(apply(&live, &paused, &mgr("kubectl"), false, target).is_err());
     }
 
     #[test]

@@ -31,11 +31,6 @@ enum Kind {
         rx: mpsc::Receiver<Vec<Bytes>>,
         buf: VecDeque<Bytes>,
     },
-    /// A watch whose chunks (whole frames) are rewritten on the way out.
-    Mapped {
-        inner: Box<Body>,
-        f: Arc<dyn Fn(Bytes) -> Bytes + Send + Sync>,
-    },
 }
 
 #[derive(Debug)]
@@ -71,15 +66,7 @@ impl Body {
 
     /// Whether this is a watch stream (chunks of whole frames, no end).
     pub(crate) fn is_stream(&self) -> bool {
-        matches!(self.0, Kind::Watch { .. } | Kind::Mapped { .. })
-    }
-
-    /// A stream whose chunks `f` rewrites.
-    pub(crate) fn mapped(self, f: Arc<dyn Fn(Bytes) -> Bytes + Send + Sync>) -> Self {
-        Body(Kind::Mapped {
-            inner: Box::new(self),
-            f,
-        })
+        matches!(self.0, Kind::Watch { .. })
     }
 
     /// The whole body of a full or list response (`None` for a stream).
@@ -98,7 +85,7 @@ impl Body {
                 out.extend_from_slice(&l.tail.unwrap_or_default());
                 Some(out.into())
             }
-            Kind::Watch { .. } | Kind::Mapped { .. } => None,
+            Kind::Watch { .. } => None,
         }
     }
 }
@@ -109,7 +96,6 @@ impl std::fmt::Debug for Kind {
             Kind::Full(b) => f.debug_tuple("Full").field(b).finish(),
             Kind::List(l) => f.debug_tuple("List").field(l).finish(),
             Kind::Watch { .. } => f.write_str("Watch"),
-            Kind::Mapped { inner, .. } => f.debug_tuple("Mapped").field(inner).finish(),
         }
     }
 }
@@ -149,13 +135,6 @@ impl http_body::Body for Body {
                 }
                 Poll::Ready(l.tail.take().map(|t| Ok(Frame::data(t))))
             }
-            Kind::Mapped { inner, f } => match Pin::new(inner.as_mut()).poll_frame(cx) {
-                Poll::Ready(Some(Ok(frame))) => match frame.into_data() {
-                    Ok(d) => Poll::Ready(Some(Ok(Frame::data(f(d))))),
-                    Err(frame) => Poll::Ready(Some(Ok(frame))),
-                },
-                other => other,
-            },
             Kind::Watch { rx, buf } => loop {
                 if let Some(b) = buf.pop_front() {
                     return Poll::Ready(Some(Ok(Frame::data(b))));
@@ -173,7 +152,7 @@ impl http_body::Body for Body {
         match &self.0 {
             Kind::Full(b) => b.is_none(),
             Kind::List(l) => l.head.is_none() && l.tail.is_none(),
-            Kind::Watch { .. } | Kind::Mapped { .. } => false,
+            Kind::Watch { .. } => false,
         }
     }
 

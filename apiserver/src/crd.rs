@@ -16,8 +16,8 @@
 //!   `items`. Violations make a 422 Invalid whose causes carry the field path
 //!   (`spec.replicas`, `spec.ports[0].name`) and apimachinery's cause types.
 //! - Not done: CEL rules (`x-kubernetes-validations`), `format`, `oneOf`/`anyOf`/`allOf`/
-//!   `not`, list-type and map-type uniqueness, conversion between versions (each
-//!   version is stored separately).
+//!   `not`, list-type and map-type uniqueness. Conversion between versions is the
+//!   `conversion` and `versions` modules'.
 
 use serde_json::{Map, Value};
 
@@ -123,6 +123,7 @@ impl Registration {
             if name != storage {
                 r.storage_version = storage.clone();
             }
+            r.conversion = super::Conversion::from_crd_spec(spec);
             let subs = v.get("subresources");
             r.status = subs.and_then(|x| x.get("status")).is_some();
             if let Some(sc) = subs.and_then(|x| x.get("scale")) {

@@ -52,6 +52,14 @@ fn invalid_cause(field: &str, value: &str, why: &str) -> StatusCause {
     }
 }
 
+fn forbidden_cause(field: &str, why: &str) -> StatusCause {
+    StatusCause {
+        reason: cause::FIELD_VALUE_FORBIDDEN.into(),
+        message: format!("Forbidden: {why}"),
+        field: field.into(),
+    }
+}
+
 fn required_cause(field: &str, why: &str) -> StatusCause {
     StatusCause {
         reason: cause::FIELD_VALUE_REQUIRED.into(),
@@ -139,6 +147,9 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
             "must have exactly one version marked as storage version",
         ));
     }
+    if let Some(c) = spec.get("conversion") {
+        conversion_causes(c, &mut causes);
+    }
     if causes.is_empty() {
         Ok(())
     } else {
@@ -148,6 +159,76 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
             &name,
             causes,
         ))
+    }
+}
+
+/// `spec.conversion`, checked as kube-apiserver checks it (its field paths name the
+/// internal `webhookClientConfig`, as its messages do).
+fn conversion_causes(c: &Value, causes: &mut Vec<StatusCause>) {
+    let strategy = c
+        .get("strategy")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let hook = c.get("webhook");
+    let cc = hook.and_then(|h| h.get("clientConfig"));
+    let review: Vec<&str> = hook
+        .and_then(|h| h.get("conversionReviewVersions"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match strategy {
+        "" => causes.push(required_cause("spec.conversion.strategy", "")),
+        "None" => {
+            if cc.is_some() {
+                causes.push(forbidden_cause(
+                    "spec.conversion.webhookClientConfig",
+                    "should not be set when strategy is not set to Webhook",
+                ));
+            }
+            if !review.is_empty() {
+                causes.push(forbidden_cause(
+                    "spec.conversion.conversionReviewVersions",
+                    "should not be set when strategy is not set to Webhook",
+                ));
+            }
+        }
+        "Webhook" => {
+            match cc {
+                None => causes.push(required_cause(
+                    "spec.conversion.webhookClientConfig",
+                    "required when strategy is set to Webhook",
+                )),
+                Some(cc) if cc.get("url").is_some() == cc.get("service").is_some() => {
+                    causes.push(required_cause(
+                        "spec.conversion.webhookClientConfig",
+                        "exactly one of url or service is required",
+                    ))
+                }
+                Some(_) => {}
+            }
+            if review.is_empty() {
+                causes.push(required_cause(
+                    "spec.conversion.conversionReviewVersions",
+                    "",
+                ));
+            } else if !review.iter().any(|v| *v == "v1" || *v == "v1beta1") {
+                causes.push(StatusCause {
+                    reason: cause::FIELD_VALUE_INVALID.into(),
+                    message: format!(
+                        "Invalid value: []string{{\"{}\"}}: must include at least one of v1, v1beta1",
+                        review.join("\", \"")
+                    ),
+                    field: "spec.conversion.conversionReviewVersions".into(),
+                });
+            }
+        }
+        other => causes.push(StatusCause {
+            reason: cause::FIELD_VALUE_NOT_SUPPORTED.into(),
+            message: format!(
+                "Unsupported value: \"{other}\": supported values: \"None\", \"Webhook\""
+            ),
+            field: "spec.conversion.strategy".into(),
+        }),
     }
 }
 

@@ -20,7 +20,8 @@
 //!   namespaced and cluster-wide, plus `/version`, `/api`, `/apis` and per-group
 //!   discovery, enough for [`kube::Client`] and [`kube::Discovery`].
 //! - One global resourceVersion orders every write; each resource keeps a bounded
-//!   history (etcd compaction). Lists honour label and field selectors,
+//!   history (etcd compaction): at most [`ApiServerBuilder::history_limit`] changes and
+//!   [`ApiServerBuilder::history_bytes`] bytes (default 100 000 and 64 MiB). Lists honour label and field selectors,
 //!   `limit`/`continue` (later pages come from the first page's snapshot, rebuilt from
 //!   the history; 410 Expired once compacted), and `resourceVersion` /
 //!   `resourceVersionMatch` as SEMANTICS 9 states, validation errors included.
@@ -68,11 +69,13 @@
 //!   or answering with objects,
 //!   [`ApiServer::drop_watches`] (a clean cut) and [`ApiServer::expire_next_watch`].
 //!
-//! - The versions of a CRD share its storage version's objects; only `apiVersion`
-//!   differs (conversion strategy None, the `versions` module).
+//! - The versions of a CRD share one storage; objects are converted to the version asked
+//!   for on reads, lists, watches and writes, by conversion strategy None (`apiVersion`
+//!   rewritten) or Webhook (a `ConversionReview` posted to `clientConfig.url`); see the
+//!   `versions` and `conversion` modules.
 //!
-//! Admission plugins other than namespace lifecycle, quotas, most defaulting of built-in
-//! types and webhook conversion between versions are not implemented. There is no
+//! Admission plugins other than namespace lifecycle, quotas and most defaulting of
+//! built-in types are not implemented. There is no
 //! authentication or authorization.
 
 #![deny(missing_docs)]
@@ -81,6 +84,7 @@
 mod apply;
 mod body;
 mod builtin_types;
+mod conversion;
 mod crd;
 mod crd_lifecycle;
 mod discovery;
@@ -91,6 +95,7 @@ mod info;
 mod media;
 mod namespaces;
 mod openapi;
+mod owners;
 mod patch;
 mod protobuf;
 mod query;
@@ -119,6 +124,7 @@ pub use kubegen_apimachinery::{errors, types};
 use kubegen_apimachinery::{fields, labels};
 
 pub use body::Body;
+pub use conversion::{Conversion, ConversionWebhook};
 pub use faults::{Answer, Reactor, RequestRecord};
 pub use patch::MERGE_KEYS;
 pub use registry::{builtin, PrinterColumn, Registration, ScalePaths, BUILTIN_GROUPS};

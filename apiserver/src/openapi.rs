@@ -18,8 +18,11 @@
 //!   operations (`x-kubernetes-action`, `x-kubernetes-group-version-kind`, the
 //!   `fieldValidation`, `dryRun`, `fieldManager` and `force` query parameters) and a
 //!   schema per kind: a custom resource's `openAPIV3Schema` (with `apiVersion`, `kind`
-//!   and `metadata` added), and for built-in kinds a stub (object, preserving unknown
-//!   fields) since this server carries no built-in schemas.
+//!   and `metadata` added), and for built-in kinds Kubernetes' own schema with every
+//!   schema it references (from `openapi/builtin.json`, which
+//!   `hack/update-builtin-openapi.sh` derives from k8s-openapi's copy of Kubernetes'
+//!   OpenAPI document); a kind that document lacks (a registration of a kind Kubernetes
+//!   does not have) gets a stub: an object preserving unknown fields.
 //! - PATCH operations do not list `application/strategic-merge-patch+json`: kubectl then
 //!   computes strategic merge patches of built-in kinds from its own compiled-in types
 //!   rather than from (absent) schema patch metadata.
@@ -27,8 +30,9 @@
 //!   protobuf (kubectl always does), it is a document with no definitions, which makes
 //!   kubectl skip its client-side schema validation (the server validates).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
+use std::sync::LazyLock;
 
 use serde_json::{json, Map, Value};
 
@@ -48,9 +52,48 @@ fn gv_path(reg: &Registration) -> String {
     }
 }
 
+/// The schemas of the built-in kinds and of everything they reference, by name
+/// (`io.k8s.api.core.v1.Pod`), as Kubernetes' OpenAPI v3 documents name them.
+static BUILTIN: LazyLock<Map<String, Value>> = LazyLock::new(|| {
+    // The document is generated and checked in CI; were it ever unreadable, built-in
+    // kinds would get stubs rather than the server failing.
+    serde_json::from_str(include_str!("openapi/builtin.json")).unwrap_or_default()
+});
+
+/// The name of the built-in schema of each group, version and kind.
+static BUILTIN_KINDS: LazyLock<HashMap<(String, String, String), String>> = LazyLock::new(|| {
+    let mut out = HashMap::new();
+    for (name, s) in BUILTIN.iter() {
+        let gvks = s
+            .get("x-kubernetes-group-version-kind")
+            .and_then(Value::as_array);
+        for g in gvks.into_iter().flatten() {
+            let f = |k: &str| {
+                g.get(k)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            out.insert((f("group"), f("version"), f("kind")), name.clone());
+        }
+    }
+    out
+});
+
+/// The built-in schema name of a registration's kind, if Kubernetes has that kind.
+fn builtin_name(reg: &Registration) -> Option<&'static String> {
+    if reg.custom || reg.schema.is_some() {
+        return None;
+    }
+    BUILTIN_KINDS.get(&(reg.group.clone(), reg.version.clone(), reg.kind.clone()))
+}
+
 /// The schema name of a kind, as kube-apiserver names them: the reversed group
 /// (`com.example`), or `io.k8s.api.<group>` for built-in groups, then version and kind.
 fn schema_name(reg: &Registration) -> String {
+    if let Some(n) = builtin_name(reg) {
+        return n.clone();
+    }
     if reg.custom {
         let reversed: Vec<&str> = reg.group.split('.').rev().collect();
         format!("{}.{}.{}", reversed.join("."), reg.version, reg.kind)
@@ -145,6 +188,9 @@ fn paths(reg: &Registration, out: &mut Map<String, Value>) {
 }
 
 fn schema(reg: &Registration) -> Value {
+    if let Some(s) = builtin_name(reg).and_then(|n| BUILTIN.get(n)) {
+        return s.clone();
+    }
     let mut s = match &reg.schema {
         Some(s) => s.clone(),
         None => json!({
@@ -204,11 +250,11 @@ pub(crate) fn v3_document(regs: &[&Registration], gv: &str) -> Option<Value> {
     }
     let mut paths_map = Map::new();
     let mut schemas = Map::new();
-    schemas.insert(OBJECT_META.into(), object_meta());
     for r in regs {
         paths(r, &mut paths_map);
         schemas.insert(schema_name(r), schema(r));
     }
+    referenced(&mut schemas);
     Some(json!({
         "openapi": "3.0.0",
         "info": {"title": "Kubernetes", "version": super::discovery::GIT_VERSION},
@@ -240,12 +286,13 @@ pub(crate) fn v3_index(regs: &[&Registration]) -> Value {
 /// The Swagger 2.0 document (JSON): the same schemas as definitions.
 pub(crate) fn v2_document(regs: &[&Registration]) -> Value {
     let mut defs = Map::new();
-    defs.insert(OBJECT_META.into(), object_meta());
     for r in regs {
-        let mut s = schema(r);
+        defs.insert(schema_name(r), schema(r));
+    }
+    referenced(&mut defs);
+    for s in defs.values_mut() {
         // v2 references definitions, not components.
-        rewrite_refs(&mut s);
-        defs.insert(schema_name(r), s);
+        rewrite_refs(s);
     }
     json!({
         "swagger": "2.0",
@@ -253,6 +300,47 @@ pub(crate) fn v2_document(regs: &[&Registration]) -> Value {
         "paths": {},
         "definitions": defs,
     })
+}
+
+/// Adds every schema the schemas reference, transitively: the built-in ones, and the
+/// stub `ObjectMeta` when the built-in document is missing.
+fn referenced(schemas: &mut Map<String, Value>) {
+    let mut todo: Vec<String> = Vec::new();
+    for s in schemas.values() {
+        refs(s, &mut todo);
+    }
+    while let Some(name) = todo.pop() {
+        if schemas.contains_key(&name) {
+            continue;
+        }
+        let s = match BUILTIN.get(&name) {
+            Some(s) => s.clone(),
+            None if name == OBJECT_META => object_meta(),
+            None => continue,
+        };
+        refs(&s, &mut todo);
+        schemas.insert(name, s);
+    }
+}
+
+/// The schema names `v` references.
+fn refs(v: &Value, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            for (k, x) in m {
+                match (k.as_str(), x) {
+                    ("$ref", Value::String(r)) => {
+                        if let Some(n) = r.strip_prefix("#/components/schemas/") {
+                            out.push(n.to_owned());
+                        }
+                    }
+                    _ => refs(x, out),
+                }
+            }
+        }
+        Value::Array(a) => a.iter().for_each(|x| refs(x, out)),
+        _ => {}
+    }
 }
 
 fn rewrite_refs(v: &mut Value) {
@@ -289,4 +377,54 @@ pub(crate) fn v2_protobuf() -> Vec<u8> {
     field(&mut doc, 1, b"2.0");
     field(&mut doc, 2, &info);
     doc
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn built_in_kinds_carry_kubernetes_schemas() {
+        let pods = crate::registry::builtin()
+            .into_iter()
+            .find(|r| r.plural == "pods" && r.group.is_empty())
+            .expect("pods are built in");
+        let doc = v3_document(&[&pods], "api/v1").expect("a document for api/v1");
+        let schemas = &doc["components"]["schemas"];
+        let pod = &schemas["io.k8s.api.core.v1.Pod"];
+        assert_eq!(
+            pod["x-kubernetes-group-version-kind"],
+            json!([{"group": "", "kind": "Pod", "version": "v1"}])
+        );
+        assert_eq!(
+            pod["properties"]["spec"]["allOf"][0]["$ref"],
+            "#/components/schemas/io.k8s.api.core.v1.PodSpec"
+        );
+        // Every reference resolves within the document, down to a container's fields.
+        let container = &schemas["io.k8s.api.core.v1.Container"];
+        assert_eq!(container["properties"]["image"]["type"], "string");
+        assert!(container["properties"]["image"]["description"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("Container image name.")));
+        let mut names = Vec::new();
+        refs(schemas, &mut names);
+        assert!(names.iter().all(|n| schemas.get(n).is_some()), "{names:?}");
+        assert!(schemas.get(OBJECT_META).is_some());
+        // v2 refers to definitions.
+        let v2 = v2_document(&[&pods]);
+        assert_eq!(
+            v2["definitions"]["io.k8s.api.core.v1.Pod"]["properties"]["spec"]["allOf"][0]["$ref"],
+            "#/definitions/io.k8s.api.core.v1.PodSpec"
+        );
+    }
+
+    #[test]
+    fn every_built_in_registration_has_a_schema() {
+        let missing: Vec<String> = crate::registry::builtin()
+            .iter()
+            .filter(|r| builtin_name(r).is_none())
+            .map(|r| format!("{}/{} {}", r.group, r.version, r.kind))
+            .collect();
+        assert!(missing.is_empty(), "no Kubernetes schema for {missing:?}");
+    }
 }

@@ -66,9 +66,11 @@ pub struct Registration {
     /// A custom resource version's `additionalPrinterColumns`, for Table output.
     pub printer_columns: Vec<PrinterColumn>,
     /// The CRD's storage version when it is another one: this version then serves the
-    /// storage version's objects with only `apiVersion` rewritten (conversion strategy
-    /// None). Empty: this version keeps its own objects.
+    /// storage version's objects, converted by [`Registration::conversion`]. Empty: this
+    /// version keeps its own objects.
     pub storage_version: String,
+    /// How objects convert between the CRD's versions (`spec.conversion`).
+    pub conversion: super::Conversion,
 }
 
 /// One of a CRD version's `additionalPrinterColumns`.
@@ -112,6 +114,7 @@ impl Registration {
             categories: Vec::new(),
             printer_columns: Vec::new(),
             storage_version: String::new(),
+            conversion: super::Conversion::None,
         }
     }
 

@@ -72,6 +72,8 @@ pub(crate) struct Inner {
 pub struct ApiServerBuilder {
     registrations: Vec<Registration>,
     history_limit: usize,
+    history_bytes: usize,
+    collect_dangling: bool,
     bookmark_interval: Duration,
     rv_wait: Duration,
     strict_namespaces: bool,
@@ -82,6 +84,8 @@ impl Default for ApiServerBuilder {
         ApiServerBuilder {
             registrations: builtin(),
             history_limit: 100_000,
+            history_bytes: super::store::DEFAULT_HISTORY_BYTES,
+            collect_dangling: false,
             bookmark_interval: Duration::from_secs(60),
             rv_wait: Duration::from_millis(250),
             strict_namespaces: false,
@@ -106,6 +110,42 @@ impl ApiServerBuilder {
     /// are compacted.
     pub fn history_limit(mut self, n: usize) -> Self {
         self.history_limit = n;
+        self
+    }
+
+    /// How many bytes of changes each resource's history keeps at most (default 64 MiB,
+    /// estimated from the encoded objects); older versions are compacted, as with
+    /// [`history_limit`](Self::history_limit). The newest change is always kept.
+    ///
+    /// ```
+    /// use kubegen_apiserver::ApiServer;
+    ///
+    /// let server = ApiServer::builder().history_bytes(1 << 20).build();
+    /// assert_eq!(server.resource_version(), 1);
+    /// ```
+    pub fn history_bytes(mut self, n: usize) -> Self {
+        self.history_bytes = n;
+        self
+    }
+
+    /// Garbage-collects objects whose owners do not exist, as kube-controller-manager's
+    /// garbage collector does: an object whose every `ownerReferences` entry names a
+    /// missing owner (or one with another uid) is deleted, and dangling references next to
+    /// existing owners are removed (see the `owners` module). Off by default, so that
+    /// tests may seed dependents (pods of a ReplicaSet) without their owners; the
+    /// `kubegen-apiserver` binary turns it on.
+    ///
+    /// ```
+    /// use kubegen_apiserver::ApiServer;
+    /// use serde_json::json;
+    ///
+    /// let server = ApiServer::builder().collect_dangling_owners(true).build();
+    /// server.create("configmaps", json!({"metadata": {"name": "c", "namespace": "a",
+    ///     "ownerReferences": [{"apiVersion": "v1", "kind": "ConfigMap", "name": "gone", "uid": "1"}]}})).unwrap();
+    /// assert!(server.get("configmaps", "a", "c").unwrap().is_none());
+    /// ```
+    pub fn collect_dangling_owners(mut self, on: bool) -> Self {
+        self.collect_dangling = on;
         self
     }
 
@@ -146,6 +186,8 @@ impl ApiServerBuilder {
     /// Builds the server.
     pub fn build(self) -> ApiServer {
         let mut state = State::new(self.history_limit);
+        state.history_bytes = self.history_bytes;
+        state.collect_dangling = self.collect_dangling;
         for r in self.registrations {
             state.register(r);
         }
@@ -380,11 +422,13 @@ impl ApiServer {
     /// stored; its namespace is the object's own.
     pub fn create(&self, resource: &str, obj: Value) -> Result<Value, StatusError> {
         let idx = self.inner.resolve(resource)?;
-        to_value(
+        let out = to_value(
             &*self
                 .inner
                 .create(idx, "", to_map(obj)?, &Default::default())?,
-        )
+        );
+        self.inner.collect_dangling();
+        out
     }
 
     /// Creates an object of whatever registered resource its `apiVersion` and `kind`
@@ -409,11 +453,13 @@ impl ApiServer {
                 format!("no resource is registered for kind {kind:?} in {av:?}"),
             )
         })?;
-        to_value(
+        let out = to_value(
             &*self
                 .inner
                 .create(idx, "", to_map(obj)?, &Default::default())?,
-        )
+        );
+        self.inner.collect_dangling();
+        out
     }
 
     /// Replaces an object (409 Conflict if it carries a stale resourceVersion).
@@ -422,11 +468,14 @@ impl ApiServer {
         let obj = to_map(obj)?;
         let ns = meta_str(&obj, "namespace").to_owned();
         let name = meta_str(&obj, "name").to_owned();
-        to_value(
-            &*self
-                .inner
-                .update(idx, &ns, &name, obj, false, &Default::default())?,
-        )
+        let out =
+            to_value(
+                &*self
+                    .inner
+                    .update(idx, &ns, &name, obj, false, &Default::default())?,
+            );
+        self.inner.collect_dangling();
+        out
     }
 
     /// Deletes an object (an object with finalizers only gets a deletionTimestamp).

@@ -23,7 +23,8 @@ pub fn doc_lines(description: &str) -> Vec<String> {
     let mut indented = false;
     let mut previous_blank = true;
     for raw in description.replace("\r\n", "\n").split('\n') {
-        let line = raw.replace('\t', "    ");
+        // A bare CR cannot appear in a doc comment (rustc refuses it).
+        let line = raw.replace('\t', "    ").replace('\r', "");
         let line = line.trim_end();
         let trimmed = line.trim_start();
         if let Some(marker) = &fence {

@@ -41,10 +41,21 @@ pub(crate) async fn handle(
     req: Request<Bytes>,
     stop: CancellationToken,
 ) -> Response<Body> {
-    let mut view = None;
-    match respond(inner, req, stop, &mut view).await {
-        Ok(r) => match view {
-            Some((from, to)) => crate::versions::rewrite(r, &from, &to),
+    // Conversion between a CRD's versions wraps the handlers (the `versions` module).
+    let conv = crate::versions::View::of(&inner, req.uri().path());
+    let req = match &conv {
+        Some(c) => match c.request(&inner, req).await {
+            Ok(r) => r,
+            Err(e) => return error_response(&e),
+        },
+        None => req,
+    };
+    let resp = respond(inner.clone(), req, stop, &mut None).await;
+    // Objects the write left without owners (the `owners` module).
+    inner.collect_dangling();
+    match resp {
+        Ok(r) => match conv {
+            Some(c) => c.response(r).await,
             None => r,
         },
         Err(e) => error_response(&e),
