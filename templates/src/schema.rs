@@ -50,28 +50,78 @@ impl SchemaExtra {
     }
 }
 
-/// Looks types up by name for schema expansion.
+/// Looks types up by name for schema expansion, and remembers each struct's expanded
+/// body (a struct used at many depths is expanded once).
 pub struct Types<'a> {
-    by_name: BTreeMap<&'a str, &'a TypeDef>,
+    lookup: Lookup<'a>,
+    cache: Cache<'a>,
 }
+
+enum Lookup<'a> {
+    Index(BTreeMap<&'a str, &'a TypeDef>),
+    Map(&'a BTreeMap<String, TypeDef>),
+}
+
+enum Cache<'a> {
+    Owned(BodyCache),
+    Borrowed(&'a BodyCache),
+}
+
+/// Struct bodies by type name, kept across [`Types`] views of a growing type map whose
+/// entries never change once inserted (the CRD reader's).
+pub type BodyCache = std::cell::RefCell<std::collections::HashMap<String, Value>>;
 
 impl<'a> Types<'a> {
     /// An index over `types`.
     pub fn new(types: impl IntoIterator<Item = &'a TypeDef>) -> Self {
         Types {
-            by_name: types.into_iter().map(|t| (t.name(), t)).collect(),
+            lookup: Lookup::Index(types.into_iter().map(|t| (t.name(), t)).collect()),
+            cache: Cache::Owned(BodyCache::default()),
+        }
+    }
+
+    /// A view of `map` (types by name) sharing `cache` with earlier views of it.
+    pub fn from_map(map: &'a BTreeMap<String, TypeDef>, cache: &'a BodyCache) -> Self {
+        Types {
+            lookup: Lookup::Map(map),
+            cache: Cache::Borrowed(cache),
         }
     }
 
     /// The type named `name`.
     pub fn get(&self, name: &str) -> Option<&'a TypeDef> {
-        self.by_name.get(name).copied()
+        match &self.lookup {
+            Lookup::Index(m) => m.get(name).copied(),
+            Lookup::Map(m) => m.get(name),
+        }
+    }
+
+    fn cache(&self) -> &BodyCache {
+        match &self.cache {
+            Cache::Owned(c) => c,
+            Cache::Borrowed(c) => c,
+        }
+    }
+
+    /// The expanded body of the struct `s` (cached by name).
+    fn body(&self, s: &StructDef) -> Value {
+        if let Some(v) = self.cache().borrow().get(&s.name) {
+            return v.clone();
+        }
+        let v = struct_body(s, self);
+        self.cache().borrow_mut().insert(s.name.clone(), v.clone());
+        v
     }
 }
 
 /// meta/v1 `Condition`'s schema as controller-gen writes it for `[]metav1.Condition`.
 pub fn condition_schema() -> Value {
-    serde_json::from_str(include_str!("condition_schema.json")).unwrap_or(Value::Null)
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            serde_json::from_str(include_str!("condition_schema.json")).unwrap_or(Value::Null)
+        })
+        .clone()
 }
 
 /// The schema a value type implies, without extras (an element's extras are applied by
@@ -102,7 +152,7 @@ pub fn type_schema(ty: &Ty, types: &Types<'_>) -> Value {
         Ty::ObjectMeta => json!({"type": "object"}),
         Ty::Condition => condition_schema(),
         Ty::Named(name) => match types.get(name) {
-            Some(TypeDef::Struct(s)) => struct_body(s, types),
+            Some(TypeDef::Struct(s)) => types.body(s),
             Some(TypeDef::Enum(e)) => enum_schema(e),
             _ => json!({}),
         },
