@@ -674,9 +674,24 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
             .into_iter()
             .map(|obj| Ok((self.key_of(&obj)?, obj)))
             .collect::<Result<Vec<_>, KeyError>>()?;
+        // An object the known store already holds (the very same `Arc`: a reflector
+        // hands back the cached copy of an unchanged relisted object) was transformed
+        // when it entered the store and is not transformed again.
         let keyed = keyed
             .into_iter()
-            .map(|(key, obj)| Ok((key, self.core.transform(obj)?)))
+            .map(|(key, obj)| {
+                let cached = self.known_objects.as_ref().is_some_and(|known| {
+                    known
+                        .get_by_key(&key)
+                        .is_some_and(|held| Arc::ptr_eq(&held, &obj))
+                });
+                let obj = if cached {
+                    obj
+                } else {
+                    self.core.transform(obj)?
+                };
+                Ok((key, obj))
+            })
             .collect::<Result<Vec<(String, Arc<T>)>, TransformError>>()?;
         let listed_type = if self.emit_delta_type_replaced {
             DeltaType::Replaced
