@@ -1544,6 +1544,47 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn replace_does_not_transform_the_known_objects_own_copies_again() {
+        // The known store holds transformed objects; a reflector hands back the held
+        // `Arc` for an unchanged relisted object, which must not be transformed twice.
+        let known = Known::with(&[("a", 1), ("b", 2)]);
+        let held_a = known.get_by_key("a").unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&calls);
+        let f = DeltaFifo::new(
+            options()
+                .known_objects(Arc::clone(&known) as Arc<dyn KnownObjects<TestObj>>)
+                .transformer(move |o: Arc<TestObj>| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    Ok(Arc::new(TestObj {
+                        name: o.name.clone(),
+                        value: o.value,
+                        transformed: o.transformed + 1,
+                    }))
+                }),
+        );
+        // `a` is the held copy; `b` is an equal but distinct object (decoded anew).
+        f.replace(vec![Arc::clone(&held_a), obj("b", 2)], "0")
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        let a = f.pop(|d, _| d).await.unwrap();
+        let a = a.iter().next().unwrap().object.object().unwrap().clone();
+        assert!(Arc::ptr_eq(&a, &held_a));
+        assert_eq!(a.transformed, 0);
+        let b = f.pop(|d, _| d).await.unwrap();
+        assert_eq!(
+            b.iter()
+                .next()
+                .unwrap()
+                .object
+                .object()
+                .unwrap()
+                .transformed,
+            1
+        );
+    }
+
+    #[tokio::test]
     async fn pops_after_sync_are_not_initial() {
         // SEMANTICS 2.26
         let f = fifo();
