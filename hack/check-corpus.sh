@@ -6,9 +6,14 @@
 #   2. `cargo check`s the trees in batches of CORPUS_BATCH files (default 12) in one
 #      scratch crate under target/corpus-check whose target dir every batch shares
 #      (the whole corpus in one crate needs more than 21 GiB of memory),
-#   3. runs the batch's doctests (generated code must have none; the run must succeed),
+#   3. collects the batch's doctests with `cargo rustdoc --lib -- --test`, which needs
+#      only the dependencies' metadata (no second build of the library): generated code
+#      must have none, so any doctest found fails the file,
 #   4. round-trips objects that corpus-objects synthesizes from the raw CRD YAML
-#      (independent of kubegen's model) through the generated types.
+#      (independent of kubegen's model) through the generated types,
+#   5. round-trips each CRD through Rust: `kubegen generate`, then `kubegen crd` over
+#      the generated types, compared with the source version by version
+#      (codegen-cli/src/roundtrip.rs; goal: every version identical).
 # Prints one line per file and version (generate / compile / doctest / round-trip) and a
 # summary on stdout; progress and timings on stderr. Exits 1 on any failure.
 set -euo pipefail
@@ -23,7 +28,8 @@ start_all=$SECONDS
 log() { echo "[check-corpus $((SECONDS - start_all))s] $*" >&2; }
 
 log "building kubegen and corpus-objects (release)"
-(cd "$ROOT" && cargo build --release --locked -q -p kubegen -p corpus-objects)
+(cd "$ROOT" && cargo build --release --locked -q -p kubegen -p corpus-objects \
+  && cargo build --release --locked -q -p kubegen --example crd_roundtrip)
 KUBEGEN=$TARGET/release/kubegen
 OBJECTS=$TARGET/release/corpus-objects
 
@@ -118,10 +124,18 @@ for ((i = 0; i < ${#OK_FILES[@]}; i += BATCH)); do
   check_s=$((check_s + SECONDS - t))
   log "batch $n (${#batch[@]} files): check $((SECONDS - t))s"
   t=$SECONDS
-  if cargo_crate test --doc >"$WORK/logs/batch$n.doctest" 2>&1; then
-    ran=$(grep -o 'running [0-9]* tests' "$WORK/logs/batch$n.doctest" | awk '{s += $2} END {print s + 0}')
+  # rustdoc --test collects doctests after expansion, as `cargo test --doc` does, but
+  # cargo builds no library for it; any doctest found is a failure (and one that needs
+  # the library would not even link).
+  if cargo_crate rustdoc --lib -q -- --test >"$WORK/logs/batch$n.doctest" 2>&1; then
+    ran=$(grep -o 'running [0-9]* tests\?' "$WORK/logs/batch$n.doctest" | awk '{s += $2} END {print s + 0}')
     doctests=$((doctests + ran))
-    for f in "${batch[@]}"; do DOCTEST[$f]=ok; done
+    if [ "$ran" -gt 0 ]; then
+      log "batch $n: $ran doctests found in generated code (there must be none): $(grep -m5 '^test ' "$WORK/logs/batch$n.doctest")"
+      for f in "${batch[@]}"; do DOCTEST[$f]=FAIL; done
+    else
+      for f in "${batch[@]}"; do DOCTEST[$f]=ok; done
+    fi
   else
     log "batch $n doctests failed: $(grep -m5 -A5 -E '^error|FAILED' "$WORK/logs/batch$n.doctest")"
     for f in "${batch[@]}"; do DOCTEST[$f]=FAIL; done
@@ -141,7 +155,15 @@ for ((i = 0; i < ${#OK_FILES[@]}; i += BATCH)); do
 done
 
 echo "check_seconds=$check_s doctest_seconds=$doc_s runner_build_and_run_seconds=$build_s batch=$BATCH files=${#OK_FILES[@]}" >"$WORK/timings.txt"
-log "cargo check of all batches: ${check_s}s; doctests (full build of the library): ${doc_s}s; runner builds and round trips: ${build_s}s"
+log "cargo check of all batches: ${check_s}s; doctest collection: ${doc_s}s; runner builds and round trips: ${build_s}s"
+
+# 5. CRD -> Rust -> CRD.
+t=$SECONDS
+set +e
+"$TARGET/release/examples/crd_roundtrip" "${FILES[@]}" >"$WORK/crd-roundtrip.txt" 2>&1
+crd_rt_status=$?
+set -e
+log "CRD -> Rust -> CRD round trip: $((SECONDS - t))s: $(tail -n 1 "$WORK/crd-roundtrip.txt")"
 
 # Report: one line per file and version.
 set +e
@@ -166,7 +188,12 @@ for f in "${FILES[@]}"; do
   [ "${COMPILE[$f]:-}" = ok ] && comp_ok=$((comp_ok + 1))
   [ "${DOCTEST[$f]:-}" = ok ] && doc_ok=$((doc_ok + 1))
 done
+echo "CRD -> Rust -> CRD, per file (identical versions / versions):"
+grep -v '^round trip:' "$WORK/crd-roundtrip.txt" || true
+crd_rt=$(grep '^round trip:' "$WORK/crd-roundtrip.txt" | sed 's/^round trip: \([0-9]*\/[0-9]*\).*/\1/')
 echo "summary: files $total; generate $gen_ok/$total, compile $comp_ok/$total, doctest $doc_ok/$total ($doctests doctests ran);" \
-  "versions $versions_ok/$versions passing; round-trip objects $((objs - objs_bad))/$objs; $((SECONDS - start_all))s"
+  "versions $versions_ok/$versions passing; round-trip objects $((objs - objs_bad))/$objs;" \
+  "CRD -> Rust -> CRD versions identical ${crd_rt:-0/0}; $((SECONDS - start_all))s"
 [ "$gen_ok" = "$total" ] && [ "$comp_ok" = "$total" ] && [ "$doc_ok" = "$total" ] \
-  && [ "$versions_ok" = "$versions" ] && [ "$objs_bad" = 0 ] && [ "$objs" -gt 0 ]
+  && [ "$versions_ok" = "$versions" ] && [ "$objs_bad" = 0 ] && [ "$objs" -gt 0 ] \
+  && [ "$crd_rt_status" = 0 ]

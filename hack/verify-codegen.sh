@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Fails (exit 1, with a unified diff) when a checked-in generated tree is not what the
 # generator produces today:
-#   - fixtures/golden from fixtures/crds, fixtures/golden-rust from fixtures/rust
-#     (fix: hack/update-codegen.sh);
+#   - fixtures/golden from fixtures/crds, fixtures/golden-rust from fixtures/rust, and
+#     the CRDs `kubegen crd` writes: fixtures/golden-crd from fixtures/rust,
+#     examples/sample-controller/crd from its types (fix: hack/update-codegen.sh);
 #   - kubernetes/api/builtin.yaml from k8s-openapi and kubernetes/api/table.yaml, and
 #     kubernetes/src/generated from builtin.yaml (fix: hack/update-builtin-api.sh).
 set -euo pipefail
@@ -22,6 +23,13 @@ if ! cargo run -q --locked -p kubegen -- verify \
   echo "fixtures/golden-rust is stale: run hack/update-codegen.sh and commit the result" >&2
   exit 1
 fi
+for pair in fixtures/rust:fixtures/golden-crd \
+  examples/sample-controller/src/apis:examples/sample-controller/crd; do
+  if ! cargo run -q --locked -p kubegen -- crd -f "${pair%%:*}" -o "${pair#*:}" --verify; then
+    echo "${pair#*:} is stale: run hack/update-codegen.sh and commit the result" >&2
+    exit 1
+  fi
+done
 src=$(cargo metadata --format-version 1 --locked | python3 -c '
 import json, sys
 meta = json.load(sys.stdin)

@@ -39,6 +39,7 @@ pub struct Builder {
     config: Config,
     out_dir: Option<PathBuf>,
     file_name: Option<String>,
+    crd_dir: Option<PathBuf>,
 }
 
 impl Builder {
@@ -95,6 +96,15 @@ impl Builder {
     /// Names the written file (default `kubegen.rs`).
     pub fn file_name(mut self, name: impl Into<String>) -> Self {
         self.file_name = Some(name.into());
+        self
+    }
+
+    /// Also writes the CRDs of the Rust input's kinds (`kubegen crd`) into `dir`
+    /// (relative paths are under the output directory): one `<group>_<plural>.yaml`
+    /// per kind, for tests that load the CRD at build time, e.g.
+    /// `include_str!(concat!(env!("OUT_DIR"), "/crds/samplecontroller.k8s.io_foos.yaml"))`.
+    pub fn crds(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.crd_dir = Some(dir.into());
         self
     }
 
@@ -158,6 +168,10 @@ impl Builder {
             .map(|f| f.contents.as_str())
             .unwrap_or_default();
         write_if_changed(&path, text).map_err(|e| vec![e])?;
+        if let Some(crd_dir) = &self.crd_dir {
+            let crds = crate::crds(&config.inputs)?;
+            crate::write_crds(&dir.join(crd_dir), &crds).map_err(|e| vec![e])?;
+        }
         Ok(path)
     }
 }

@@ -66,6 +66,13 @@ impl Error {
         }
     }
 
+    /// The same place, with another problem and fix.
+    pub fn with_problem(mut self, problem: impl Into<String>, fix: impl Into<String>) -> Self {
+        self.problem = problem.into();
+        self.fix = fix.into();
+        self
+    }
+
     /// Sets the file when not set yet.
     pub fn in_file(mut self, file: impl Into<PathBuf>) -> Self {
         if self.file.is_none() {

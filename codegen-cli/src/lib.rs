@@ -43,9 +43,11 @@
 #![forbid(unsafe_code)]
 
 pub mod builder;
+pub mod crdgen;
 pub mod error;
 pub mod input;
 pub mod output;
+pub mod roundtrip;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -123,6 +125,70 @@ pub struct Generated {
     pub rust_kinds: usize,
     /// Kinds read from built-in API descriptions.
     pub builtin_kinds: usize,
+}
+
+/// `kubegen crd`: the CRDs of the Rust types among `inputs` (files or directories), one
+/// per group and kind (see [`crdgen`]).
+pub fn crds(inputs: &[PathBuf]) -> Result<Vec<crdgen::CrdFile>, Vec<Error>> {
+    let files: Vec<_> = discover(inputs)
+        .map_err(|e| vec![e])?
+        .into_iter()
+        .filter(|f| is_rust(&f.path))
+        .collect();
+    if files.is_empty() {
+        return Err(vec![Error::at(
+            "",
+            "no Rust files among the inputs",
+            "pass the directory of your API types (e.g. -f src/apis)",
+        )]);
+    }
+    crdgen::generate(&files)
+}
+
+/// Writes `crds` into `dir` (created if missing), each file replaced atomically; other
+/// files in `dir` are left alone. Returns how many files changed.
+pub fn write_crds(dir: &Path, crds: &[crdgen::CrdFile]) -> Result<usize, Error> {
+    let io = |path: &Path, e: std::io::Error| Error {
+        file: Some(path.to_path_buf()),
+        yaml_path: String::new(),
+        line_col: None,
+        problem: format!("cannot write: {e}"),
+        fix: "check the output directory's permissions".to_owned(),
+    };
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let mut changed = 0;
+    for c in crds {
+        let path = dir.join(&c.file_name);
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(c.yaml.as_str()) {
+            continue;
+        }
+        let tmp = dir.join(format!(".{}.kubegen-tmp", c.file_name));
+        std::fs::write(&tmp, &c.yaml).map_err(|e| io(&tmp, e))?;
+        std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
+        changed += 1;
+    }
+    Ok(changed)
+}
+
+/// Compares `crds` with the files in `dir`: `None` when every file is current, else a
+/// unified diff of each stale or missing one.
+pub fn verify_crds(dir: &Path, crds: &[crdgen::CrdFile]) -> Option<String> {
+    let mut out = String::new();
+    for c in crds {
+        let path = dir.join(&c.file_name);
+        let current = std::fs::read_to_string(&path).unwrap_or_default();
+        if current != c.yaml {
+            let name = path.display().to_string();
+            out.push_str(
+                &similar::TextDiff::from_lines(&current, &c.yaml)
+                    .unified_diff()
+                    .context_radius(3)
+                    .header(&format!("a/{name}"), &format!("b/{name}"))
+                    .to_string(),
+            );
+        }
+    }
+    (!out.is_empty()).then_some(out)
 }
 
 /// Expands directories into their YAML and Rust files (sorted), keeping files as given.

@@ -33,6 +33,27 @@ enum Command {
     /// Check that -o matches what `generate` would write; print a unified diff if not.
     #[command(after_help = EXAMPLES)]
     Verify(Common),
+    /// Write CustomResourceDefinitions for the Rust types in -f (controller-gen's `crd`):
+    /// one `<group>_<plural>.yaml` per kind, every version in it.
+    #[command(after_help = CRD_EXAMPLES)]
+    Crd(CrdArgs),
+}
+
+const CRD_EXAMPLES: &str = "Examples:
+  kubegen crd -f src/apis -o config/crd
+  kubegen crd -f src/apis -o config/crd --verify   # exit 1 and a diff when stale";
+
+#[derive(Args)]
+struct CrdArgs {
+    /// Rust files or directories of API types (`+genclient` / kube-derive kinds).
+    #[arg(short = 'f', long = "filename", required = true, num_args = 1..)]
+    inputs: Vec<PathBuf>,
+    /// Directory the CRDs are written to; other files in it are left alone.
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    /// Check that -o holds exactly these CRDs; print a unified diff and exit 1 if not.
+    #[arg(long)]
+    verify: bool,
 }
 
 #[derive(Args)]
@@ -74,6 +95,17 @@ fn main() -> ExitCode {
     let (verify, common) = match cli.command {
         Command::Generate(c) => (false, c),
         Command::Verify(c) => (true, c),
+        Command::Crd(args) => {
+            return match run_crd(&args) {
+                Ok(code) => code,
+                Err(errors) => {
+                    for e in errors {
+                        eprintln!("error: {e}");
+                    }
+                    ExitCode::FAILURE
+                }
+            }
+        }
     };
     match run(verify, &common) {
         Ok(code) => code,
@@ -166,6 +198,40 @@ fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
         sources(&generated),
         generated.input_files,
         elapsed()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn run_crd(args: &CrdArgs) -> Result<ExitCode, Vec<kubegen::Error>> {
+    let start = Instant::now();
+    let crds = kubegen::crds(&args.inputs)?;
+    if args.verify {
+        return Ok(match kubegen::verify_crds(&args.output, &crds) {
+            None => {
+                eprintln!(
+                    "kubegen: {} CRDs in {} are up to date ({:.0?})",
+                    crds.len(),
+                    args.output.display(),
+                    start.elapsed()
+                );
+                ExitCode::SUCCESS
+            }
+            Some(diff) => {
+                print!("{diff}");
+                eprintln!(
+                    "kubegen: CRDs in {} are stale; run `kubegen crd` with the same arguments",
+                    args.output.display()
+                );
+                ExitCode::FAILURE
+            }
+        });
+    }
+    let changed = kubegen::write_crds(&args.output, &crds).map_err(|e| vec![e])?;
+    eprintln!(
+        "kubegen: wrote {} CRDs ({changed} changed) to {} ({:.0?})",
+        crds.len(),
+        args.output.display(),
+        start.elapsed()
     );
     Ok(ExitCode::SUCCESS)
 }

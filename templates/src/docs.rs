@@ -23,7 +23,8 @@ pub fn doc_lines(description: &str) -> Vec<String> {
     let mut indented = false;
     let mut previous_blank = true;
     for raw in description.replace("\r\n", "\n").split('\n') {
-        let line = raw.replace('\t', "    ");
+        // A bare CR cannot appear in a doc comment (rustc refuses it).
+        let line = raw.replace('\t', "    ").replace('\r', "");
         let line = line.trim_end();
         let trimmed = line.trim_start();
         if let Some(marker) = &fence {
@@ -85,8 +86,22 @@ fn close_indented(out: &mut Vec<String>) {
     out.extend(std::iter::repeat_n(String::new(), trailing_blank));
 }
 
-/// Escapes one prose line, leaving inline code spans alone.
+/// Escapes one prose line, leaving inline code spans alone; a line that would read as a
+/// marker (`+name`) gets its `+` escaped.
 fn escape_line(line: &str) -> String {
+    let escaped = escape_spans(line);
+    let trimmed = escaped.trim_start();
+    if trimmed
+        .strip_prefix('+')
+        .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic()))
+    {
+        let indent = escaped.len() - trimmed.len();
+        return format!("{}\\{}", &escaped[..indent], trimmed);
+    }
+    escaped
+}
+
+fn escape_spans(line: &str) -> String {
     if !line.matches('`').count().is_multiple_of(2) {
         return escape_text(line);
     }
@@ -146,9 +161,112 @@ fn escape_chars(text: &str, out: &mut String) {
     }
 }
 
+/// The description a doc comment written by [`doc_lines`] reads back as: the inverse of
+/// the escaping (`\\<` -> `<`, `<https://...>` -> `https://...`, an added ```` ```text ````
+/// fence -> ```` ``` ````). Exact for most prose; where it is not (tabs, trailing spaces,
+/// indented code, fences with a language), callers compare and carry the exact text.
+pub fn read_back(description: &str) -> String {
+    unescape_lines(&doc_lines(description))
+}
+
+/// Doc comment lines (one leading space already removed) -> the description they carry.
+pub fn unescape_lines<S: AsRef<str>>(lines: &[S]) -> String {
+    let mut out: Vec<String> = Vec::with_capacity(lines.len());
+    let mut fence = false;
+    for line in lines {
+        let line = line.as_ref();
+        if fence {
+            if line.trim_start().starts_with("```") {
+                fence = false;
+                out.push(line.trim_start().to_owned());
+            } else {
+                out.push(line.to_owned());
+            }
+            continue;
+        }
+        if line.trim_start().starts_with("```") {
+            fence = true;
+            let trimmed = line.trim_start();
+            let indent = &line[..line.len() - trimmed.len()];
+            out.push(if trimmed == "```text" {
+                format!("{indent}```")
+            } else {
+                line.to_owned()
+            });
+            continue;
+        }
+        out.push(unescape_line(line));
+    }
+    while out.last().is_some_and(|l| l.trim().is_empty()) {
+        out.pop();
+    }
+    while out.first().is_some_and(|l| l.trim().is_empty()) {
+        out.remove(0);
+    }
+    out.join("\n")
+}
+
+fn unescape_line(line: &str) -> String {
+    if !line.matches('`').count().is_multiple_of(2) {
+        return unescape_text(line);
+    }
+    let mut out = String::with_capacity(line.len());
+    for (i, part) in line.split('`').enumerate() {
+        if i > 0 {
+            out.push('`');
+        }
+        if i % 2 == 1 {
+            out.push_str(part);
+        } else {
+            out.push_str(&unescape_text(part));
+        }
+    }
+    out
+}
+
+fn unescape_text(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(c) = rest.chars().next() {
+        if c == '\\' {
+            if let Some(next) = rest[1..].chars().next() {
+                if matches!(next, '<' | '>' | '[' | ']' | '+') {
+                    out.push(next);
+                    rest = &rest[1 + next.len_utf8()..];
+                    continue;
+                }
+            }
+        }
+        if c == '<' && (rest[1..].starts_with("http://") || rest[1..].starts_with("https://")) {
+            if let Some(end) = rest.find('>') {
+                out.push_str(&rest[1..end]);
+                rest = &rest[end + 1..];
+                continue;
+            }
+        }
+        out.push(c);
+        rest = &rest[c.len_utf8()..];
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
-    use super::doc_lines;
+    use super::{doc_lines, read_back};
+
+    #[test]
+    fn escaped_prose_reads_back_exactly() {
+        for d in [
+            "Use <name> see https://example.com/a. and `<keep>` [x] \\[y\\]",
+            "<https://x> and a\\<b",
+            "+marker-looking line\n  +indented",
+            "Example:\n```\nkey: <value>\n```\nafter [x]",
+            "odd ` backtick <a>",
+        ] {
+            assert_eq!(read_back(d), d, "{:?}", doc_lines(d));
+        }
+        assert!(doc_lines("+optional").iter().all(|l| !l.starts_with('+')));
+    }
 
     #[test]
     fn fenced_blocks_become_text() {

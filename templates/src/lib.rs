@@ -21,4 +21,5 @@ pub mod docs;
 pub mod emit;
 pub mod model;
 pub mod names;
+pub mod schema;
 pub mod validate;

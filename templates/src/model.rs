@@ -87,6 +87,8 @@ pub struct Kind {
     pub source: KindSource,
     /// The Rust name of the list type (`FooList`); reserved in the version's namespace.
     pub list_type_name: String,
+    /// The CRD's `selectableFields` JSON paths, in order.
+    pub selectable_fields: Vec<String>,
 }
 
 /// Where a kind's Rust type comes from.
@@ -422,6 +424,9 @@ pub struct StructDef {
     /// When set, the name of a flattened `BTreeMap<String, serde_json::Value>` field that
     /// keeps properties the schema does not declare (preserve-unknown-fields).
     pub unknown_fields: Option<String>,
+    /// What the object's schema says beyond what its fields imply (a root's own
+    /// validation; see [`crate::schema`]).
+    pub schema: crate::schema::SchemaExtra,
 }
 
 /// One field of a struct.
@@ -453,6 +458,9 @@ pub struct Field {
     /// `#[serde(skip)]` on a user-written field (Rust input): not on the wire, but still
     /// part of the value (a deep copy clones it). Never set for types kubegen defines.
     pub skip: bool,
+    /// What the field's schema says beyond what its type implies (validation, CEL rules,
+    /// list types, ...), carried as markers; see [`crate::schema`].
+    pub schema: crate::schema::SchemaExtra,
 }
 
 /// A string enum.

@@ -259,6 +259,7 @@ fn resource_kind(crate_path: &str, r: &Resource) -> Result<Kind, (&'static str, 
             rust_path: format!("{crate_path}::{}", r.path),
         },
         list_type_name: format!("{}List", r.kind),
+        selectable_fields: Vec::new(),
     })
 }
 

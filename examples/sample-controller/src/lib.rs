@@ -23,5 +23,9 @@ pub mod generated {
     include!(concat!(env!("OUT_DIR"), "/kubegen.rs"));
 }
 
-/// The Foo CRD (checked in; `kubegen crd` will write it from [`apis`]).
-pub const CRD: &str = include_str!("../crd/foos.yaml");
+/// The Foo CRD, written from [`apis`] by `kubegen crd` at build time (`build.rs`);
+/// `crd/samplecontroller.k8s.io_foos.yaml` is the same file, checked in for `kubectl apply`.
+pub const CRD: &str = include_str!(concat!(
+    env!("OUT_DIR"),
+    "/crds/samplecontroller.k8s.io_foos.yaml"
+));

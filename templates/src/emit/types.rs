@@ -16,8 +16,11 @@ use std::collections::BTreeSet;
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 
-use super::{description_lint_allows, doc_attrs, ident, ty_tokens, Module, LINT_ALLOWS_DOC};
-use crate::model::{EnumDef, Field, Group, StructDef, Ty, TypeDef, Version};
+use super::{description_lint_allows, ident, ty_tokens, Module, LINT_ALLOWS_DOC};
+use crate::model::{
+    EnumDef, Field, Group, Kind, KindSource, Scope, StructDef, Ty, TypeDef, Version,
+};
+use crate::schema::{self, SchemaExtra};
 
 /// The `types` module of a version: every type kubegen defines (not user-written ones).
 pub fn types_module(group: &Group, version: &Version) -> Module {
@@ -27,13 +30,28 @@ pub fn types_module(group: &Group, version: &Version) -> Module {
     )];
     doc.push(String::new());
     doc.extend(LINT_ALLOWS_DOC.iter().map(|l| (*l).to_owned()));
+    if version
+        .kinds
+        .iter()
+        .any(|k| matches!(k.source, KindSource::Generated { .. }))
+    {
+        // The package markers `kubegen crd` (and code-generator) read.
+        doc.push(String::new());
+        doc.push(format!("+groupName={}", group.name));
+        doc.push(format!("+versionName={}", version.name));
+    }
     let with_defaults = types_with_defaults(version);
     let without_default = types_without_default(version);
     let items = version.types.iter().map(|t| match t {
         TypeDef::Struct(s) if s.existing.is_some() => quote!(),
         TypeDef::ExistingEnum(_) => quote!(),
         TypeDef::Struct(s) => {
-            let def = struct_def(s, &without_default);
+            let kind = version.kinds.iter().find(
+                |k| matches!(&k.source, KindSource::Generated { type_name } if *type_name == s.name),
+            );
+            let mut markers = kind.map(resource_markers).unwrap_or_default();
+            markers.extend(schema::markers(&s.schema));
+            let def = struct_def(s, &without_default, &markers);
             let defaults = with_defaults
                 .contains(&s.name)
                 .then(|| apply_defaults_impl(s, &with_defaults));
@@ -48,9 +66,13 @@ pub fn types_module(group: &Group, version: &Version) -> Module {
 }
 
 /// A struct and its fields; `without_default` is [`types_without_default`].
-pub fn struct_def(s: &StructDef, without_default: &BTreeSet<String>) -> TokenStream {
+pub fn struct_def(
+    s: &StructDef,
+    without_default: &BTreeSet<String>,
+    markers: &[String],
+) -> TokenStream {
     let name = ident(&s.name);
-    let doc = doc_attrs(s.doc.as_deref());
+    let doc = doc_with_markers(s.doc.as_deref(), markers);
     let fields = s.fields.iter().map(field);
     let unknown = s.unknown_fields.as_ref().map(|f| {
         let f = ident(f);
@@ -76,32 +98,7 @@ pub fn struct_def(s: &StructDef, without_default: &BTreeSet<String>) -> TokenStr
 /// One field with its serde attributes.
 pub fn field(f: &Field) -> TokenStream {
     let name = ident(&f.rust_name);
-    let mut doc_text = f.doc.clone().unwrap_or_default();
-    if let Some(default) = &f.default {
-        if !doc_text.is_empty() {
-            doc_text.push_str("\n\n");
-        }
-        doc_text.push_str(&format!(
-            "Schema default: `{}` (see `apply_defaults`).",
-            serde_json::to_string(default)
-                .unwrap_or_default()
-                .replace('`', "'")
-        ));
-    }
-    if f.required && f.optional && f.default.is_some() {
-        doc_text.push_str(" Required by the schema; absent until `apply_defaults` fills it.");
-    }
-    if f.nullable {
-        if !doc_text.is_empty() {
-            doc_text.push_str("\n\n");
-        }
-        doc_text.push_str(if f.optional {
-            "Nullable: an explicit `null` is kept apart from an absent key (`Nullable::Null`)."
-        } else {
-            "Nullable."
-        });
-    }
-    let doc = doc_attrs(Some(&doc_text));
+    let doc = doc_with_markers(f.doc.as_deref(), &field_markers(f));
     let rename = (f.json_name != f.rust_name).then(|| {
         let json = &f.json_name;
         quote!(rename = #json,)
@@ -132,6 +129,129 @@ pub fn field(f: &Field) -> TokenStream {
             }
         }
     }
+}
+
+/// The markers a field's doc comment carries: its schema default, `Required` when the
+/// field is an `Option` the schema nevertheless requires, and its schema extras.
+pub fn field_markers(f: &Field) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Some(d) = &f.default {
+        out.push(format!(
+            "+kubebuilder:default={}",
+            serde_json::to_string(d).unwrap_or_default()
+        ));
+    }
+    if f.required && f.optional {
+        out.push("+kubebuilder:validation:Required".to_owned());
+    }
+    out.extend(schema::markers(&f.schema));
+    out
+}
+
+/// The markers on a kind's root type that say what its CRD says outside the schema:
+/// names, scope, subresources, printer columns, selectable fields and version flags
+/// (controller-gen's spelling), so `kubegen crd` can write the CRD back.
+pub fn resource_markers(kind: &Kind) -> Vec<String> {
+    let q = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    let mut out = vec!["+genclient".to_owned()];
+    if kind.scope == Scope::Cluster {
+        out.push("+genclient:nonNamespaced".to_owned());
+    }
+    if !kind.status_subresource {
+        out.push("+genclient:noStatus".to_owned());
+    }
+    out.push("+kubebuilder:object:root=true".to_owned());
+    let names = &kind.names;
+    let mut resource = format!(
+        "+kubebuilder:resource:path={},singular={},scope={}",
+        names.plural,
+        names.singular,
+        match kind.scope {
+            Scope::Namespaced => "Namespaced",
+            Scope::Cluster => "Cluster",
+        }
+    );
+    if !names.short_names.is_empty() {
+        resource.push_str(&format!(",shortName={}", names.short_names.join(";")));
+    }
+    if !names.categories.is_empty() {
+        resource.push_str(&format!(",categories={}", names.categories.join(";")));
+    }
+    out.push(resource);
+    if let KindSource::Generated { type_name } = &kind.source {
+        if *type_name != names.kind {
+            out.push(format!("+kubegen:resource:kind={}", names.kind));
+        }
+    }
+    if names.list_kind != format!("{}List", names.kind) {
+        out.push(format!("+kubegen:resource:listKind={}", names.list_kind));
+    }
+    if kind.status_subresource {
+        out.push("+kubebuilder:subresource:status".to_owned());
+    }
+    if let Some(scale) = &kind.scale {
+        let mut line = format!(
+            "+kubebuilder:subresource:scale:specpath={},statuspath={}",
+            scale.spec_replicas_path, scale.status_replicas_path
+        );
+        if let Some(sel) = &scale.label_selector_path {
+            line.push_str(&format!(",selectorpath={sel}"));
+        }
+        out.push(line);
+    }
+    for c in &kind.printer_columns {
+        let mut line = format!(
+            "+kubebuilder:printcolumn:name={},type={},JSONPath={}",
+            q(&c.name),
+            q(&c.type_),
+            q(&c.json_path)
+        );
+        if let Some(d) = &c.description {
+            line.push_str(&format!(",description={}", q(d)));
+        }
+        if let Some(f) = &c.format {
+            line.push_str(&format!(",format={}", q(f)));
+        }
+        if c.priority != 0 {
+            line.push_str(&format!(",priority={}", c.priority));
+        }
+        out.push(line);
+    }
+    for f in &kind.selectable_fields {
+        out.push(format!("+kubebuilder:selectablefield:JSONPath={}", q(f)));
+    }
+    if kind.storage {
+        out.push("+kubebuilder:storageversion".to_owned());
+    }
+    if !kind.served {
+        out.push("+kubebuilder:unservedversion".to_owned());
+    }
+    if kind.deprecated {
+        out.push(match &kind.deprecation_warning {
+            Some(w) => format!("+kubebuilder:deprecatedversion:warning={}", q(w)),
+            None => "+kubebuilder:deprecatedversion".to_owned(),
+        });
+    }
+    out
+}
+
+/// Doc attributes: the description's lines, then (after a blank line) the markers.
+pub fn doc_with_markers(doc: Option<&str>, markers: &[String]) -> TokenStream {
+    let mut lines = doc.map(crate::docs::doc_lines).unwrap_or_default();
+    if !markers.is_empty() {
+        if !lines.is_empty() {
+            lines.push(String::new());
+        }
+        lines.extend(markers.iter().cloned());
+    }
+    let lines = lines.iter().map(|l| {
+        if l.is_empty() {
+            String::new()
+        } else {
+            format!(" {l}")
+        }
+    });
+    quote! { #( #[doc = #lines] )* }
 }
 
 /// Types that have no `Default`, by name: every enum, and every struct with a required
@@ -328,7 +448,18 @@ fn walk_defaults(
 /// A string enum, its conversions and its serde impls.
 pub fn enum_items(e: &EnumDef) -> TokenStream {
     let name = ident(&e.name);
-    let doc = doc_attrs(e.doc.as_deref());
+    // The values as a marker, so `kubegen crd` reads them back from the type.
+    let mut values = SchemaExtra::default();
+    values.set.insert(
+        "enum".to_owned(),
+        serde_json::Value::Array(
+            e.variants
+                .iter()
+                .map(|v| serde_json::Value::String(v.value.clone()))
+                .collect(),
+        ),
+    );
+    let doc = doc_with_markers(e.doc.as_deref(), &schema::markers(&values));
     let other = ident(&e.other_variant);
     let variants = e.variants.iter().map(|v| {
         let n = ident(&v.name);

@@ -41,6 +41,7 @@ use kubegen_templates::model::{
     Version,
 };
 use kubegen_templates::names::{self, Namer};
+use kubegen_templates::schema::{SchemaExtra, Types};
 
 use super::document::{Crd, CrdVersion};
 use super::schema::{AdditionalProperties, Schema};
@@ -104,6 +105,7 @@ impl VersionBuilder {
             deprecation_warning: version.deprecation_warning.clone(),
             source: KindSource::Generated { type_name },
             list_type_name: list_type_name(crd),
+            selectable_fields: version.selectable_fields.clone(),
         });
         Ok(())
     }
@@ -133,30 +135,13 @@ impl VersionBuilder {
 
     fn root_struct(&mut self, name: &str, schema: &Schema) -> Result<StructDef, Error> {
         let mut fields = vec![
-            marker_field(
-                "apiVersion",
-                "api_version",
-                Ty::ApiVersion,
-                "APIVersion defines the versioned schema of this representation of an object.",
-            ),
-            marker_field(
-                "kind",
-                "kind",
-                Ty::KindField,
-                "Kind is a string value representing the REST resource this object represents.",
-            ),
-            marker_field(
-                "metadata",
-                "metadata",
-                Ty::ObjectMeta,
-                "Standard object's metadata.",
-            ),
+            marker_field("apiVersion", "api_version", Ty::ApiVersion),
+            marker_field("kind", "kind", Ty::KindField),
+            marker_field("metadata", "metadata", Ty::ObjectMeta),
         ];
         for f in &mut fields {
             if let Some((_, s)) = schema.properties.iter().find(|(n, _)| *n == f.json_name) {
-                if let Some(d) = &s.description {
-                    f.doc = Some(d.clone());
-                }
+                f.doc = s.description.clone();
             }
         }
         let mut field_names = Namer::with_reserved(fields.iter().map(|f| f.rust_name.clone()));
@@ -166,15 +151,32 @@ impl VersionBuilder {
             }
             fields.push(self.field(name, json, prop, schema, &mut field_names)?);
         }
+        for f in &mut fields {
+            if matches!(f.ty, Ty::ApiVersion | Ty::KindField | Ty::ObjectMeta) {
+                match schema.properties.iter().find(|(n, _)| *n == f.json_name) {
+                    Some((_, prop)) => {
+                        let types = Types::new(self.types.values());
+                        f.schema = field_extra(f, prop, &types);
+                    }
+                    None => f.schema.omit = true,
+                }
+            }
+        }
         let unknown_fields = preserves(schema).then(|| field_names.unique("additional_properties"));
-        Ok(StructDef {
+        let mut root = StructDef {
             existing: None,
             name: name.to_owned(),
             doc: schema.description.clone(),
             origin: schema.path.clone(),
             fields,
             unknown_fields,
-        })
+            schema: SchemaExtra::default(),
+        };
+        let types = Types::new(self.types.values());
+        let implied = kubegen_templates::schema::root_schema(&root, &types);
+        root.schema =
+            kubegen_templates::schema::diff(&schema.raw, &implied, &Ty::Named(name.to_owned()));
+        Ok(root)
     }
 
     fn field(
@@ -188,18 +190,22 @@ impl VersionBuilder {
         let hint = format!("{parent}{}", names::type_part(json));
         let ty = self.ty(prop, &hint)?;
         let required = owner.required.iter().any(|r| r == json);
-        Ok(Field {
+        let mut field = Field {
             json_name: json.to_owned(),
             rust_name: namer.unique(&names::field_name(json)),
             ty,
-            doc: field_doc(prop),
+            doc: prop.description.clone(),
             optional: !required || prop.nullable || prop.default.is_some(),
             required,
             nullable: prop.nullable,
             flatten: false,
             skip: false,
             default: prop.default.clone(),
-        })
+            schema: SchemaExtra::default(),
+        };
+        let types = Types::new(self.types.values());
+        field.schema = field_extra(&field, prop, &types);
+        Ok(field)
     }
 
     /// The type of a value (a field's, without its `Option`).
@@ -296,6 +302,7 @@ impl VersionBuilder {
                 origin: s.path.clone(),
                 fields,
                 unknown_fields,
+                schema: SchemaExtra::default(),
             }),
         );
         Ok(name)
@@ -373,19 +380,26 @@ fn list_type_name(crd: &Crd) -> String {
     names::type_name(&crd.names.list_kind)
 }
 
-fn marker_field(json: &str, rust: &str, ty: Ty, doc: &str) -> Field {
+fn marker_field(json: &str, rust: &str, ty: Ty) -> Field {
     Field {
         json_name: json.to_owned(),
         rust_name: rust.to_owned(),
         ty,
-        doc: Some(doc.to_owned()),
+        doc: None,
         optional: false,
         required: true,
         nullable: false,
         flatten: false,
         skip: false,
         default: None,
+        schema: SchemaExtra::default(),
     }
+}
+
+/// What `prop` says beyond the schema `field` implies (see `kubegen_templates::schema`).
+fn field_extra(field: &Field, prop: &Schema, types: &Types<'_>) -> SchemaExtra {
+    let implied = kubegen_templates::schema::implied_field_schema(field, types);
+    kubegen_templates::schema::diff(&prop.raw, &implied, &field.ty)
 }
 
 fn preserves(s: &Schema) -> bool {
@@ -406,24 +420,6 @@ fn nullable(s: &Schema, ty: Ty) -> Ty {
     } else {
         ty
     }
-}
-
-/// The description, plus the listed values of non-string enums (their type is the scalar).
-fn field_doc(s: &Schema) -> Option<String> {
-    let mut doc = s.description.clone();
-    if let Some(values) = &s.enum_values {
-        if !values.iter().all(|v| v.is_string() || v.is_null())
-            || s.type_.as_deref().is_some_and(|t| t != "string")
-        {
-            let listed: Vec<String> = values.iter().map(|v| format!("`{v}`")).collect();
-            let line = format!("Allowed values: {}.", listed.join(", "));
-            doc = Some(match doc {
-                Some(d) => format!("{d}\n\n{line}"),
-                None => line,
-            });
-        }
-    }
-    doc
 }
 
 /// Whether an array item schema is exactly meta/v1 `Condition`: the same six properties

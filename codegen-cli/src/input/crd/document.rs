@@ -55,6 +55,8 @@ pub struct CrdVersion {
     pub scale: Option<kubegen_templates::model::Scale>,
     /// `additionalPrinterColumns`.
     pub printer_columns: Vec<kubegen_templates::model::PrinterColumn>,
+    /// `selectableFields[].jsonPath`.
+    pub selectable_fields: Vec<String>,
 }
 
 /// Parses every document of a multi-document YAML file. Empty documents are skipped;
@@ -426,6 +428,24 @@ fn parse_version(v: &Yaml, path: &str) -> Result<CrdVersion, Error> {
             });
         }
     }
+    let mut selectable_fields = Vec::new();
+    if let Some(fields) = get(v, "selectableFields") {
+        let fp = format!("{p}selectableFields");
+        let seq = fields.as_sequence().ok_or_else(|| {
+            Error::at(
+                &fp,
+                format!("expected a list, found {}", describe(fields)),
+                "write `selectableFields` as a list of `{jsonPath: .spec.x}` entries",
+            )
+        })?;
+        for (i, f) in seq.iter().enumerate() {
+            let here = format!("{fp}[{i}].");
+            selectable_fields.push(string(
+                required(f, "jsonPath", &here, "set `jsonPath`, e.g. `.spec.color`")?,
+                &format!("{here}jsonPath"),
+            )?);
+        }
+    }
     Ok(CrdVersion {
         name,
         served,
@@ -437,5 +457,6 @@ fn parse_version(v: &Yaml, path: &str) -> Result<CrdVersion, Error> {
         status_subresource,
         scale,
         printer_columns,
+        selectable_fields,
     })
 }

@@ -76,6 +76,9 @@ pub struct Schema {
     pub validations: Vec<serde_json::Value>,
     /// Other validation keywords (`pattern`, `minimum`, `maxItems`, ...), as JSON.
     pub constraints: Vec<(String, serde_json::Value)>,
+    /// The whole node as JSON, exactly as written: what the generated types' markers
+    /// must reproduce.
+    pub raw: serde_json::Value,
 }
 
 const CONSTRAINT_KEYS: &[&str] = &[
@@ -115,6 +118,7 @@ impl Schema {
         })?;
         let mut s = Schema {
             path: path.to_owned(),
+            raw: json(value, path)?,
             ..Schema::default()
         };
         for (key, v) in map {

@@ -152,6 +152,7 @@ pub fn struct_def(item: &Item, s: &syn::ItemStruct, path: String) -> Result<Stru
                 origin: origin(item),
                 fields: Vec::new(),
                 unknown_fields: None,
+                schema: Default::default(),
             });
         }
         return Err(item.error_at(
@@ -207,6 +208,7 @@ pub fn struct_def(item: &Item, s: &syn::ItemStruct, path: String) -> Result<Stru
             default: None,
             flatten: attrs.flatten,
             skip: attrs.skip,
+            schema: Default::default(),
         });
     }
     Ok(StructDef {
@@ -216,6 +218,7 @@ pub fn struct_def(item: &Item, s: &syn::ItemStruct, path: String) -> Result<Stru
         origin: origin(item),
         fields,
         unknown_fields: None,
+        schema: Default::default(),
     })
 }
 

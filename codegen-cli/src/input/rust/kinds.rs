@@ -160,6 +160,7 @@ pub fn marker_kind(
             deprecation_warning: None,
             source: KindSource::User { rust_path, has },
             list_type_name: format!("{kind_name}List"),
+            selectable_fields: Vec::new(),
         },
         roots: vec![kind_name],
         package: item.package.clone(),
@@ -444,6 +445,8 @@ struct KubeAttrs {
     served: Option<bool>,
     storage: Option<bool>,
     deprecated: Option<Option<String>>,
+    printer_columns: Vec<kubegen_templates::model::PrinterColumn>,
+    selectable: Vec<String>,
 }
 
 /// The kube-derive kind of `item` (a `#[derive(CustomResource)]` struct), if it is one.
@@ -534,7 +537,7 @@ pub fn kube_derive_kind(item: &Item, module_path: &str) -> Result<Option<FoundKi
             scale: a.scale,
             client,
             schema_json: None,
-            printer_columns: Vec::new(),
+            printer_columns: a.printer_columns,
             served: a.served.unwrap_or(true),
             storage: a.storage.unwrap_or(true),
             deprecated: a.deprecated.is_some(),
@@ -548,11 +551,36 @@ pub fn kube_derive_kind(item: &Item, module_path: &str) -> Result<Option<FoundKi
                 },
             },
             list_type_name: format!("{root}List"),
+            selectable_fields: a.selectable,
         },
         roots,
         package: item.package.clone(),
         origin: item.error_at(s.ident.span(), "", ""),
     }))
+}
+
+/// kube-derive's `printcolumn = r#"{"name": .., "type": .., "jsonPath": .., ...}"#`.
+fn printer_column(json: &str) -> Result<kubegen_templates::model::PrinterColumn, String> {
+    let v: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| format!("printcolumn is not JSON ({e}); write it as kube-derive does: r#\"{{\"name\":\"Ready\",\"type\":\"string\",\"jsonPath\":\".status.ready\"}}\"#"))?;
+    let text = |key: &str| {
+        v.get(key)
+            .and_then(serde_json::Value::as_str)
+            .map(str::to_owned)
+    };
+    let need = |key: &str| text(key).ok_or_else(|| format!("printcolumn needs a string `{key}`"));
+    Ok(kubegen_templates::model::PrinterColumn {
+        name: need("name")?,
+        type_: need("type")?,
+        json_path: need("jsonPath")?,
+        description: text("description"),
+        format: text("format"),
+        priority: v
+            .get("priority")
+            .and_then(serde_json::Value::as_i64)
+            .and_then(|p| i32::try_from(p).ok())
+            .unwrap_or(0),
+    })
 }
 
 fn read_kube_key(meta: &syn::meta::ParseNestedMeta, a: &mut KubeAttrs) -> syn::Result<()> {
@@ -595,6 +623,12 @@ fn read_kube_key(meta: &syn::meta::ParseNestedMeta, a: &mut KubeAttrs) -> syn::R
             });
         }
         "scale" => a.scale = Some(read_scale(meta)?),
+        "printcolumn" => {
+            let text = string(meta)?;
+            a.printer_columns
+                .push(printer_column(&text).map_err(|e| meta.error(e))?);
+        }
+        "selectable" => a.selectable.push(string(meta)?),
         _ => skip_value(meta)?,
     }
     Ok(())

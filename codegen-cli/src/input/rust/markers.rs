@@ -84,15 +84,28 @@ fn is_known(marker: &Marker) -> bool {
 pub fn read(attrs: &[syn::Attribute], file: &Path) -> Result<(Vec<Marker>, Option<String>), Error> {
     let mut markers = Vec::new();
     let mut lines = Vec::new();
+    let mut in_fence = false;
     for attr in attrs {
         let Some((text, span, sugared)) = doc_text(attr) else {
             continue;
         };
-        for (i, line) in text.lines().enumerate() {
+        // `"".lines()` is empty, but a blank doc line is a paragraph break.
+        let text_lines: Vec<&str> = if text.is_empty() {
+            vec![""]
+        } else {
+            text.split('\n').collect()
+        };
+        for (i, line) in text_lines.into_iter().enumerate() {
             let trimmed = line.trim_start();
-            let is_marker = trimmed
-                .strip_prefix('+')
-                .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic()));
+            // Inside a fenced code block every line is text (a diff's `+added` is not
+            // a marker).
+            if trimmed.starts_with("```") || trimmed.starts_with("~~~") {
+                in_fence = !in_fence;
+            }
+            let is_marker = !in_fence
+                && trimmed
+                    .strip_prefix('+')
+                    .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_alphabetic()));
             if !is_marker {
                 lines.push(line.strip_prefix(' ').unwrap_or(line).to_owned());
                 continue;
@@ -197,5 +210,20 @@ mod tests {
         assert!(markers("/// +groupname=x\nstruct Foo;").is_err());
         assert!(markers("/// +k8s:openapi-gen=true\nstruct Foo;").is_err());
         assert!(markers("/// +genclient=true\nstruct Foo;").is_err());
+    }
+
+    #[test]
+    fn lines_in_code_fences_are_never_markers() {
+        let attrs: Vec<syn::Attribute> = syn::parse_quote! {
+            /// A diff:
+            /// ```text
+            /// +added line
+            /// ```
+            /// +kubebuilder:validation:Minimum=1
+        };
+        let (markers, doc) = super::read(&attrs, std::path::Path::new("x.rs")).unwrap();
+        assert_eq!(markers.len(), 1, "{markers:?}");
+        assert_eq!(markers[0].name, "kubebuilder:validation:Minimum");
+        assert!(doc.unwrap().contains("+added line"));
     }
 }

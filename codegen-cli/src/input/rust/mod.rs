@@ -145,7 +145,9 @@ pub struct PackageMarkers {
 
 const PACKAGE_ONLY: &[&str] = &["groupName", "versionName"];
 
-fn package_markers(source: &Source) -> Result<BTreeMap<Vec<String>, PackageMarkers>, Vec<Error>> {
+pub(crate) fn package_markers(
+    source: &Source,
+) -> Result<BTreeMap<Vec<String>, PackageMarkers>, Vec<Error>> {
     let mut out: BTreeMap<Vec<String>, PackageMarkers> = BTreeMap::new();
     let mut errors = Vec::new();
     for module in &source.modules {
@@ -258,7 +260,7 @@ fn check_type_markers(item: &Item) -> Result<(), Error> {
     Ok(())
 }
 
-fn find_kind(
+pub(crate) fn find_kind(
     item: &Item,
     source: &Source,
     packages: &BTreeMap<Vec<String>, PackageMarkers>,
@@ -323,11 +325,13 @@ fn find_kind(
             }
         },
     };
-    if !source::is_version(&version) {
+    // A CRD version may be any DNS-1035 label (`v0`, `stable`); only the module-name
+    // rule above needs Kubernetes' version pattern.
+    if !source::is_version(&version) && !crate::input::crd::validate::is_dns1035_label(&version) {
         return Err(item.error_at(
             span,
             format!(
-                "version {version:?} of kind {} is not a Kubernetes version",
+                "version {version:?} of kind {} is neither a Kubernetes version nor a DNS-1035 label",
                 item.name()
             ),
             "name versions like v1, v1alpha1, v2beta3",

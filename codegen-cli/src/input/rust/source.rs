@@ -200,10 +200,16 @@ pub fn package_of(module: &[String], dir_module: &[String]) -> Vec<String> {
 
 /// Reads and parses every file; collects every file's first error.
 pub fn read_files(files: &[SourceFile]) -> Result<Source, Vec<Error>> {
+    read_files_with(files, false)
+}
+
+/// [`read_files`], optionally reading kubegen's own output too (`kubegen crd` reads the
+/// types kubegen generated from CRDs: that is the round trip).
+pub fn read_files_with(files: &[SourceFile], generated: bool) -> Result<Source, Vec<Error>> {
     let mut source = Source::default();
     let mut errors = Vec::new();
     for f in files {
-        if let Err(e) = read_file(f, &mut source) {
+        if let Err(e) = read_file(f, &mut source, generated) {
             errors.push(e);
         }
     }
@@ -214,7 +220,7 @@ pub fn read_files(files: &[SourceFile]) -> Result<Source, Vec<Error>> {
     }
 }
 
-fn read_file(f: &SourceFile, source: &mut Source) -> Result<(), Error> {
+fn read_file(f: &SourceFile, source: &mut Source, generated: bool) -> Result<(), Error> {
     let file = &f.path;
     let text = std::fs::read_to_string(file).map_err(|e| Error {
         file: Some(file.clone()),
@@ -225,7 +231,7 @@ fn read_file(f: &SourceFile, source: &mut Source) -> Result<(), Error> {
     })?;
     // kubegen's own output under -f (`-f src -o src/generated`) is not input: its Clone
     // impls would make the next run think the user's types have them.
-    if text.starts_with(kubegen_templates::emit::HEADER) {
+    if text.starts_with(kubegen_templates::emit::HEADER) && !generated {
         return Ok(());
     }
     let parsed = syn::parse_file(&text).map_err(|e| {

@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 /// Foo is a specification for a Foo resource.
 ///
 /// +genclient
+/// +kubebuilder:subresource:status
+/// +kubebuilder:printcolumn:name="Deployment",type="string",JSONPath=".spec.deploymentName"
+/// +kubebuilder:printcolumn:name="Available",type="integer",JSONPath=".status.availableReplicas"
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Foo {
     /// `samplecontroller.k8s.io/v1alpha1`.
@@ -34,6 +37,9 @@ pub struct FooSpec {
     #[serde(default)]
     pub deployment_name: String,
     /// How many replicas the Deployment runs.
+    ///
+    /// +kubebuilder:validation:Minimum=1
+    /// +kubebuilder:validation:Maximum=10
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
 }
