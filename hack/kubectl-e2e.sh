@@ -170,6 +170,19 @@ has "apply again" '^gizmo.example.com/g1 configured$'
 expect_ok "apply --server-side" k apply --server-side -f "$work/objects.yaml"
 has "server-side apply" '^configmap/applied serverside-applied$'
 has "server-side apply" '^gizmo.example.com/g1 serverside-applied$'
+# Moving from client-side to server-side apply with a changed field takes it over
+# without --force-conflicts (kube-apiserver's last-applied manager).
+cat >"$work/csa.yaml" <<'YAML'
+apiVersion: v1
+kind: ConfigMap
+metadata: {name: csa, namespace: e2e}
+data: {a: "1", b: "2"}
+YAML
+expect_ok "client-side apply" k apply -f "$work/csa.yaml"
+sed -i 's/a: "1"/a: "9"/' "$work/csa.yaml"
+expect_ok "server-side apply after client-side apply" k apply --server-side -f "$work/csa.yaml"
+expect_ok "server-side apply took the field" k get configmap csa -n e2e -o 'jsonpath={.data.a}'
+[ "$out" = "9" ] || fail "server-side apply after client-side apply: data.a is '$out'"
 cat >"$work/created.yaml" <<'EOF'
 apiVersion: example.com/v1
 kind: Gizmo
@@ -219,6 +232,18 @@ has "explain gizmo" 'KIND: +Gizmo'
 has "explain gizmo" 'A gizmo of the kubectl end-to-end test\.'
 expect_ok "explain gizmo.spec.size" k explain gizmo.spec.size
 has "explain gizmo.spec.size" 'How big the gizmo is\.'
+expect_ok "explain pods" k explain pods
+has "explain pods" 'KIND: +Pod'
+has "explain pods" 'Pod is a collection of containers that can run on a host\.'
+has "explain pods" '^  spec\s+<PodSpec>'
+expect_ok "explain pods.spec.containers" k explain pods.spec.containers
+has "explain pods.spec.containers" 'FIELD: +containers <\[\]Container>'
+has "explain pods.spec.containers" 'A single application container that you want to run within a pod\.'
+has "explain pods.spec.containers" '^  image\s+<string>'
+has "explain pods.spec.containers" 'Container image name\.'
+has "explain pods.spec.containers" '^  name\s+<string> -required-'
+expect_ok "explain deployments.spec.replicas" k explain deployments.spec.replicas
+has "explain deployments.spec.replicas" 'Number of desired pods\.'
 
 # A finalizer holds one object, so the namespace stays Terminating until it is removed.
 expect_ok "add a finalizer" k patch configmap cm1 -n e2e --type=merge -p '{"metadata":{"finalizers":["example.com/hold"]}}'

@@ -5,7 +5,8 @@
 #
 # Usage: hack/test.sh [fast|corpus|all]   (default all: what CI runs)
 #   fast:   SEMANTICS coverage, unit and integration tests (goldens included), kubectl
-#           against kubegen-apiserver (hack/kubectl-e2e.sh), verify.
+#           against kubegen-apiserver (hack/kubectl-e2e.sh), kubegen crd against
+#           controller-gen (hack/controller-gen-compare.sh), verify.
 #   corpus: hack/check-corpus.sh on the real-CRD corpus, CORPUS_DIR (default
 #           ../shared/crds): generate, compile, doctest, round-trip every file and version.
 #   all:    fast, then corpus.
@@ -28,12 +29,13 @@ FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus"
 # Every SEMANTICS case of the sections built so far is named in a test or listed in
 # docs/SEMANTICS-NA.md.
 if [ "$what" != corpus ]; then
-  stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9 10 11 12
+  stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9 10 11 12 13
   stage "unit and integration tests" cargo test --workspace --locked --features "$FEATURES"
   # Build scripts depend on kubegen with default-features = false: the library must
   # build without the CLI (clap).
   stage "kubegen without its CLI" cargo check -q -p kubegen --no-default-features --locked
   stage "kubectl e2e" hack/kubectl-e2e.sh
+  stage "kubegen crd against controller-gen" hack/controller-gen-compare.sh
   if [ -x hack/verify-codegen.sh ]; then
     stage "verify generated code is current" hack/verify-codegen.sh
   fi

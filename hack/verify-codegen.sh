@@ -5,7 +5,9 @@
 #     the CRDs `kubegen crd` writes: fixtures/golden-crd from fixtures/rust,
 #     examples/sample-controller/crd from its types (fix: hack/update-codegen.sh);
 #   - kubernetes/api/builtin.yaml from k8s-openapi and kubernetes/api/table.yaml, and
-#     kubernetes/src/generated from builtin.yaml (fix: hack/update-builtin-api.sh).
+#     kubernetes/src/generated from builtin.yaml (fix: hack/update-builtin-api.sh);
+#   - apiserver/src/openapi/builtin.json from k8s-openapi (fix:
+#     hack/update-builtin-openapi.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if ! cargo run -q --locked -p kubegen -- verify \
@@ -47,6 +49,15 @@ if ! cargo run -q --locked -p kubegen -- verify \
   -o kubernetes/src/generated \
   --boilerplate hack/boilerplate.rs.txt; then
   echo "kubernetes/src/generated is stale: run hack/update-builtin-api.sh and commit the result" >&2
+  exit 1
+fi
+schemas=$(mktemp)
+trap 'rm -f "$described" "$schemas"' EXIT
+hack/update-builtin-openapi.sh "$schemas"
+if ! cmp -s apiserver/src/openapi/builtin.json "$schemas"; then
+  # One schema a line: the first lines of the diff name what changed.
+  diff -u apiserver/src/openapi/builtin.json "$schemas" | head -c 4000 || true
+  echo "apiserver/src/openapi/builtin.json is stale: run hack/update-builtin-openapi.sh and commit the result" >&2
   exit 1
 fi
 # The golden tree is mounted in kubegen-tests' library and the built-in tree in

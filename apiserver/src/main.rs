@@ -6,7 +6,8 @@
 //! `--bind`:`--port`, and writes a kubeconfig for it. Like a cluster, it starts with the
 //! namespaces `default`, `kube-system`, `kube-public` and `kube-node-lease`, and rejects
 //! writes into a missing namespace (`--lenient-namespaces`: no namespaces, any accepted);
-//! other objects come only from `-f`. State lives in memory and is lost on exit. There is no authentication: bind to
+//! other objects come only from `-f`. As kube-controller-manager's garbage collector,
+//! it deletes objects whose owners do not exist. State lives in memory and is lost on exit. There is no authentication: bind to
 //! 127.0.0.1 (the default) unless you know what you are doing.
 //!
 //! ```text
@@ -18,7 +19,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use kubegen_runtime::testing::ApiServer;
+use kubegen_apiserver::ApiServer;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -133,6 +134,7 @@ async fn main() {
 async fn run(args: Args) -> Result<(), String> {
     let server = ApiServer::builder()
         .strict_namespaces(!args.lenient_namespaces)
+        .collect_dangling_owners(true)
         .build();
     let docs = read_manifests(&args.files)?;
     let (crds, objects) = load(&server, docs)?;

@@ -138,7 +138,9 @@ pub fn generate(files: &[SourceFile]) -> Result<Vec<CrdFile>, Vec<Error>> {
 }
 
 fn assemble(group: &str, kind: &str, vs: &mut [KindVersion]) -> Result<CrdFile, Error> {
-    vs.sort_by_key(|v| std::cmp::Reverse(version_priority(&v.version)));
+    // By name, as controller-gen orders them (the API server orders versions by
+    // priority itself wherever it lists them).
+    vs.sort_by(|a, b| a.version.cmp(&b.version));
     if vs.len() > 1 {
         let storage: Vec<&KindVersion> = vs.iter().filter(|v| v.storage).collect();
         if storage.len() != 1 {
@@ -290,30 +292,6 @@ fn sorted(v: &Value) -> serde_yaml::Value {
         Value::Null => serde_yaml::Value::Null,
         Value::Number(n) => serde_yaml::to_value(n).unwrap_or(serde_yaml::Value::Null),
     }
-}
-
-/// Kubernetes' version priority: GA > beta > alpha, then by major and minor number;
-/// names that are not Kubernetes versions sort last, alphabetically.
-pub fn version_priority(v: &str) -> (u8, u64, u64, std::cmp::Reverse<String>) {
-    let rest = match v.strip_prefix('v') {
-        Some(r) => r,
-        None => return (0, 0, 0, std::cmp::Reverse(v.to_owned())),
-    };
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    let Ok(major) = digits.parse::<u64>() else {
-        return (0, 0, 0, std::cmp::Reverse(v.to_owned()));
-    };
-    let tail = &rest[digits.len()..];
-    let (level, minor) = if tail.is_empty() {
-        (3, 0)
-    } else if let Some(n) = tail.strip_prefix("beta") {
-        (2, n.parse().unwrap_or(0))
-    } else if let Some(n) = tail.strip_prefix("alpha") {
-        (1, n.parse().unwrap_or(0))
-    } else {
-        return (0, 0, 0, std::cmp::Reverse(v.to_owned()));
-    };
-    (level, major, minor, std::cmp::Reverse(String::new()))
 }
 
 fn kind_version(item: &Item, found: &FoundKind, source: &Source) -> Result<KindVersion, Error> {
@@ -637,6 +615,36 @@ impl SchemaBuilder<'_> {
         })
     }
 
+    /// A newtype (`struct Width(i64)`, serialized as its field, like Go's
+    /// `type Width int64`): the field's schema with the type's markers applied. The model
+    /// has no alias type, so it is a struct without fields whose extras turn the object
+    /// schema into the field's.
+    fn build_newtype(&mut self, item: &Item, s: &syn::ItemStruct) -> Result<StructDef, Error> {
+        let name = s.ident.to_string();
+        let Some(field) = newtype_field(s) else {
+            return self.build_struct(item, s, false);
+        };
+        self.stack.push(name.clone());
+        let inner = self.map_type(&field.ty, item, field.ty.span_start(), false);
+        self.stack.pop();
+        let types = Types::new(self.types.values());
+        let mut schema = schema::type_schema(&inner?, &types);
+        let mut set = MarkerSet::default();
+        for (i, m) in item.markers.iter().enumerate() {
+            apply_marker(&mut set, m, i, item)?;
+        }
+        schema::apply(&mut schema, &set.extra);
+        Ok(StructDef {
+            name,
+            existing: None,
+            doc: item.doc.as_ref().map(|d| description(d)),
+            origin: String::new(),
+            fields: Vec::new(),
+            unknown_fields: None,
+            schema: schema::diff(&schema, &json!({"type": "object"}), &Ty::Json),
+        })
+    }
+
     #[allow(clippy::type_complexity)]
     fn struct_fields(
         &mut self,
@@ -722,11 +730,19 @@ impl SchemaBuilder<'_> {
                 schema: set.extra.clone(),
             };
             if set.schemaless {
+                // An empty schema, plus what the field's other markers say (controller-gen
+                // applies them, `+kubebuilder:pruning:PreserveUnknownFields` included,
+                // to the empty schema).
                 field.ty = Ty::Json;
                 field
                     .schema
                     .set
-                    .insert("x-kubernetes-preserve-unknown-fields".into(), Value::Null);
+                    .entry("x-kubernetes-preserve-unknown-fields".into())
+                    .or_insert(Value::Null);
+            }
+            if matches!(field.ty, Ty::Vec(_)) && field.default == Some(json!({})) {
+                // controller-gen's literal `{}` is an empty map; on a list it means `[]`.
+                field.default = Some(json!([]));
             }
             check_marker_types(&field, &set, &field_markers, item, &self.types)?;
             fields.push(field);
@@ -847,6 +863,9 @@ impl SchemaBuilder<'_> {
                     }
                     if !self.types.contains_key(other) {
                         let def = match &found.kind {
+                            ItemKind::Struct(s) if newtype_field(s).is_some() => {
+                                TypeDef::Struct(self.build_newtype(&found, s)?)
+                            }
                             ItemKind::Struct(s) => {
                                 TypeDef::Struct(self.build_struct(&found, s, false)?)
                             }
@@ -907,6 +926,15 @@ fn plain_field(json: &str, ty: Ty) -> Field {
         flatten: false,
         skip: false,
         schema: SchemaExtra::default(),
+    }
+}
+
+/// The one field of a newtype struct (`struct Width(i64)`), which serde writes as the
+/// field's value.
+fn newtype_field(s: &syn::ItemStruct) -> Option<&syn::Field> {
+    match &s.fields {
+        syn::Fields::Unnamed(f) if f.unnamed.len() == 1 => f.unnamed.first(),
+        _ => None,
     }
 }
 

@@ -38,23 +38,7 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
     let generated = crate::generate(&crate::Config::new(vec![file.to_path_buf()]))?;
     crate::output::write_tree(work, &generated.files).map_err(|e| vec![e])?;
     let written = crate::crds(&[work.join("apis")])?;
-    let text = std::fs::read_to_string(file).map_err(|e| {
-        vec![Error::at("", format!("cannot read: {e}"), "check the path").in_file(file)]
-    })?;
-    let mut sources = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let value =
-            yaml_to_json(doc).map_err(|e| vec![Error::at("", e, "fix the YAML").in_file(file)])?;
-        match value.get("kind").and_then(Value::as_str) {
-            Some("CustomResourceDefinition") => sources.push(value),
-            Some("List") | Some("CustomResourceDefinitionList") => {
-                if let Some(items) = value.get("items").and_then(Value::as_array) {
-                    sources.extend(items.iter().cloned());
-                }
-            }
-            _ => {}
-        }
-    }
+    let sources = read_crds(file).map_err(|e| vec![e])?;
     let mut out = Vec::new();
     for source in &sources {
         let name = source
@@ -120,6 +104,28 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
     Ok(out)
 }
 
+/// The CustomResourceDefinitions of a YAML file (every document, and the items of
+/// `List` documents), as JSON values.
+pub fn read_crds(file: &Path) -> Result<Vec<Value>, Error> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::at("", format!("cannot read: {e}"), "check the path").in_file(file))?;
+    let mut crds = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let value =
+            yaml_to_json(doc).map_err(|e| Error::at("", e, "fix the YAML").in_file(file))?;
+        match value.get("kind").and_then(Value::as_str) {
+            Some("CustomResourceDefinition") => crds.push(value),
+            Some("List") | Some("CustomResourceDefinitionList") => {
+                if let Some(items) = value.get("items").and_then(Value::as_array) {
+                    crds.extend(items.iter().cloned());
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(crds)
+}
+
 fn yaml_to_json(doc: serde_yaml::Deserializer<'_>) -> Result<Value, String> {
     use serde::Deserialize;
     let yaml = serde_yaml::Value::deserialize(doc).map_err(|e| e.to_string())?;
@@ -167,8 +173,9 @@ fn normalize(v: &Value) -> Value {
     v
 }
 
-/// Appends `path: a -> b` for every leaf where `a` and `b` differ (at most 20).
-fn compare(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<String>) {
+/// Appends `path: a -> b` for every leaf where `a` and `b` differ (at most 20 in
+/// `out`); objects compare as maps (key order aside), arrays element by element.
+pub fn compare(path: &str, a: Option<&Value>, b: Option<&Value>, out: &mut Vec<String>) {
     if out.len() >= 20 || a == b {
         return;
     }

@@ -140,9 +140,13 @@ fn two_versions_need_one_storage_version() {
     std::fs::write(&v2, text).unwrap();
     let crds = kubegen::crds(&[dir.path().to_path_buf()]).unwrap_or_else(|e| panic!("{e:?}"));
     let versions = crds[0].crd.pointer("/spec/versions").unwrap();
-    assert_eq!(versions[0]["name"], "v2", "highest priority first");
-    assert_eq!(versions[0]["storage"], true);
-    assert_eq!(versions[1]["storage"], false);
+    assert_eq!(
+        versions[0]["name"], "v1",
+        "by name, as controller-gen orders them"
+    );
+    assert_eq!(versions[0]["storage"], false);
+    assert_eq!(versions[1]["name"], "v2");
+    assert_eq!(versions[1]["storage"], true);
 }
 
 fn assert_error(e: &kubegen::Error, line: usize, problem: &str) {

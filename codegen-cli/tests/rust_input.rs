@@ -202,7 +202,7 @@ fn kube_derive_attributes() {
         #[kube(group = "db.example.com", version = "v1beta1", kind = "Policy", root = "PolicyObject",
                shortname = "pol", category = "all", status = "PolicyStatus",
                scale(spec_replicas_path = ".spec.n", status_replicas_path = ".status.n"),
-               printcolumn = r#"{"name":"x"}"#, crates(kube_core = "::kube::core"))]
+               printcolumn = r#"{"name":"x","type":"string","jsonPath":".spec.x"}"#, crates(kube_core = "::kube::core"))]
         pub struct PolicySpec { pub n: i32 }
         pub struct PolicyStatus { pub n: i32 }
     "##;
@@ -219,6 +219,8 @@ fn kube_derive_attributes() {
     assert_eq!(k.scope, Scope::Cluster);
     assert!(k.status_subresource && k.client.has(Verb::UpdateStatus));
     assert_eq!(k.scale.as_ref().unwrap().spec_replicas_path, ".spec.n");
+    assert_eq!(k.printer_columns.len(), 1);
+    assert_eq!(k.printer_columns[0].json_path, ".spec.x");
     assert_eq!(
         k.client.methods.len(),
         3,

@@ -231,7 +231,8 @@ async fn the_fake_serves_every_listable_builtin_kind() {
     let fake = kubegen_kubernetes::fake::new_simple_clientset([serde_json::json!({
         "apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "seeded", "namespace": "ns"},
-    })])
+    })
+    .into()])
     .await
     .unwrap();
     assert!(fake.core_v1().config_maps("ns").get("seeded").await.is_ok());

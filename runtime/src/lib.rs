@@ -78,7 +78,8 @@
 //! - [`pager`]: `ListPager` (client-go's `tools/pager`);
 //! - [`watch`]: `RetryWatcher`, `until`, `until_with_sync` (client-go's `tools/watch`);
 //! - [`metrics`]: client-go's REST client, reflector and leader-election metrics;
-//! - `testing` (feature `testing`): an in-memory Kubernetes API server.
+//! - `testing` (feature `testing`): an in-memory Kubernetes API server (the
+//!   `kubegen-apiserver` crate, re-exported).
 //!
 //! # Cargo features
 //!
@@ -97,6 +98,11 @@
 
 pub use k8s_openapi;
 pub use kube;
+pub use kubegen_apimachinery::{fields, labels, types};
+/// The in-memory Kubernetes API server (feature `testing`): the `kubegen-apiserver`
+/// crate, at the path generated fake clientsets name.
+#[cfg(feature = "testing")]
+pub use kubegen_apiserver as testing;
 pub use serde;
 pub use serde_json;
 pub use tokio_util;
@@ -124,17 +130,12 @@ macro_rules! testing_only {
 pub mod cache;
 pub mod client;
 pub mod errors;
-pub mod fields;
 pub mod flowcontrol;
-pub mod labels;
 pub mod leaderelection;
 pub mod metrics;
 pub mod object;
 pub mod pager;
 pub mod record;
 pub mod retry;
-#[cfg(feature = "testing")]
-pub mod testing;
-pub mod types;
 pub mod watch;
 pub mod workqueue;

@@ -50,28 +50,78 @@ impl SchemaExtra {
     }
 }
 
-/// Looks types up by name for schema expansion.
+/// Looks types up by name for schema expansion, and remembers each struct's expanded
+/// body (a struct used at many depths is expanded once).
 pub struct Types<'a> {
-    by_name: BTreeMap<&'a str, &'a TypeDef>,
+    lookup: Lookup<'a>,
+    cache: Cache<'a>,
 }
+
+enum Lookup<'a> {
+    Index(BTreeMap<&'a str, &'a TypeDef>),
+    Map(&'a BTreeMap<String, TypeDef>),
+}
+
+enum Cache<'a> {
+    Owned(BodyCache),
+    Borrowed(&'a BodyCache),
+}
+
+/// Struct bodies by type name, kept across [`Types`] views of a growing type map whose
+/// entries never change once inserted (the CRD reader's).
+pub type BodyCache = std::cell::RefCell<std::collections::HashMap<String, Value>>;
 
 impl<'a> Types<'a> {
     /// An index over `types`.
     pub fn new(types: impl IntoIterator<Item = &'a TypeDef>) -> Self {
         Types {
-            by_name: types.into_iter().map(|t| (t.name(), t)).collect(),
+            lookup: Lookup::Index(types.into_iter().map(|t| (t.name(), t)).collect()),
+            cache: Cache::Owned(BodyCache::default()),
+        }
+    }
+
+    /// A view of `map` (types by name) sharing `cache` with earlier views of it.
+    pub fn from_map(map: &'a BTreeMap<String, TypeDef>, cache: &'a BodyCache) -> Self {
+        Types {
+            lookup: Lookup::Map(map),
+            cache: Cache::Borrowed(cache),
         }
     }
 
     /// The type named `name`.
     pub fn get(&self, name: &str) -> Option<&'a TypeDef> {
-        self.by_name.get(name).copied()
+        match &self.lookup {
+            Lookup::Index(m) => m.get(name).copied(),
+            Lookup::Map(m) => m.get(name),
+        }
+    }
+
+    fn cache(&self) -> &BodyCache {
+        match &self.cache {
+            Cache::Owned(c) => c,
+            Cache::Borrowed(c) => c,
+        }
+    }
+
+    /// The expanded body of the struct `s` (cached by name).
+    fn body(&self, s: &StructDef) -> Value {
+        if let Some(v) = self.cache().borrow().get(&s.name) {
+            return v.clone();
+        }
+        let v = struct_body(s, self);
+        self.cache().borrow_mut().insert(s.name.clone(), v.clone());
+        v
     }
 }
 
 /// meta/v1 `Condition`'s schema as controller-gen writes it for `[]metav1.Condition`.
 pub fn condition_schema() -> Value {
-    serde_json::from_str(include_str!("condition_schema.json")).unwrap_or(Value::Null)
+    static SCHEMA: std::sync::OnceLock<Value> = std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            serde_json::from_str(include_str!("condition_schema.json")).unwrap_or(Value::Null)
+        })
+        .clone()
 }
 
 /// The schema a value type implies, without extras (an element's extras are applied by
@@ -102,7 +152,7 @@ pub fn type_schema(ty: &Ty, types: &Types<'_>) -> Value {
         Ty::ObjectMeta => json!({"type": "object"}),
         Ty::Condition => condition_schema(),
         Ty::Named(name) => match types.get(name) {
-            Some(TypeDef::Struct(s)) => struct_body(s, types),
+            Some(TypeDef::Struct(s)) => types.body(s),
             Some(TypeDef::Enum(e)) => enum_schema(e),
             _ => json!({}),
         },
@@ -110,8 +160,8 @@ pub fn type_schema(ty: &Ty, types: &Types<'_>) -> Value {
     }
 }
 
-/// The schema of a type kubegen does not define but knows (`Quantity`, `Time`, floats,
-/// unsigned integers), by its path's last segment; `None` when unknown.
+/// The schema of a type kubegen does not define but knows (`Quantity`, `Time`,
+/// `RawExtension`, `ByteString`, floats, integers other than i32 and i64), by its path's last segment; `None` when unknown.
 pub fn external_schema(path: &str) -> Option<Value> {
     let last = path.rsplit("::").next().unwrap_or(path).trim();
     Some(match last {
@@ -121,9 +171,16 @@ pub fn external_schema(path: &str) -> Option<Value> {
             "x-kubernetes-int-or-string": true
         }),
         "Time" | "MicroTime" | "DateTime" => json!({"type": "string", "format": "date-time"}),
+        // controller-gen's schema for runtime.RawExtension: any object, kept as written.
+        "RawExtension" => json!({"type": "object", "x-kubernetes-preserve-unknown-fields": true}),
         "f64" | "f32" => json!({"type": "number"}),
-        "u8" | "u16" | "i8" | "i16" | "u32" => json!({"type": "integer", "format": "int32"}),
-        "u64" | "usize" | "isize" => json!({"type": "integer", "format": "int64"}),
+        // controller-gen's formats: int32 and int64 for the 32- and 64-bit integers
+        // only, none for the narrower ones nor for the platform's width (Go's `int`).
+        "u32" => json!({"type": "integer", "format": "int32"}),
+        "u64" => json!({"type": "integer", "format": "int64"}),
+        "u8" | "u16" | "i8" | "i16" | "usize" | "isize" => json!({"type": "integer"}),
+        // k8s-openapi's bytes, base64 on the wire (Go's `[]byte`).
+        "ByteString" => json!({"type": "string", "format": "byte"}),
         "Duration" => json!({"type": "string"}),
         _ => return None,
     })
@@ -135,16 +192,33 @@ fn enum_schema(e: &EnumDef) -> Value {
         .iter()
         .map(|v| Value::String(v.value.clone()))
         .collect();
-    json!({"type": "string", "enum": values})
+    let mut v = json!({"type": "string", "enum": values});
+    describe(&mut v, e.doc.as_deref());
+    v
 }
 
-/// An object's schema from a struct's fields: `type`, `properties`, `required`, and
+/// Sets a named type's description from its doc comment. A field's own doc comment
+/// replaces it ([`implied_field_schema`]); where no field speaks for the node (a list's
+/// `items`, a map's `additionalProperties`, the root) the type's doc stays, as
+/// controller-gen writes it.
+fn describe(v: &mut Value, doc: Option<&str>) {
+    if let (Value::Object(m), Some(doc)) = (v, doc) {
+        m.insert(
+            "description".into(),
+            Value::String(crate::docs::read_back(doc)),
+        );
+    }
+}
+
+/// An object's schema from a struct's fields: its description, `type`, `properties`,
+/// `required` (sorted, as controller-gen sorts it), and
 /// `x-kubernetes-preserve-unknown-fields` when it keeps unknown fields; the struct's
 /// own extras applied.
 pub fn struct_body(s: &StructDef, types: &Types<'_>) -> Value {
     let mut props = Map::new();
     let mut required = Vec::new();
     collect_properties(s, types, &mut props, &mut required, 0);
+    required.sort_by(|a, b| a.as_str().cmp(&b.as_str()));
     let mut m = Map::new();
     m.insert("type".into(), Value::String("object".into()));
     if !props.is_empty() {
@@ -160,6 +234,7 @@ pub fn struct_body(s: &StructDef, types: &Types<'_>) -> Value {
         );
     }
     let mut v = Value::Object(m);
+    describe(&mut v, s.doc.as_deref());
     apply(&mut v, &s.schema);
     v
 }
@@ -192,21 +267,7 @@ fn collect_properties(
 
 /// A root struct's schema (`openAPIV3Schema`): its body and its own description.
 pub fn root_schema(s: &StructDef, types: &Types<'_>) -> Value {
-    let mut v = struct_body(
-        &StructDef {
-            schema: SchemaExtra::default(),
-            ..s.clone()
-        },
-        types,
-    );
-    if let (Value::Object(m), Some(doc)) = (&mut v, &s.doc) {
-        m.insert(
-            "description".into(),
-            Value::String(crate::docs::read_back(doc)),
-        );
-    }
-    apply(&mut v, &s.schema);
-    v
+    struct_body(s, types)
 }
 
 /// The schema a field implies (its type's, its description, default and nullability),
@@ -762,10 +823,120 @@ fn strip_items(mut rest: &str) -> (usize, &str) {
     (depth, rest)
 }
 
-/// A marker's value as JSON, or else as a plain string (controller-gen's markers take
-/// Go-ish literals: `+kubebuilder:default=foo` is the string `foo`).
+/// A marker's value: JSON; or else controller-gen's literal syntax, where `{a,b}` is a
+/// list, `{key: value}` an object, and strings may be quoted or bare; or else the bare
+/// text as a string (`+kubebuilder:default=foo` is the string `foo`).
 fn parse_value(v: &str) -> Value {
-    serde_json::from_str(v.trim()).unwrap_or_else(|_| Value::String(v.trim().to_owned()))
+    let t = v.trim();
+    if let Ok(json) = serde_json::from_str(t) {
+        return json;
+    }
+    if t.starts_with('{') {
+        let mut literal = Literal { rest: t };
+        if let Some(v) = literal.value(&[]) {
+            if literal.rest.trim().is_empty() {
+                return v;
+            }
+        }
+    }
+    Value::String(t.to_owned())
+}
+
+/// A reader of controller-gen's Go-ish literals (see [`parse_value`]).
+struct Literal<'a> {
+    rest: &'a str,
+}
+
+impl Literal<'_> {
+    fn eat(&mut self, c: char) -> bool {
+        self.rest = self.rest.trim_start();
+        match self.rest.strip_prefix(c) {
+            Some(r) => {
+                self.rest = r;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// One value; a bare one ends before any of `stops`.
+    fn value(&mut self, stops: &[char]) -> Option<Value> {
+        self.rest = self.rest.trim_start();
+        if self.eat('{') {
+            return self.collection();
+        }
+        if self.rest.starts_with('"') {
+            let mut escaped = false;
+            let end = self.rest[1..].char_indices().find_map(|(i, c)| {
+                let close = c == '"' && !escaped;
+                escaped = c == '\\' && !escaped;
+                close.then_some(i + 2)
+            })?;
+            let s: String = serde_json::from_str(&self.rest[..end]).ok()?;
+            self.rest = &self.rest[end..];
+            return Some(Value::String(s));
+        }
+        for quote in ['`', '\''] {
+            if let Some(r) = self.rest.strip_prefix(quote) {
+                let end = r.find(quote)?;
+                self.rest = &r[end + 1..];
+                return Some(Value::String(r[..end].to_owned()));
+            }
+        }
+        let end = self.rest.find(stops).unwrap_or(self.rest.len());
+        let token = self.rest[..end].trim();
+        self.rest = &self.rest[end..];
+        if token.is_empty() {
+            return None;
+        }
+        Some(match token {
+            "true" => Value::Bool(true),
+            "false" => Value::Bool(false),
+            _ => match token.parse::<serde_json::Number>() {
+                Ok(n) => Value::Number(n),
+                Err(_) => Value::String(token.to_owned()),
+            },
+        })
+    }
+
+    /// After `{`: `}` (an empty object), `a, b}` (a list) or `k: v, ...}` (an object).
+    fn collection(&mut self) -> Option<Value> {
+        if self.eat('}') {
+            return Some(Value::Object(Map::new()));
+        }
+        let first = self.value(&[',', '}', ':'])?;
+        if self.eat(':') {
+            let mut map = Map::new();
+            let mut key = first;
+            loop {
+                let key_text = match key {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                map.insert(key_text, self.value(&[',', '}'])?);
+                if self.eat('}') {
+                    return Some(Value::Object(map));
+                }
+                if !self.eat(',') {
+                    return None;
+                }
+                key = self.value(&[',', '}', ':'])?;
+                if !self.eat(':') {
+                    return None;
+                }
+            }
+        }
+        let mut list = vec![first];
+        loop {
+            if self.eat('}') {
+                return Some(Value::Array(list));
+            }
+            if !self.eat(',') {
+                return None;
+            }
+            list.push(self.value(&[',', '}'])?);
+        }
+    }
 }
 
 /// A string value: `"..."` (JSON/Go escapes), `` `...` `` (raw), or the bare text.
@@ -975,6 +1146,60 @@ mod tests {
             extra.element.as_ref().map(|e| e.set.get("format").cloned()),
             Some(Some(Value::Null))
         );
+    }
+
+    #[test]
+    fn defaults_read_controller_gen_literals() {
+        for (text, want) in [
+            (r#"{"a","b"}"#, json!(["a", "b"])),
+            ("{a, b}", json!(["a", "b"])),
+            ("{1,2.5,true}", json!([1, 2.5, true])),
+            (r#"{"node":"n1"}"#, json!({"node": "n1"})),
+            (
+                "{node: n1, port: 80, tls: {on: true}}",
+                json!({"node": "n1", "port": 80, "tls": {"on": true}}),
+            ),
+            (r#"{`raw,"x"`, "q\"}"}"#, json!(["raw,\"x\"", "q\"}"])),
+            ("{}", json!({})),
+            ("Fast", json!("Fast")),
+            ("3", json!(3)),
+            ("{unclosed", json!("{unclosed")),
+        ] {
+            assert_eq!(parse_value(text), want, "{text}");
+        }
+    }
+
+    #[test]
+    fn element_types_keep_their_description_and_required_is_sorted() {
+        let port = StructDef {
+            name: "Port".into(),
+            existing: None,
+            doc: Some("A port.".into()),
+            origin: String::new(),
+            fields: ["zone", "name"]
+                .into_iter()
+                .map(|n| Field {
+                    json_name: n.into(),
+                    rust_name: n.into(),
+                    ty: Ty::String,
+                    doc: None,
+                    optional: false,
+                    required: true,
+                    nullable: false,
+                    default: None,
+                    flatten: false,
+                    skip: false,
+                    schema: SchemaExtra::default(),
+                })
+                .collect(),
+            unknown_fields: None,
+            schema: SchemaExtra::default(),
+        };
+        let defs = [TypeDef::Struct(port)];
+        let types = Types::new(&defs);
+        let list = type_schema(&Ty::Vec(Box::new(Ty::Named("Port".into()))), &types);
+        assert_eq!(list["items"]["description"], json!("A port."));
+        assert_eq!(list["items"]["required"], json!(["name", "zone"]));
     }
 
     #[test]

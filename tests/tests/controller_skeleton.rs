@@ -133,12 +133,11 @@ async fn sample_controller_skeleton_creates_the_deployment_and_records_status() 
         },
     );
     example.metadata.namespace = Some("default".into());
-    let fake =
-        kubegen_tests::golden::fake::new_simple_clientset(
-            [serde_json::to_value(&example).unwrap()],
-        )
-        .await
-        .unwrap();
+    let fake = kubegen_tests::golden::fake::new_simple_clientset([
+        kubegen_runtime::testing::SeedObject::from(&example),
+    ])
+    .await
+    .unwrap();
     let cs = fake.clientset().clone();
     let factory = SharedInformerFactory::new(cs.clone(), Duration::from_secs(30));
     let queue = RateLimitingQueue::new();

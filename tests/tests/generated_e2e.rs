@@ -11,7 +11,7 @@ use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
 use kubegen_runtime::client::{DeleteOptions, ListOptions, Patch, PatchParams, WriteParams};
 use kubegen_runtime::errors::StatusError;
 use kubegen_runtime::labels::Selector;
-use kubegen_runtime::testing::Reactor;
+use kubegen_runtime::testing::{Answer, Reactor, SeedObject};
 use kubegen_tests::golden::apis::multi::{v1 as multi_v1, v2 as multi_v2};
 use kubegen_tests::golden::apis::samplecontroller::v1alpha1::{Foo, FooSpec, FooStatus};
 use kubegen_tests::golden::apis::scaling::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
@@ -128,7 +128,7 @@ async fn factory_syncs_and_its_listers_see_objects_by_namespace() {
         new_foo("a", "one", &[("app", "web")]),
         new_foo("b", "two", &[]),
     ];
-    let cs = new_simple_clientset(seed.iter().map(|f| serde_json::to_value(f).unwrap()))
+    let cs = new_simple_clientset(seed.iter().map(SeedObject::from))
         .await
         .unwrap();
     let factory = SharedInformerFactory::new(cs.clientset().clone(), Duration::ZERO);
@@ -185,7 +185,7 @@ async fn factory_syncs_and_its_listers_see_objects_by_namespace() {
 #[tokio::test]
 async fn factory_options_namespace_tweak_resync_and_transform_reach_the_informers() {
     let seed = [new_foo("a", "one", &[]), new_foo("b", "two", &[])];
-    let cs = new_simple_clientset(seed.iter().map(|f| serde_json::to_value(f).unwrap()))
+    let cs = new_simple_clientset(seed.iter().map(SeedObject::from))
         .await
         .unwrap();
     let options = FactoryOptions::new(Duration::ZERO)
@@ -233,7 +233,7 @@ async fn factory_options_namespace_tweak_resync_and_transform_reach_the_informer
 
 #[tokio::test]
 async fn fake_clientset_records_actions_and_reactor_errors_reach_the_caller() {
-    let cs = new_simple_clientset([serde_json::to_value(new_foo("default", "web", &[])).unwrap()])
+    let cs = new_simple_clientset([SeedObject::from(&new_foo("default", "web", &[]))])
         .await
         .unwrap();
     cs.add_reactor(
@@ -268,6 +268,110 @@ async fn fake_clientset_records_actions_and_reactor_errors_reach_the_caller() {
         actions,
         vec![expected("get"), expected("update"), expected("update")]
     );
+}
+
+#[tokio::test]
+async fn fake_clientset_seeds_typed_and_json_objects_of_several_kinds() {
+    let widget = ClusterWidget::new("w", ClusterWidgetSpec::default());
+    let cs = new_simple_clientset([
+        SeedObject::from(&new_foo("default", "typed", &[])),
+        SeedObject::from(&widget),
+        SeedObject::from(serde_json::json!({
+            "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+            "metadata": {"name": "json", "namespace": "default"},
+            "spec": {"deploymentName": "d", "replicas": 1},
+        })),
+    ])
+    .await
+    .unwrap();
+    let foos = cs
+        .samplecontroller_v1alpha1()
+        .foos("default")
+        .list(&ListOptions::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        names(&foos.items),
+        BTreeSet::from(["json".to_owned(), "typed".to_owned()])
+    );
+    let w = cs.widgets_v1().cluster_widgets().get("w").await.unwrap();
+    assert!(w.metadata.uid.is_some());
+    // The typed admin API reads the same storage.
+    let stored = cs
+        .server()
+        .objects::<Foo>()
+        .get("default", "typed")
+        .unwrap();
+    assert_eq!(
+        stored.and_then(|f| f.metadata.name).as_deref(),
+        Some("typed")
+    );
+
+    // A kind the fake does not serve is an error, not a silent drop.
+    let unknown = new_simple_clientset([SeedObject::from(serde_json::json!({
+        "apiVersion": "example.com/v1", "kind": "Nothing", "metadata": {"name": "x"},
+    }))])
+    .await;
+    assert!(unknown.is_err());
+}
+
+#[tokio::test]
+async fn fake_clientset_reactors_answer_with_typed_objects() {
+    let cs = new_simple_clientset([SeedObject::from(&new_foo("default", "web", &[]))])
+        .await
+        .unwrap();
+    let foos = cs.samplecontroller_v1alpha1().foos("default");
+    // A later-added reactor that fails every get...
+    cs.add_reactor(Reactor::new("get", "foos").error(StatusError::new(
+        500,
+        "InternalError",
+        "broken",
+    )));
+    // ...is consulted after a prepended reaction, which answers gets of "ghost" with a
+    // typed object (nothing is stored) and passes every other request on.
+    cs.prepend_reactor("get", "foos", |r| {
+        if r.name == "ghost" {
+            let mut ghost = new_foo(&r.namespace, "ghost", &[]);
+            ghost.spec.get_or_insert_with(Default::default).replicas = Some(7);
+            Answer::object(&ghost)
+        } else {
+            Answer::Pass
+        }
+    });
+    let ghost = foos.get("ghost").await.unwrap();
+    assert_eq!(ghost.spec.and_then(|s| s.replicas), Some(7));
+    assert!(cs
+        .server()
+        .objects::<Foo>()
+        .get("default", "ghost")
+        .unwrap()
+        .is_none());
+    let err = foos.get("web").await.unwrap_err();
+    assert_eq!(err.status().unwrap().code(), 500, "{err}");
+
+    // A reactor answering an update with an object: the caller gets it, storage keeps
+    // the old state.
+    cs.server().clear_reactors();
+    let web = foos.get("web").await.unwrap();
+    let mut answered = web.clone();
+    answered.spec.get_or_insert_with(Default::default).replicas = Some(42);
+    cs.add_reactor(
+        Reactor::new("update", "foos")
+            .body_contains(serde_json::json!({"spec": {"replicas": 3}}))
+            .respond(serde_json::to_value(&answered).unwrap()),
+    );
+    let mut change = web.clone();
+    change.spec.get_or_insert_with(Default::default).replicas = Some(3);
+    let got = foos.update(&change, &WriteParams::default()).await.unwrap();
+    assert_eq!(got.spec.and_then(|s| s.replicas), Some(42));
+    assert_eq!(
+        foos.get("web").await.unwrap().spec.and_then(|s| s.replicas),
+        Some(1)
+    );
+    // Another body does not match: the server stores it.
+    change.spec.get_or_insert_with(Default::default).replicas = Some(2);
+    let got = foos.update(&change, &WriteParams::default()).await.unwrap();
+    assert_eq!(got.spec.and_then(|s| s.replicas), Some(2));
 }
 
 #[tokio::test]

@@ -207,7 +207,7 @@ async fn read_only_kind_is_listed_and_watched_but_not_written() {
         "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Bar",
         "metadata": {"name": "b", "namespace": "default"}, "spec": {"message": "hi"},
     });
-    let fake = new_simple_clientset([bar]).await.unwrap();
+    let fake = new_simple_clientset([bar.into()]).await.unwrap();
     let got = fake
         .samplecontroller_v1alpha1()
         .bars("default")

@@ -5,10 +5,11 @@
 
 //! A fake clientset for tests: the real [`Clientset`](super::clientset::Clientset) on a
 //! `kube::Client` whose transport is a fresh in-memory API server that serves every kind
-//! of this tree (and the common built-in kinds), seeded with objects, recording every
-//! request, with reactors to inject errors and delays. Each kind is registered from its
-//! `RESOURCE_INFO` and, where the input had one, its schema: the server prunes, defaults
-//! and validates objects as it would with the real CRD.
+//! of this tree (and the common built-in kinds), seeded with typed or JSON objects,
+//! recording every request, with reactors that inject errors and delays or answer with
+//! objects. Each kind is registered from its `RESOURCE_INFO` and, where the input had
+//! one, its schema: the server prunes, defaults and validates objects as it would with
+//! the real CRD.
 //!
 //! This module exists only when `kubegen-runtime`'s `testing` feature is on. For tests:
 //! `kubegen-runtime = { version = "...", features = ["testing"] }` under
@@ -1027,10 +1028,29 @@ impl FakeClientset {
         self.server.requests()
     }
 
-    /// Adds a reactor: matching requests are delayed or fail with its error.
-    /// Reactors added first are consulted first.
+    /// Adds a reactor: matching requests are delayed, fail with its error or are
+    /// answered with its object. Reactors added first are consulted first.
     pub fn add_reactor(&self, reactor: ::kubegen_runtime::testing::Reactor) {
         self.server.react(reactor);
+    }
+
+    /// Adds a reaction for `verb` on `resource` (plural, or `*`) consulted before
+    /// every reactor added so far (client-go's `PrependReactor`): it answers with
+    /// an object ([`Answer::object`](kubegen_runtime::testing::Answer::object)), fails, or passes the
+    /// request on ([`Answer::Pass`](kubegen_runtime::testing::Answer::Pass)).
+    pub fn prepend_reactor(
+        &self,
+        verb: &str,
+        resource: &str,
+        reaction: impl ::std::ops::Fn(
+            &::kubegen_runtime::testing::RequestRecord,
+        ) -> ::kubegen_runtime::testing::Answer + ::std::marker::Send + ::std::marker::Sync + 'static,
+    ) {
+        self.server
+            .react_first(
+                ::kubegen_runtime::testing::Reactor::new(verb, resource)
+                    .reaction(reaction),
+            );
     }
 }
 
@@ -1041,12 +1061,15 @@ impl ::std::ops::Deref for FakeClientset {
     }
 }
 
-/// A fake clientset whose server holds `objects` (JSON with `apiVersion` and
-/// `kind`, e.g. `serde_json::to_value(&foo)`), created in order. Fails on an
-/// object of a kind the server does not serve, or one it rejects.
-/// Must be called inside a tokio runtime (the client needs one).
+/// A fake clientset whose server holds `objects`, created in order: typed
+/// objects ([`SeedObject::from(&foo)`](kubegen_runtime::testing::SeedObject)) or
+/// JSON with `apiVersion` and `kind` (`SeedObject::from(json)`). Fails on an
+/// object of a kind the server does not serve, or one it rejects. Must be called
+/// inside a tokio runtime (the client needs one).
 pub async fn new_simple_clientset(
-    objects: impl ::std::iter::IntoIterator<Item = ::kubegen_runtime::serde_json::Value>,
+    objects: impl ::std::iter::IntoIterator<
+        Item = ::kubegen_runtime::testing::SeedObject,
+    >,
 ) -> ::std::result::Result<FakeClientset, ::kubegen_runtime::errors::StatusError> {
     let server = ::kubegen_runtime::testing::ApiServer::new();
     for registration in registrations()? {
@@ -1054,7 +1077,7 @@ pub async fn new_simple_clientset(
     }
 
     for object in objects {
-        server.create_object(object)?;
+        server.create_object(object.into_value()?)?;
     }
 
     let client = ::kubegen_runtime::kube::Client::new(server.service(), "default");

@@ -64,6 +64,8 @@ pub struct VersionBuilder {
     namer: Namer,
     types: BTreeMap<String, TypeDef>,
     dedupe: BTreeMap<String, String>,
+    /// Expanded struct schemas (types never change once in `types`).
+    bodies: kubegen_templates::schema::BodyCache,
     kinds: Vec<Kind>,
     roots: Vec<String>,
 }
@@ -80,6 +82,7 @@ impl VersionBuilder {
             namer: Namer::with_reserved(reserved),
             types: BTreeMap::new(),
             dedupe: BTreeMap::new(),
+            bodies: Default::default(),
             kinds: Vec::new(),
             roots: Vec::new(),
         }
@@ -155,7 +158,7 @@ impl VersionBuilder {
             if matches!(f.ty, Ty::ApiVersion | Ty::KindField | Ty::ObjectMeta) {
                 match schema.properties.iter().find(|(n, _)| *n == f.json_name) {
                     Some((_, prop)) => {
-                        let types = Types::new(self.types.values());
+                        let types = Types::from_map(&self.types, &self.bodies);
                         f.schema = field_extra(f, prop, &types);
                     }
                     None => f.schema.omit = true,
@@ -172,10 +175,10 @@ impl VersionBuilder {
             unknown_fields,
             schema: SchemaExtra::default(),
         };
-        let types = Types::new(self.types.values());
+        let types = Types::from_map(&self.types, &self.bodies);
         let implied = kubegen_templates::schema::root_schema(&root, &types);
         root.schema =
-            kubegen_templates::schema::diff(&schema.raw, &implied, &Ty::Named(name.to_owned()));
+            kubegen_templates::schema::diff(schema.raw(), &implied, &Ty::Named(name.to_owned()));
         Ok(root)
     }
 
@@ -203,7 +206,7 @@ impl VersionBuilder {
             default: prop.default.clone(),
             schema: SchemaExtra::default(),
         };
-        let types = Types::new(self.types.values());
+        let types = Types::from_map(&self.types, &self.bodies);
         field.schema = field_extra(&field, prop, &types);
         Ok(field)
     }
@@ -399,7 +402,7 @@ fn marker_field(json: &str, rust: &str, ty: Ty) -> Field {
 /// What `prop` says beyond the schema `field` implies (see `kubegen_templates::schema`).
 fn field_extra(field: &Field, prop: &Schema, types: &Types<'_>) -> SchemaExtra {
     let implied = kubegen_templates::schema::implied_field_schema(field, types);
-    kubegen_templates::schema::diff(&prop.raw, &implied, &field.ty)
+    kubegen_templates::schema::diff(prop.raw(), &implied, &field.ty)
 }
 
 fn preserves(s: &Schema) -> bool {

@@ -326,7 +326,7 @@ fn parse_version(v: &Yaml, path: &str) -> Result<CrdVersion, Error> {
         })
         .transpose()?;
     let schema = match schema_v {
-        Some(s) => Schema::parse(s, &format!("{p}schema.openAPIV3Schema"))?,
+        Some(s) => Schema::parse_root(s, &format!("{p}schema.openAPIV3Schema"))?,
         None if served => {
             return Err(Error::at(
                 format!("{p}schema.openAPIV3Schema"),

@@ -76,9 +76,11 @@ pub struct Schema {
     pub validations: Vec<serde_json::Value>,
     /// Other validation keywords (`pattern`, `minimum`, `maxItems`, ...), as JSON.
     pub constraints: Vec<(String, serde_json::Value)>,
-    /// The whole node as JSON, exactly as written: what the generated types' markers
-    /// must reproduce.
-    pub raw: serde_json::Value,
+    /// The root schema as JSON, exactly as written (shared by every node of the tree)
+    /// and this node's JSON pointer into it: see [`Schema::raw`].
+    pub raw_root: std::sync::Arc<serde_json::Value>,
+    /// This node's JSON pointer into [`Schema::raw_root`].
+    pub pointer: String,
 }
 
 const CONSTRAINT_KEYS: &[&str] = &[
@@ -118,7 +120,6 @@ impl Schema {
         })?;
         let mut s = Schema {
             path: path.to_owned(),
-            raw: json(value, path)?,
             ..Schema::default()
         };
         for (key, v) in map {
@@ -186,6 +187,50 @@ impl Schema {
             }
         }
         Ok(s)
+    }
+}
+
+impl Schema {
+    /// Parses a root schema and gives every node its exact JSON ([`Schema::raw`]),
+    /// converting the YAML once.
+    pub fn parse_root(value: &Yaml, path: &str) -> Result<Schema, Error> {
+        let mut s = Schema::parse(value, path)?;
+        s.attach(&std::sync::Arc::new(json(value, path)?), String::new());
+        Ok(s)
+    }
+
+    fn attach(&mut self, root: &std::sync::Arc<serde_json::Value>, pointer: String) {
+        let escape = |k: &str| k.replace('~', "~0").replace('/', "~1");
+        for (name, p) in &mut self.properties {
+            p.attach(root, format!("{pointer}/properties/{}", escape(name)));
+        }
+        if let Some(i) = &mut self.items {
+            i.attach(root, format!("{pointer}/items"));
+        }
+        if let Some(AdditionalProperties::Schema(a)) = &mut self.additional_properties {
+            a.attach(root, format!("{pointer}/additionalProperties"));
+        }
+        if let Some(n) = &mut self.not {
+            n.attach(root, format!("{pointer}/not"));
+        }
+        for (key, list) in [
+            ("oneOf", &mut self.one_of),
+            ("anyOf", &mut self.any_of),
+            ("allOf", &mut self.all_of),
+        ] {
+            for (i, x) in list.iter_mut().enumerate() {
+                x.attach(root, format!("{pointer}/{key}/{i}"));
+            }
+        }
+        self.raw_root = root.clone();
+        self.pointer = pointer;
+    }
+
+    /// The node as JSON, exactly as written: what the generated types' markers must
+    /// reproduce (`null` for a schema not read through [`Schema::parse_root`]).
+    pub fn raw(&self) -> &serde_json::Value {
+        static NULL: serde_json::Value = serde_json::Value::Null;
+        self.raw_root.pointer(&self.pointer).unwrap_or(&NULL)
     }
 }
 

@@ -1,0 +1,26 @@
+//! The apimachinery vocabulary kubegen's runtime and its in-memory API server share.
+//!
+//! Both `kubegen-runtime` and `kubegen-apiserver` depend on this crate, so the server
+//! (behind the runtime's `testing` feature) does not depend on the runtime, and the
+//! runtime re-exports every module here at its historical path
+//! (`kubegen_runtime::errors`, `labels`, `fields`, `types`): generated code and users
+//! name those paths, not this crate's.
+//!
+//! Modules:
+//!
+//! - [`errors`]: the API `Status` as an error, classified by reason first, with the
+//!   constructors the API server and listers share;
+//! - [`labels`] and [`fields`]: selector parsing and matching (apimachinery's grammar);
+//! - [`types`]: wire types that keep what standard types would lose (timestamps,
+//!   numbers, conditions, explicit nulls) and the constant resource descriptions
+//!   generated code fills in.
+//!
+//! Like the runtime, it never picks a k8s-openapi version: the binary that uses it
+//! enables one.
+#![deny(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod errors;
+pub mod fields;
+pub mod labels;
+pub mod types;

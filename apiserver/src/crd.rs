@@ -1,0 +1,548 @@
+//! Custom resources registered from their CustomResourceDefinition, and the structural
+//! schema checks a real API server makes on them.
+//!
+//! Contract:
+//! - [`Registration::from_crd`] reads an `apiextensions.k8s.io/v1` CRD (YAML or JSON)
+//!   and returns one registration per served version: group, names, scope, the `status`
+//!   and `scale` subresources, selectable fields, and the version's `openAPIV3Schema`.
+//! - On every create, update and patch (status writes included) an object is, in this order:
+//!   pruned (fields the schema does not name are dropped, except under
+//!   `x-kubernetes-preserve-unknown-fields: true`; `additionalProperties` schemas keep
+//!   every key; `x-kubernetes-embedded-resource` keeps `apiVersion`, `kind`,
+//!   `metadata`; the root keeps `apiVersion`, `kind`, `metadata`), defaulted (`default`
+//!   of absent properties, recursively) and validated: `type` (with `nullable` and
+//!   `x-kubernetes-int-or-string`), `required`, `enum`, `minimum`/`maximum` (and their
+//!   exclusive forms), `minLength`/`maxLength`, `pattern`, `minItems`/`maxItems`,
+//!   `items`. Violations make a 422 Invalid whose causes carry the field path
+//!   (`spec.replicas`, `spec.ports[0].name`) and apimachinery's cause types.
+//! - Not done: CEL rules (`x-kubernetes-validations`), `format`, `oneOf`/`anyOf`/`allOf`/
+//!   `not`, list-type and map-type uniqueness. Conversion between versions is the
+//!   `conversion` and `versions` modules'.
+
+use serde_json::{Map, Value};
+
+use crate::errors::{cause, StatusCause, StatusError};
+
+use super::registry::Registration;
+
+impl Registration {
+    /// The registrations (one per served version) of an `apiextensions.k8s.io/v1`
+    /// CustomResourceDefinition given as YAML or JSON.
+    ///
+    /// ```
+    /// use kubegen_apiserver::Registration;
+    ///
+    /// let regs = Registration::from_crd(r#"
+    /// apiVersion: apiextensions.k8s.io/v1
+    /// kind: CustomResourceDefinition
+    /// metadata: {name: foos.example.com}
+    /// spec:
+    ///   group: example.com
+    ///   scope: Namespaced
+    ///   names: {plural: foos, singular: foo, kind: Foo}
+    ///   versions:
+    ///   - name: v1
+    ///     served: true
+    ///     storage: true
+    ///     subresources: {status: {}}
+    ///     schema:
+    ///       openAPIV3Schema: {type: object}
+    /// "#).unwrap();
+    /// assert_eq!(regs[0].api_version(), "example.com/v1");
+    /// assert!(regs[0].status && regs[0].custom);
+    /// ```
+    pub fn from_crd(crd: &str) -> Result<Vec<Registration>, StatusError> {
+        let v: Value = serde_yaml::from_str(crd)
+            .map_err(|e| StatusError::bad_request(format!("the CRD is not valid YAML: {e}")))?;
+        Self::from_crd_value(&v)
+    }
+
+    /// [`Registration::from_crd`] for a CRD already parsed.
+    pub fn from_crd_value(crd: &Value) -> Result<Vec<Registration>, StatusError> {
+        let bad =
+            |m: &str| StatusError::bad_request(format!("invalid CustomResourceDefinition: {m}"));
+        let spec = crd.get("spec").ok_or_else(|| bad("no spec"))?;
+        let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+        let group = s(spec, "group").ok_or_else(|| bad("spec.group is required"))?;
+        let names = spec
+            .get("names")
+            .ok_or_else(|| bad("spec.names is required"))?;
+        let plural = s(names, "plural").ok_or_else(|| bad("spec.names.plural is required"))?;
+        let kind = s(names, "kind").ok_or_else(|| bad("spec.names.kind is required"))?;
+        let namespaced = s(spec, "scope").as_deref() != Some("Cluster");
+        let versions = spec
+            .get("versions")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("spec.versions is required"))?;
+        let storage = versions
+            .iter()
+            .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+            .and_then(|v| s(v, "name"))
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        for v in versions {
+            if v.get("served").and_then(Value::as_bool) == Some(false) {
+                continue;
+            }
+            let name = s(v, "name").ok_or_else(|| bad("a version needs a name"))?;
+            let mut r = Registration::new(&group, &name, &plural, &kind)
+                .custom(true)
+                .list_items_type_meta(true);
+            r.namespaced = namespaced;
+            if let Some(x) = s(names, "singular") {
+                r.singular = x;
+            }
+            if let Some(x) = s(names, "listKind") {
+                r.list_kind = x;
+            }
+            if let Some(sn) = names.get("shortNames").and_then(Value::as_array) {
+                r.short_names = sn
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect();
+            }
+            if let Some(cs) = names.get("categories").and_then(Value::as_array) {
+                r.categories = cs
+                    .iter()
+                    .filter_map(|x| x.as_str().map(str::to_owned))
+                    .collect();
+            }
+            if let Some(cols) = v.get("additionalPrinterColumns").and_then(Value::as_array) {
+                r.printer_columns = cols
+                    .iter()
+                    .map(|c| super::registry::PrinterColumn {
+                        name: s(c, "name").unwrap_or_default(),
+                        ty: s(c, "type").unwrap_or_default(),
+                        format: s(c, "format").unwrap_or_default(),
+                        description: s(c, "description").unwrap_or_default(),
+                        priority: c.get("priority").and_then(Value::as_i64).unwrap_or(0),
+                        json_path: s(c, "jsonPath").unwrap_or_default(),
+                    })
+                    .collect();
+            }
+            if name != storage {
+                r.storage_version = storage.clone();
+            }
+            r.conversion = super::Conversion::from_crd_spec(spec);
+            let subs = v.get("subresources");
+            r.status = subs.and_then(|x| x.get("status")).is_some();
+            if let Some(sc) = subs.and_then(|x| x.get("scale")) {
+                r.scale = true;
+                r.scale_paths = super::registry::ScalePaths {
+                    spec_replicas: s(sc, "specReplicasPath")
+                        .unwrap_or_else(|| ".spec.replicas".into()),
+                    status_replicas: s(sc, "statusReplicasPath")
+                        .unwrap_or_else(|| ".status.replicas".into()),
+                    label_selector: s(sc, "labelSelectorPath").unwrap_or_default(),
+                };
+            }
+            if let Some(fs) = v.get("selectableFields").and_then(Value::as_array) {
+                for f in fs {
+                    if let Some(p) = f.get("jsonPath").and_then(Value::as_str) {
+                        r.selectable_fields
+                            .push(p.trim_start_matches('.').to_owned());
+                    }
+                }
+            }
+            if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
+                r.schema = Some(schema.clone());
+            }
+            out.push(r);
+        }
+        if out.is_empty() {
+            return Err(bad("no served version"));
+        }
+        Ok(out)
+    }
+}
+
+/// Prunes, defaults and validates a custom resource against its schema.
+pub(crate) fn admit(
+    reg: &Registration,
+    schema: &Value,
+    obj: &mut Map<String, Value>,
+) -> Result<(), StatusError> {
+    let mut v = Value::Object(std::mem::take(obj));
+    prune(&mut v, schema, true);
+    default(&mut v, schema);
+    let mut causes = Vec::new();
+    validate(&v, schema, "", &mut causes, true);
+    let name = v
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    if let Value::Object(m) = v {
+        *obj = m;
+    }
+    if causes.is_empty() {
+        Ok(())
+    } else {
+        Err(StatusError::invalid(&reg.group, &reg.kind, &name, causes))
+    }
+}
+
+/// What a read shows of a stored custom resource under the current schema: pruned and
+/// defaulted, not validated (stored objects are not rewritten when a CRD changes).
+pub(crate) fn read_view(v: &mut Value, schema: &Value) {
+    prune(v, schema, true);
+    default(v, schema);
+}
+
+/// Prunes an object as [`admit`] does, without defaulting or validating: what is left
+/// is what the schema knows.
+pub(crate) fn prune_value(v: &mut Value, schema: &Value) {
+    prune(v, schema, true);
+}
+
+fn truthy(s: &Value, k: &str) -> bool {
+    s.get(k).and_then(Value::as_bool) == Some(true)
+}
+
+fn prune(v: &mut Value, schema: &Value, root: bool) {
+    match v {
+        Value::Object(m) => {
+            let keep_meta = root || truthy(schema, "x-kubernetes-embedded-resource");
+            let props = schema.get("properties").and_then(Value::as_object);
+            let additional = schema.get("additionalProperties");
+            let preserve = truthy(schema, "x-kubernetes-preserve-unknown-fields");
+            let keys: Vec<String> = m.keys().cloned().collect();
+            for k in keys {
+                if keep_meta && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                let sub = props
+                    .and_then(|p| p.get(&k))
+                    .or(additional.filter(|a| a.is_object()));
+                match sub {
+                    Some(s) => {
+                        if let Some(x) = m.get_mut(&k) {
+                            prune(x, s, false);
+                        }
+                    }
+                    None if preserve || additional == Some(&Value::Bool(true)) => {}
+                    None => {
+                        m.remove(&k);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for i in items {
+                    prune(i, s, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn default(v: &mut Value, schema: &Value) {
+    match v {
+        Value::Object(m) => {
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (k, s) in props {
+                    if !m.contains_key(k) {
+                        if let Some(d) = s.get("default") {
+                            m.insert(k.clone(), d.clone());
+                        }
+                    }
+                    if let Some(x) = m.get_mut(k) {
+                        default(x, s);
+                    }
+                }
+            }
+            if let Some(a) = schema.get("additionalProperties").filter(|a| a.is_object()) {
+                for x in m.values_mut() {
+                    default(x, a);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for i in items {
+                    default(i, s);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn join(path: &str, k: &str) -> String {
+    if path.is_empty() {
+        k.to_owned()
+    } else {
+        format!("{path}.{k}")
+    }
+}
+
+fn shown(v: &Value) -> String {
+    match v {
+        Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+fn push(causes: &mut Vec<StatusCause>, reason: &str, field: &str, message: String) {
+    causes.push(StatusCause {
+        reason: reason.into(),
+        message,
+        field: field.into(),
+    });
+}
+
+fn type_ok(v: &Value, ty: &str) -> bool {
+    match ty {
+        "object" => v.is_object(),
+        "array" => v.is_array(),
+        "string" => v.is_string(),
+        "integer" => v.is_i64() || v.is_u64(),
+        "number" => v.is_number(),
+        "boolean" => v.is_boolean(),
+        _ => true,
+    }
+}
+
+fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, root: bool) {
+    if v.is_null() {
+        if !truthy(s, "nullable") && !root {
+            push(
+                causes,
+                cause::FIELD_VALUE_TYPE_INVALID,
+                path,
+                format!(
+                    "Invalid value: \"null\": {path} in body must be of type {}: \"null\"",
+                    s.get("type").and_then(Value::as_str).unwrap_or("object")
+                ),
+            );
+        }
+        return;
+    }
+    if truthy(s, "x-kubernetes-int-or-string") {
+        if !(v.is_string() || v.is_i64() || v.is_u64()) {
+            push(
+                causes,
+                cause::FIELD_VALUE_TYPE_INVALID,
+                path,
+                format!(
+                    "Invalid value: {}: {path} in body must be of type integer,string",
+                    shown(v)
+                ),
+            );
+        }
+        return;
+    }
+    if let Some(ty) = s.get("type").and_then(Value::as_str) {
+        if !type_ok(v, ty) {
+            let got = match v {
+                Value::Object(_) => "object",
+                Value::Array(_) => "array",
+                Value::String(_) => "string",
+                Value::Number(_) => "number",
+                Value::Bool(_) => "boolean",
+                Value::Null => "null",
+            };
+            push(
+                causes,
+                cause::FIELD_VALUE_TYPE_INVALID,
+                path,
+                format!(
+                    "Invalid value: {:?}: {path} in body must be of type {ty}: {got:?}",
+                    got
+                ),
+            );
+            return;
+        }
+    }
+    if let Some(allowed) = s.get("enum").and_then(Value::as_array) {
+        if !allowed.contains(v) {
+            let list: Vec<String> = allowed.iter().map(shown).collect();
+            push(
+                causes,
+                cause::FIELD_VALUE_NOT_SUPPORTED,
+                path,
+                format!(
+                    "Unsupported value: {}: supported values: {}",
+                    shown(v),
+                    list.join(", ")
+                ),
+            );
+        }
+    }
+    match v {
+        Value::Number(n) => {
+            let x = n.as_f64().unwrap_or_default();
+            if let Some(min) = s.get("minimum").and_then(Value::as_f64) {
+                let excl = truthy(s, "exclusiveMinimum");
+                if x < min || (excl && x == min) {
+                    let op = if excl {
+                        "greater than"
+                    } else {
+                        "greater than or equal to"
+                    };
+                    push(
+                        causes,
+                        cause::FIELD_VALUE_INVALID,
+                        path,
+                        format!(
+                            "Invalid value: {v}: {path} in body should be {op} {}",
+                            s["minimum"]
+                        ),
+                    );
+                }
+            }
+            if let Some(max) = s.get("maximum").and_then(Value::as_f64) {
+                let excl = truthy(s, "exclusiveMaximum");
+                if x > max || (excl && x == max) {
+                    let op = if excl {
+                        "less than"
+                    } else {
+                        "less than or equal to"
+                    };
+                    push(
+                        causes,
+                        cause::FIELD_VALUE_INVALID,
+                        path,
+                        format!(
+                            "Invalid value: {v}: {path} in body should be {op} {}",
+                            s["maximum"]
+                        ),
+                    );
+                }
+            }
+        }
+        Value::String(st) => {
+            let len = st.chars().count() as u64;
+            if let Some(max) = s.get("maxLength").and_then(Value::as_u64) {
+                if len > max {
+                    push(
+                        causes,
+                        cause::FIELD_VALUE_TOO_LONG,
+                        path,
+                        format!("Too long: may not be more than {max} bytes"),
+                    );
+                }
+            }
+            if let Some(min) = s.get("minLength").and_then(Value::as_u64) {
+                if len < min {
+                    push(
+                        causes,
+                        cause::FIELD_VALUE_INVALID,
+                        path,
+                        format!("Invalid value: {st:?}: {path} in body should be at least {min} chars long"),
+                    );
+                }
+            }
+            if let Some(p) = s.get("pattern").and_then(Value::as_str) {
+                match regex::Regex::new(p) {
+                    Ok(re) if !re.is_match(st) => push(
+                        causes,
+                        cause::FIELD_VALUE_INVALID,
+                        path,
+                        format!("Invalid value: {st:?}: {path} in body should match '{p}'"),
+                    ),
+                    _ => {}
+                }
+            }
+        }
+        Value::Array(items) => {
+            let n = items.len() as u64;
+            if let Some(max) = s.get("maxItems").and_then(Value::as_u64) {
+                if n > max {
+                    push(
+                        causes,
+                        "FieldValueTooMany",
+                        path,
+                        format!("Too many: {n}: must have at most {max} items"),
+                    );
+                }
+            }
+            if let Some(min) = s.get("minItems").and_then(Value::as_u64) {
+                if n < min {
+                    push(
+                        causes,
+                        cause::FIELD_VALUE_INVALID,
+                        path,
+                        format!(
+                            "Invalid value: {n}: {path} in body should have at least {min} items"
+                        ),
+                    );
+                }
+            }
+            if let Some(is) = s.get("items") {
+                for (i, x) in items.iter().enumerate() {
+                    validate(x, is, &format!("{path}[{i}]"), causes, false);
+                }
+            }
+        }
+        Value::Object(m) => {
+            if let Some(req) = s.get("required").and_then(Value::as_array) {
+                for r in req.iter().filter_map(Value::as_str) {
+                    if !m.contains_key(r) {
+                        push(
+                            causes,
+                            cause::FIELD_VALUE_REQUIRED,
+                            &join(path, r),
+                            "Required value".into(),
+                        );
+                    }
+                }
+            }
+            let props = s.get("properties").and_then(Value::as_object);
+            let additional = s.get("additionalProperties").filter(|a| a.is_object());
+            for (k, x) in m {
+                if root && matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+                    continue;
+                }
+                if let Some(sub) = props.and_then(|p| p.get(k)).or(additional) {
+                    validate(x, sub, &join(path, k), causes, false);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn prune_default_validate() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "required": ["size"],
+        "properties": {
+            "size": {"type": "integer", "minimum": 1, "maximum": 5},
+            "mode": {"type": "string", "enum": ["a", "b"], "default": "a"},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true},
+            "name": {"type": "string", "pattern": "^[a-z]+$", "maxLength": 4}
+        }}}});
+        let reg = Registration::new("example.com", "v1", "foos", "Foo");
+        let mut ok = json!({"metadata": {"name": "x"}, "spec": {"size": 2, "junk": 1, "free": {"any": 1}}, "top": 1});
+        let m = ok.as_object_mut().unwrap();
+        admit(&reg, &schema, m).unwrap();
+        assert_eq!(
+            Value::Object(m.clone()),
+            json!({"metadata": {"name": "x"}, "spec": {"size": 2, "mode": "a", "free": {"any": 1}}})
+        );
+        let mut bad = json!({"metadata": {"name": "x"}, "spec": {"mode": "c", "name": "ABCDE"}});
+        let err = admit(&reg, &schema, bad.as_object_mut().unwrap()).unwrap_err();
+        let fields: Vec<(String, String)> = err
+            .details()
+            .unwrap()
+            .causes
+            .iter()
+            .map(|c| (c.field.clone(), c.reason.clone()))
+            .collect();
+        assert!(fields.contains(&("spec.size".into(), cause::FIELD_VALUE_REQUIRED.into())));
+        assert!(fields.contains(&("spec.mode".into(), cause::FIELD_VALUE_NOT_SUPPORTED.into())));
+        assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_TOO_LONG.into())));
+        assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_INVALID.into())));
+        let mut big = json!({"metadata": {"name": "x"}, "spec": {"size": 9}});
+        let err = admit(&reg, &schema, big.as_object_mut().unwrap()).unwrap_err();
+        assert!(err.message().contains("spec.size"));
+    }
+}

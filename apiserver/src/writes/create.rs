@@ -1,0 +1,298 @@
+//! Create: server-set metadata (uid, creationTimestamp, generation, generateName),
+//! name validation, namespace admission, and what kube-apiserver's create strategies do
+//! to a client's object.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{gr, to_map, Ctx, WriteOpts};
+use crate::apply::{self, Part};
+use crate::crd_lifecycle;
+use crate::errors::{cause, GroupResource, StatusCause, StatusError};
+use crate::namespaces;
+use crate::registry::Registration;
+use crate::server::{meta_mut, meta_str, now, random_suffix, uid, Inner};
+use crate::store::{storage_key, EventType, State, Stored};
+
+const DNS1123_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+
+/// Whether `s` is a DNS-1123 subdomain (object names).
+pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|label| {
+            let b = label.as_bytes();
+            !b.is_empty()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        })
+}
+
+impl Inner {
+    /// Fills the server-set metadata of a new object and validates it.
+    pub(super) fn prepare_new(
+        &self,
+        reg: &Registration,
+        ns: &str,
+        obj: &mut Map<String, Value>,
+    ) -> Result<bool, StatusError> {
+        obj.insert("kind".into(), Value::String(reg.kind.clone()));
+        obj.insert("apiVersion".into(), Value::String(reg.api_version()));
+        let meta = meta_mut(obj)?;
+        if reg.namespaced {
+            let own = meta
+                .get("namespace")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if !ns.is_empty() && !own.is_empty() && own != ns {
+                return Err(StatusError::bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request",
+                ));
+            }
+            let ns = if ns.is_empty() { own } else { ns.to_owned() };
+            if ns.is_empty() {
+                return Err(StatusError::bad_request(
+                    "the server could not find the requested resource: a namespace is required",
+                ));
+            }
+            meta.insert("namespace".into(), Value::String(ns));
+        } else {
+            meta.remove("namespace");
+        }
+        let name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        let mut generated = false;
+        if name.is_empty() {
+            let generate = meta
+                .get("generateName")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if generate.is_empty() {
+                return Err(StatusError::invalid(
+                    &reg.group,
+                    &reg.kind,
+                    "",
+                    vec![StatusCause {
+                        reason: cause::FIELD_VALUE_REQUIRED.into(),
+                        message: "Required value: name or generateName is required".into(),
+                        field: "metadata.name".into(),
+                    }],
+                ));
+            }
+            let prefix: String = generate.chars().take(58).collect();
+            meta.insert(
+                "name".into(),
+                Value::String(format!("{prefix}{}", random_suffix())),
+            );
+            generated = true;
+        }
+        let name = meta
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_owned();
+        if !is_dns1123_subdomain(&name) {
+            return Err(StatusError::invalid(
+                &reg.group,
+                &reg.kind,
+                &name,
+                vec![StatusCause {
+                    reason: cause::FIELD_VALUE_INVALID.into(),
+                    message: format!("Invalid value: {name:?}: {DNS1123_SUBDOMAIN}"),
+                    field: "metadata.name".into(),
+                }],
+            ));
+        }
+        meta.insert("uid".into(), Value::String(uid()));
+        meta.insert("creationTimestamp".into(), Value::String(now()));
+        meta.insert("generation".into(), Value::from(1));
+        meta.remove("deletionTimestamp");
+        meta.remove("deletionGracePeriodSeconds");
+        meta.remove("resourceVersion");
+        if namespaces::is_namespaces(reg) {
+            namespaces::on_create(obj)?;
+        }
+        if reg.group.is_empty() && reg.kind == "Secret" && obj.get("type").is_none_or(|t| t == "") {
+            obj.insert("type".into(), Value::String("Opaque".into()));
+        }
+        self.admit(reg, obj, true)?;
+        Ok(generated)
+    }
+
+    /// Namespace admission for creates: 403 into a Terminating namespace; in strict mode
+    /// 404 into a missing one.
+    fn check_namespace(
+        &self,
+        st: &State,
+        reg: &Registration,
+        obj: &Map<String, Value>,
+        generated: bool,
+    ) -> Result<(), StatusError> {
+        let ns = meta_str(obj, "namespace");
+        if !reg.namespaced || ns.is_empty() {
+            return Ok(());
+        }
+        let Some(i) = st.lookup("v1", "namespaces") else {
+            return Ok(());
+        };
+        match st.collections[i].objects.get(ns) {
+            Some(n) => {
+                let v = n.to_value()?;
+                if meta_str(&v, "deletionTimestamp").is_empty() {
+                    return Ok(());
+                }
+                // Admission runs before a name is generated.
+                let name = if generated { "" } else { meta_str(obj, "name") };
+                let name = [name, meta_str(obj, "generateName")]
+                    .into_iter()
+                    .find(|n| !n.is_empty())
+                    .unwrap_or("Unknown");
+                Err(namespaces::terminating(reg, ns, name))
+            }
+            None if !self.strict_namespaces => Ok(()),
+            None => Err(StatusError::not_found(
+                GroupResource {
+                    group: "",
+                    resource: "namespaces",
+                },
+                ns,
+            )),
+        }
+    }
+
+    pub(super) fn insert_locked(
+        &self,
+        st: &mut State,
+        ctx: &Ctx<'_>,
+        mut obj: Map<String, Value>,
+        generated: bool,
+    ) -> Result<Arc<Stored>, StatusError> {
+        let reg = ctx.reg;
+        self.check_namespace(st, reg, &obj, generated)?;
+        let mut tries = 0;
+        loop {
+            let key = storage_key(meta_str(&obj, "namespace"), meta_str(&obj, "name"));
+            if !st.collections[ctx.idx].objects.contains_key(&key) {
+                break;
+            }
+            tries += 1;
+            if !generated || tries > 8 {
+                return Err(StatusError::already_exists(gr(reg), meta_str(&obj, "name")));
+            }
+            let generate = meta_str(&obj, "generateName")
+                .chars()
+                .take(58)
+                .collect::<String>();
+            meta_mut(&mut obj)?.insert(
+                "name".into(),
+                Value::String(format!("{generate}{}", random_suffix())),
+            );
+        }
+        if self.crd_terminating(st, reg) {
+            return Err(crd_lifecycle::terminating(reg, meta_str(&obj, "name")));
+        }
+        if crd_lifecycle::is_crds(reg) {
+            crd_lifecycle::validate(&obj)?;
+            crd_lifecycle::on_create(&mut obj);
+            // Checked now, so that a CRD this server cannot serve is refused; the names
+            // controller (run right after) serves it once its names are accepted.
+            Registration::from_crd_value(&Value::Object(obj.clone()))?;
+        }
+        self.store(st, ctx.idx, reg, &obj, EventType::Added, ctx.opts.dry_run)
+    }
+
+    /// Creates an object in namespace `ns` (`""`: the object's own namespace).
+    pub(crate) fn create(
+        &self,
+        idx: usize,
+        ns: &str,
+        mut obj: Map<String, Value>,
+        opts: &WriteOpts,
+    ) -> Result<Arc<Stored>, StatusError> {
+        let reg = self.registration(idx);
+        let generated = self.prepare_new(&reg, ns, &mut obj)?;
+        let mut v = Value::Object(obj);
+        if let Some(m) = opts.field_manager.as_deref() {
+            let (time, av) = (now(), reg.api_version());
+            let mgr = self.manager(m, Part::All, &time, &av);
+            apply::record_update(None, &mut v, Some(&mgr));
+        }
+        let obj = to_map(v)?;
+        let out = {
+            let mut st = self.state.write();
+            let ctx = Ctx {
+                idx,
+                reg: &reg,
+                opts,
+            };
+            self.insert_locked(&mut st, &ctx, obj, generated)?
+        };
+        if crd_lifecycle::is_crds(&reg) && !opts.dry_run {
+            self.crd_names_pass(&out.key);
+        }
+        Ok(out)
+    }
+}
+
+/// What kube-apiserver's create strategies do to a client's new object: the status of a
+/// kind with a status subresource is dropped (a Pod's becomes `{phase: Pending,
+/// qosClass}`).
+/// Objects seeded through [`crate::ApiServer`]'s own methods keep the status they are
+/// given, as test fixtures need.
+pub(crate) fn on_client_create(reg: &Registration, obj: &mut Map<String, Value>) {
+    if reg.group.is_empty() && reg.kind == "Pod" {
+        let qos = qos_class(obj);
+        obj.insert(
+            "status".into(),
+            serde_json::json!({"phase": "Pending", "qosClass": qos}),
+        );
+    } else if reg.status && !namespaces::is_namespaces(reg) {
+        obj.remove("status");
+    }
+}
+
+/// A Pod's QoS class from its containers' resources: BestEffort without any request
+/// or limit, Guaranteed when every container limits cpu and memory and requests what
+/// it limits (a missing request defaults to the limit), Burstable otherwise.
+fn qos_class(pod: &Map<String, Value>) -> &'static str {
+    let containers: Vec<&Value> = ["containers", "initContainers"]
+        .iter()
+        .filter_map(|k| {
+            pod.get("spec")
+                .and_then(|s| s.get(*k))
+                .and_then(Value::as_array)
+        })
+        .flatten()
+        .collect();
+    let res = |c: &Value, k: &str| {
+        c.get("resources")
+            .and_then(|r| r.get(k))
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default()
+    };
+    let any = containers
+        .iter()
+        .any(|c| !res(c, "requests").is_empty() || !res(c, "limits").is_empty());
+    if !any {
+        return "BestEffort";
+    }
+    let guaranteed = containers.iter().all(|c| {
+        let (req, lim) = (res(c, "requests"), res(c, "limits"));
+        ["cpu", "memory"].iter().all(|r| lim.contains_key(*r))
+            && req.iter().all(|(k, v)| lim.get(k) == Some(v))
+    });
+    if guaranteed {
+        "Guaranteed"
+    } else {
+        "Burstable"
+    }
+}

@@ -1,0 +1,77 @@
+//! Update (PUT) of an object or of its status subresource.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use super::{gr, part_of, Ctx, Preconditions, WriteOpts};
+use crate::apply::Part;
+use crate::crd_lifecycle;
+use crate::errors::{cause, StatusCause, StatusError};
+use crate::namespaces;
+use crate::server::{meta_str, Inner};
+use crate::store::{storage_key, Stored};
+
+impl Inner {
+    /// Replaces an object (`status_only`: only its status, for the status subresource).
+    pub(crate) fn update(
+        &self,
+        idx: usize,
+        ns: &str,
+        name: &str,
+        obj: Map<String, Value>,
+        status_only: bool,
+        opts: &WriteOpts,
+    ) -> Result<Arc<Stored>, StatusError> {
+        let reg = self.registration(idx);
+        let body_name = meta_str(&obj, "name").to_owned();
+        if !body_name.is_empty() && body_name != name {
+            return Err(StatusError::bad_request(format!(
+                "the name of the object ({body_name}) does not match the name on the URL ({name})"
+            )));
+        }
+        let want_rv = meta_str(&obj, "resourceVersion").to_owned();
+        // The apiextensions server requires a resourceVersion on PUT (CRDs and custom
+        // resources); built-in kinds allow an unconditional update.
+        if want_rv.is_empty() && (reg.custom || crd_lifecycle::is_crds(&reg)) {
+            let kind = if reg.custom { &reg.plural } else { &reg.kind };
+            return Err(StatusError::invalid(
+                &reg.group,
+                kind,
+                name,
+                vec![StatusCause {
+                    reason: cause::FIELD_VALUE_INVALID.into(),
+                    message: "Invalid value: 0: must be specified for an update".into(),
+                    field: "metadata.resourceVersion".into(),
+                }],
+            ));
+        }
+        let ctx = Ctx {
+            idx,
+            reg: &reg,
+            opts,
+        };
+        let part = part_of(&reg, status_only);
+        let (out, gc) = {
+            let mut st = self.state.write();
+            let key = storage_key(if reg.namespaced { ns } else { "" }, name);
+            let old = st.collections[idx]
+                .objects
+                .get(&key)
+                .cloned()
+                .ok_or_else(|| StatusError::not_found(gr(&reg), name))?;
+            let prev = old.to_value()?;
+            Preconditions::body(&want_rv).check(&reg, name, &old, &prev)?;
+            let mut new = self.merge_update(&ctx, &prev, obj, part)?;
+            if namespaces::is_namespaces(&reg) && part != Part::Status {
+                namespaces::on_update(&prev, &mut new);
+            }
+            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
+                crd_lifecycle::on_update(&mut new);
+            }
+            self.replace_locked(&mut st, &ctx, &old, &prev, new)?
+        };
+        self.collect_garbage(gc);
+        Ok(out)
+    }
+}

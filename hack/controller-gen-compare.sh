@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# kubegen crd against controller-gen, side by side: the fixture API of
+# tests/controller-gen is written twice, in Go (go/, kubebuilder markers) and in Rust
+# (rust/, the same markers); controller-gen writes CRDs from the one, `kubegen crd` from
+# the other, and the two must be the same after the normalization that
+# codegen-cli/examples/crd_compare.rs documents (key order, controller-gen's version
+# annotation). Differences print as `path: controller-gen -> kubegen`; every intended
+# one is argued in docs/kubegen-crd-and-controller-gen.md and kept out of the fixture.
+#
+# Usage: hack/controller-gen-compare.sh
+#   controller-gen (the version tests/controller-gen/go/go.mod names) is installed from
+#   the Go module proxy into target/tools/bin once. Missing Go fails when CI=true and
+#   skips loudly otherwise.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+fixtures=tests/controller-gen
+if ! command -v go >/dev/null 2>&1; then
+  if [ "${CI:-}" = "true" ]; then
+    echo "controller-gen-compare: go not found; CI requires it (controller-gen is a Go program)" >&2
+    exit 1
+  fi
+  echo "=================================================================" >&2
+  echo "controller-gen-compare: SKIPPED: go not found (install Go to run it)" >&2
+  echo "=================================================================" >&2
+  exit 0
+fi
+
+target=${CARGO_TARGET_DIR:-target}
+mkdir -p "$target"
+target=$(cd "$target" && pwd)
+bin=$target/tools/bin
+version=$(cd "$fixtures/go" && go list -m -f '{{.Version}}' sigs.k8s.io/controller-tools)
+if ! "$bin/controller-gen" --version 2>/dev/null | grep -qx "Version: $version"; then
+  echo "controller-gen-compare: installing controller-gen $version into $bin"
+  GOBIN=$bin nice -n 10 go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$version"
+fi
+
+out=$target/controller-gen
+rm -rf "$out"
+mkdir -p "$out/controller-gen" "$out/kubegen"
+# Floats are allowed: the fixture maps Go's float64 to Rust's f64 (`type: number`).
+(cd "$fixtures/go" && nice -n 10 "$bin/controller-gen" crd:allowDangerousTypes=true \
+  paths=./... output:crd:dir="$out/controller-gen")
+nice -n 10 cargo run -q --locked -p kubegen -- crd -f "$fixtures/rust" -o "$out/kubegen"
+nice -n 10 cargo run -q --locked -p kubegen --example crd_compare -- \
+  "$out/controller-gen" "$out/kubegen"
