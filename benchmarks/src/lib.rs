@@ -156,7 +156,7 @@ pub fn pod(i: usize) -> Value {
     })
 }
 
-/// The client under test in one `bench-client` process.
+/// The client under test in one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientKind {
     /// kubegen's `SharedIndexInformer` with default settings.
@@ -165,21 +165,32 @@ pub enum ClientKind {
     Kube,
     /// kube-runtime with managedFields stripped by `.modify()`.
     KubeStripped,
+    /// client-go's `SharedInformerFactory` with defaults (`go-informer`, a Go program).
+    Go,
+    /// client-go with managedFields stripped by a transform, as kube-controller-manager
+    /// does.
+    GoStripped,
     /// kubegen's metadata informer (`MetadataSharedInformerFactory`, objects as
     /// `PartialObjectMetadata`).
     OursMetadata,
     /// kube-runtime's `reflector(store, metadata_watcher(..))`.
     KubeMetadata,
+    /// kubegen's `SharedIndexInformer` over a projection: a slim struct with only the
+    /// fields a controller reads, decoded straight from the wire.
+    OursProjection,
 }
 
 impl ClientKind {
     /// Every kind, in table order.
-    pub const ALL: [ClientKind; 5] = [
+    pub const ALL: [ClientKind; 8] = [
         ClientKind::Ours,
         ClientKind::Kube,
         ClientKind::KubeStripped,
+        ClientKind::Go,
+        ClientKind::GoStripped,
         ClientKind::OursMetadata,
         ClientKind::KubeMetadata,
+        ClientKind::OursProjection,
     ];
 
     /// The command-line name.
@@ -188,8 +199,11 @@ impl ClientKind {
             ClientKind::Ours => "ours",
             ClientKind::Kube => "kube",
             ClientKind::KubeStripped => "kube-strip",
+            ClientKind::Go => "go",
+            ClientKind::GoStripped => "go-strip",
             ClientKind::OursMetadata => "ours-meta",
             ClientKind::KubeMetadata => "kube-meta",
+            ClientKind::OursProjection => "ours-proj",
         }
     }
 
@@ -199,9 +213,17 @@ impl ClientKind {
             ClientKind::Ours => "(a) kubegen SharedIndexInformer",
             ClientKind::Kube => "(b) kube-runtime reflector",
             ClientKind::KubeStripped => "(c) kube-runtime, managedFields stripped",
+            ClientKind::Go => "(f) client-go informer",
+            ClientKind::GoStripped => "(g) client-go, managedFields stripped",
             ClientKind::OursMetadata => "(d) kubegen metadata informer",
             ClientKind::KubeMetadata => "(e) kube-runtime metadata_watcher",
+            ClientKind::OursProjection => "(h) kubegen projection informer",
         }
+    }
+
+    /// Whether the client is the Go program rather than `bench-client`.
+    pub fn is_go(self) -> bool {
+        matches!(self, ClientKind::Go | ClientKind::GoStripped)
     }
 }
 
@@ -218,23 +240,61 @@ impl FromStr for ClientKind {
             .into_iter()
             .find(|k| k.name() == s)
             .ok_or_else(|| {
-                format!("unknown client {s:?} (ours, kube, kube-strip, ours-meta, kube-meta)")
+                let names: Vec<&str> = ClientKind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown client {s:?} ({})", names.join(", "))
             })
     }
 }
 
-/// This process's peak resident set size in bytes (`VmHWM`), if `/proc` has it.
-pub fn peak_rss_bytes() -> Option<u64> {
+/// A field of `/proc/self/status` in bytes (`VmHWM`, `VmRSS`), if `/proc` has it.
+fn status_bytes(field: &str) -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line
-        .trim_start_matches("VmHWM:")
+    let line = status.lines().find(|l| l.starts_with(field))?;
+    let kib: u64 = line[field.len()..]
         .trim()
         .trim_end_matches("kB")
         .trim()
         .parse()
         .ok()?;
     Some(kib * 1024)
+}
+
+/// This process's resident set size now, in bytes (`VmRSS`).
+pub fn rss_bytes() -> Option<u64> {
+    status_bytes("VmRSS:")
+}
+
+/// Resets this process's peak RSS to its current RSS (Linux `clear_refs` with 5), so
+/// that a later [`peak_rss_bytes`] covers only what happened since.
+pub fn reset_peak_rss() -> std::io::Result<()> {
+    std::fs::write("/proc/self/clear_refs", "5")
+}
+
+/// The user + system CPU seconds in a `/proc/.../stat` file (fields 14 and 15, in the
+/// kernel's user-visible clock ticks, 100 per second on Linux).
+fn stat_cpu_seconds(path: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    // The command name may hold spaces: the fields start after its closing parenthesis.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let mut fields = rest.split_whitespace().skip(11);
+    let utime: u64 = fields.next()?.parse().ok()?;
+    let stime: u64 = fields.next()?.parse().ok()?;
+    Some((utime + stime) as f64 / 100.0)
+}
+
+/// CPU seconds (user + system) this process has used so far, all threads.
+pub fn cpu_seconds() -> Option<f64> {
+    stat_cpu_seconds("/proc/self/stat")
+}
+
+/// CPU seconds (user + system) the calling thread has used so far.
+pub fn thread_cpu_seconds() -> Option<f64> {
+    stat_cpu_seconds("/proc/thread-self/stat")
+}
+
+/// This process's peak resident set size in bytes (`VmHWM`), if `/proc` has it.
+pub fn peak_rss_bytes() -> Option<u64> {
+    status_bytes("VmHWM:")
 }
 
 /// What one client measured.
@@ -246,14 +306,16 @@ pub struct ClientResult {
     pub events_per_sec: f64,
     /// Peak RSS in bytes.
     pub peak_rss: u64,
+    /// CPU seconds (user + system, all threads) from start to the last event handled.
+    pub cpu_secs: f64,
 }
 
 impl ClientResult {
     /// The `RESULT ...` line a client prints.
     pub fn to_line(&self) -> String {
         format!(
-            "RESULT {} {} {}",
-            self.synced_secs, self.events_per_sec, self.peak_rss
+            "RESULT {} {} {} {}",
+            self.synced_secs, self.events_per_sec, self.peak_rss, self.cpu_secs
         )
     }
 
@@ -261,7 +323,7 @@ impl ClientResult {
     ///
     /// ```
     /// use kubegen_benchmarks::ClientResult;
-    /// let r = ClientResult { synced_secs: 1.5, events_per_sec: 2e4, peak_rss: 1 << 30 };
+    /// let r = ClientResult { synced_secs: 1.5, events_per_sec: 2e4, peak_rss: 1 << 30, cpu_secs: 3.25 };
     /// assert_eq!(ClientResult::parse(&r.to_line()), Some(r));
     /// ```
     pub fn parse(line: &str) -> Option<Self> {
@@ -270,6 +332,45 @@ impl ClientResult {
             synced_secs: it.next()?.parse().ok()?,
             events_per_sec: it.next()?.parse().ok()?,
             peak_rss: it.next()?.parse().ok()?,
+            cpu_secs: it.next()?.parse().ok()?,
+        })
+    }
+}
+
+/// What a client measured around a forced relist (the server answers its watch with
+/// 410 Expired once it has synced and handled the events).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RelistResult {
+    /// RSS just before the relist (the steady state), in bytes.
+    pub steady_rss: u64,
+    /// Peak RSS from the relist until its objects are in the store, in bytes.
+    pub peak_rss: u64,
+    /// CPU seconds the relist took.
+    pub cpu_secs: f64,
+}
+
+impl RelistResult {
+    /// The `RELISTED ...` line a client prints.
+    pub fn to_line(&self) -> String {
+        format!(
+            "RELISTED {} {} {}",
+            self.steady_rss, self.peak_rss, self.cpu_secs
+        )
+    }
+
+    /// Parses a `RELISTED ...` line.
+    ///
+    /// ```
+    /// use kubegen_benchmarks::RelistResult;
+    /// let r = RelistResult { steady_rss: 1 << 30, peak_rss: 3 << 29, cpu_secs: 1.5 };
+    /// assert_eq!(RelistResult::parse(&r.to_line()), Some(r));
+    /// ```
+    pub fn parse(line: &str) -> Option<Self> {
+        let mut it = line.strip_prefix("RELISTED ")?.split_whitespace();
+        Some(RelistResult {
+            steady_rss: it.next()?.parse().ok()?,
+            peak_rss: it.next()?.parse().ok()?,
+            cpu_secs: it.next()?.parse().ok()?,
         })
     }
 }

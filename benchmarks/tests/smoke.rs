@@ -1,5 +1,7 @@
-//! A tiny run of the whole benchmark (200 Pods, 200 events, every client) so that it
-//! keeps working; the figures themselves are not checked.
+//! A tiny run of the whole benchmark (200 Pods, 200 events, the forced relist, every
+//! Rust client and the decode floor) so that it keeps working; the figures themselves are
+//! not checked. The client-go peer is left out here (it needs `go build` of client-go;
+//! `hack/bench-informer.sh` builds and runs it).
 
 use std::process::Command;
 
@@ -23,9 +25,22 @@ fn informer_bench_runs_end_to_end_on_200_pods() {
         "(c) kube-runtime",
         "(d) kubegen metadata",
         "(e) kube-runtime metadata_watcher",
+        "(h) kubegen projection informer",
+        "decode floor",
         "ratio (a)/kube ",
         "ratio (d)/ours ",
+        "ratio (h)/ours ",
     ] {
         assert!(stdout.contains(label), "{label} missing from:\n{stdout}");
+    }
+    // Every client's row ends with its relist's peak over its steady state ("1.05x").
+    let rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.starts_with('(') && l.as_bytes().get(2) == Some(&b')'))
+        .collect();
+    assert!(rows.len() >= 6, "{stdout}");
+    for row in rows {
+        let relist = row.split_whitespace().rev().nth(1).unwrap_or("");
+        assert!(relist.ends_with('x'), "no relist figure in {row:?}");
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! - list: bytes/s of `GET /api/v1/pods` (all pages at once) over N ~5 KiB pods;
 //! - watch: events/s delivered to one raw watch reader while the admin API emits
-//!   MODIFIED changes at full speed.
+//!   MODIFIED changes at full speed;
+//! - memory: resident bytes per stored object (the process's RSS growth while seeding,
+//!   over the number of objects).
 //!
 //! Run: `cargo bench -p kubegen-runtime --features testing --bench apiserver`
 //! (env `APISERVER_BENCH_PODS`, default 100000; `APISERVER_BENCH_EVENTS`, default 500000).
@@ -20,6 +22,22 @@ fn env_or(name: &str, default: usize) -> usize {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(default)
+}
+
+/// This process's resident set size in bytes (`VmRSS`), 0 where `/proc` lacks it.
+fn rss_bytes() -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let line = s.lines().find(|l| l.starts_with("VmRSS:"))?;
+            line["VmRSS:".len()..]
+                .trim()
+                .trim_end_matches("kB")
+                .trim()
+                .parse::<u64>()
+                .ok()
+        })
+        .map_or(0, |kib| kib * 1024)
 }
 
 fn pod(i: usize) -> serde_json::Value {
@@ -107,14 +125,22 @@ fn main() {
         .unwrap();
     rt.block_on(async move {
         let server = ApiServer::builder().history_limit(60_000).build();
+        let rss_before = rss_bytes();
         let t = Instant::now();
         server.seed("pods", pods, pod).unwrap();
+        let stored = rss_bytes().saturating_sub(rss_before);
         let sample = serde_json::to_vec(&server.get("pods", "ns-1", "pod-0000001").unwrap().unwrap()).unwrap();
         println!(
             "seeded {pods} pods of {} bytes in {:.2?} ({:.0} creates/s)",
             sample.len(),
             t.elapsed(),
             pods as f64 / t.elapsed().as_secs_f64()
+        );
+        println!(
+            "memory: {:.0} MiB resident for {pods} pods = {:.0} bytes per stored object ({:.2}x its JSON)",
+            stored as f64 / (1024.0 * 1024.0),
+            stored as f64 / pods as f64,
+            stored as f64 / pods as f64 / sample.len() as f64
         );
         let tcp = server.serve_tcp().await.unwrap();
         let addr = tcp.addr();

@@ -3,7 +3,11 @@
 //!
 //! Protocol: prints `READY <kubeconfig path>` once seeded and listening; then for each
 //! stdin line `emit <m>` it emits `m` MODIFIED Pod events and prints `EMITTED <rv>`;
-//! `quit` or the end of stdin stops it.
+//! `relist` makes the next watch request answer 410 Expired, ends every open watch (so
+//! the client's resumed watch is that next one and it relists), then modifies the first
+//! seeded Pod and prints `RELIST <namespace/name> <rv>`: a client has finished its
+//! relist once it holds that object at that resourceVersion. `quit` or the end of stdin
+//! stops it.
 
 use std::io::BufRead;
 
@@ -46,6 +50,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let rv =
                     tokio::task::spawn_blocking(move || s.emit_modifications("pods", m)).await??;
                 println!("EMITTED {rv}");
+            }
+            (Some("relist"), None) => {
+                server.expire_next_watch();
+                server.drop_watches();
+                let first = kubegen_benchmarks::pod(0);
+                let meta = &first["metadata"];
+                let (ns, name) = (
+                    meta["namespace"].as_str().unwrap_or_default(),
+                    meta["name"].as_str().unwrap_or_default(),
+                );
+                let rv = server.touch("pods", ns, name)?;
+                println!("RELIST {ns}/{name} {rv}");
             }
             (Some("quit"), _) => break,
             _ => eprintln!("bench-server: unknown command {line:?}"),

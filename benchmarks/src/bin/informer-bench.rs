@@ -1,22 +1,24 @@
 //! The informer benchmark's orchestrator: starts `bench-server` (seeded with `--pods`
-//! Pods), then runs each client in its own `bench-client` process, one after another,
-//! against the same server over TCP, and prints a table with the ratios of (a) to (b)
-//! and (c), and of the metadata informer (d) to (a) and to kube-runtime's
-//! `metadata_watcher` (e).
+//! Pods), measures the decode floor, then runs each client in its own process, one after
+//! another, against the same server over TCP: kubegen's typed, metadata and projection
+//! informers, kube-runtime's reflector (defaults, managedFields stripped, metadata) and
+//! client-go's informer (`go-informer`, defaults and managedFields stripped). Each client
+//! syncs, handles `--events` MODIFIED events, then (unless `--no-relist`) is forced to
+//! relist by a 410 on its watch. It prints one table with time to synced, events/s,
+//! CPU seconds, peak RSS and the relist's peak over the steady state, then the ratios.
 //!
 //! ```text
-//! cargo build --release -p kubegen-benchmarks --bins
-//! cargo run --release -p kubegen-benchmarks --bin informer-bench -- --pods 100000
+//! hack/bench-informer.sh 100000      # builds everything, then runs this
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use clap::Parser;
-use kubegen_benchmarks::{ClientKind, ClientResult};
+use kubegen_benchmarks::{ClientKind, ClientResult, RelistResult};
 
 #[derive(Parser)]
 struct Args {
@@ -26,10 +28,20 @@ struct Args {
     /// How many MODIFIED events each client must handle (default: as many as Pods).
     #[arg(long)]
     events: Option<usize>,
-    /// The clients to run, in order (default: ours, kube, kube-strip, ours-meta,
-    /// kube-meta).
+    /// The clients to run, in order (default: all; go and go-strip only when the
+    /// go-informer binary is found).
     #[arg(long, value_delimiter = ',')]
     clients: Vec<ClientKind>,
+    /// The `go-informer` binary (default: `go-informer` next to this one).
+    #[arg(long)]
+    go_bin: Option<PathBuf>,
+    /// Skip the forced relist after the events.
+    #[arg(long)]
+    no_relist: bool,
+    /// Rounds over all clients (interleaved: a, b, ..., a, b, ...); the table shows
+    /// each figure's median.
+    #[arg(long, default_value_t = 1)]
+    runs: usize,
     /// The `bench-server` binary (default: next to this one).
     #[arg(long)]
     server_bin: Option<PathBuf>,
@@ -128,21 +140,49 @@ fn sibling(name: &str) -> Result<PathBuf, Error> {
     Ok(path)
 }
 
+/// What the run measured for one client.
+struct Measured {
+    result: ClientResult,
+    relist: Option<RelistResult>,
+}
+
+struct Binaries {
+    client: PathBuf,
+    go: Option<PathBuf>,
+}
+
+fn client_command(bins: &Binaries, kind: ClientKind, kubeconfig: &str) -> Result<Command, Error> {
+    if kind.is_go() {
+        let go = bins.go.as_ref().ok_or(
+            "go-informer not found: build it with hack/bench-informer.sh or pass --go-bin",
+        )?;
+        let mut cmd = Command::new(go);
+        cmd.arg("-kubeconfig").arg(kubeconfig);
+        if kind == ClientKind::GoStripped {
+            cmd.arg("-strip");
+        }
+        return Ok(cmd);
+    }
+    let mut cmd = Command::new(&bins.client);
+    cmd.arg("--client")
+        .arg(kind.name())
+        .arg("--kubeconfig")
+        .arg(kubeconfig);
+    Ok(cmd)
+}
+
 fn run_client(
-    bin: &Path,
+    bins: &Binaries,
     kind: ClientKind,
     kubeconfig: &str,
     server: &mut Proc,
+    args: &Args,
     events: usize,
-    timeout: Duration,
-) -> Result<ClientResult, Error> {
+) -> Result<Measured, Error> {
+    let timeout = Duration::from_secs(args.timeout);
     let mut client = Proc::spawn(
         kind.name(),
-        Command::new(bin)
-            .arg("--client")
-            .arg(kind.name())
-            .arg("--kubeconfig")
-            .arg(kubeconfig),
+        &mut client_command(bins, kind, kubeconfig)?,
         timeout,
     )?;
     let synced = client.expect("SYNCED")?;
@@ -154,8 +194,71 @@ fn run_client(
     eprintln!("{kind}: server emitted {events} events up to resourceVersion {rv}");
     let line = client.expect("RESULT")?;
     let result = ClientResult::parse(&format!("RESULT {line}")).ok_or("unreadable RESULT line")?;
+    let mut relist = None;
+    if !args.no_relist {
+        client.send("relist")?;
+        client.expect("RELIST-READY")?;
+        server.send("relist")?;
+        let wait = server.expect("RELIST")?;
+        client.send(&format!("wait {wait}"))?;
+        let line = client.expect("RELISTED")?;
+        relist = Some(
+            RelistResult::parse(&format!("RELISTED {line}")).ok_or("unreadable RELISTED line")?,
+        );
+    }
+    client.send("quit")?;
     let _ = client.child.wait();
-    Ok(result)
+    Ok(Measured { result, relist })
+}
+
+/// The decode floor: (list CPU seconds, events CPU seconds) on one core.
+fn run_floor(
+    bins: &Binaries,
+    kubeconfig: &str,
+    events: usize,
+    timeout: Duration,
+) -> Result<(f64, f64), Error> {
+    let mut floor = Proc::spawn(
+        "floor",
+        Command::new(&bins.client)
+            .arg("--floor")
+            .arg(events.to_string())
+            .arg("--kubeconfig")
+            .arg(kubeconfig),
+        timeout,
+    )?;
+    let line = floor.expect("FLOOR")?;
+    let mut it = line.split_whitespace().map(str::parse::<f64>);
+    match (it.next(), it.next()) {
+        (Some(Ok(list)), Some(Ok(ev))) => Ok((list, ev)),
+        _ => Err(format!("unreadable FLOOR line {line:?}").into()),
+    }
+}
+
+fn median(values: impl Iterator<Item = f64>) -> f64 {
+    let mut v: Vec<f64> = values.collect();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+/// Each figure's median over the rounds.
+fn median_of(ms: &[Measured]) -> Measured {
+    let m = |f: &dyn Fn(&Measured) -> f64| median(ms.iter().map(f));
+    let relists: Vec<RelistResult> = ms.iter().filter_map(|m| m.relist).collect();
+    let r = |f: &dyn Fn(&RelistResult) -> f64| median(relists.iter().map(f));
+    Measured {
+        result: ClientResult {
+            synced_secs: m(&|x| x.result.synced_secs),
+            events_per_sec: m(&|x| x.result.events_per_sec),
+            peak_rss: m(&|x| x.result.peak_rss as f64) as u64,
+            cpu_secs: m(&|x| x.result.cpu_secs),
+        },
+        relist: (!relists.is_empty()).then(|| RelistResult {
+            steady_rss: r(&|x| x.steady_rss as f64) as u64,
+            peak_rss: r(&|x| x.peak_rss as f64) as u64,
+            cpu_secs: r(&|x| x.cpu_secs),
+        }),
+    }
 }
 
 fn mib(bytes: u64) -> f64 {
@@ -165,20 +268,26 @@ fn mib(bytes: u64) -> f64 {
 fn main() -> Result<(), Error> {
     let args = Args::parse();
     let events = args.events.unwrap_or(args.pods);
-    let clients = if args.clients.is_empty() {
-        ClientKind::ALL.to_vec()
-    } else {
-        args.clients.clone()
-    };
     let timeout = Duration::from_secs(args.timeout);
     let server_bin = args
         .server_bin
         .clone()
         .map_or_else(|| sibling("bench-server"), Ok)?;
-    let client_bin = args
-        .client_bin
-        .clone()
-        .map_or_else(|| sibling("bench-client"), Ok)?;
+    let bins = Binaries {
+        client: args
+            .client_bin
+            .clone()
+            .map_or_else(|| sibling("bench-client"), Ok)?,
+        go: args.go_bin.clone().or_else(|| sibling("go-informer").ok()),
+    };
+    let clients: Vec<ClientKind> = if args.clients.is_empty() {
+        ClientKind::ALL
+            .into_iter()
+            .filter(|k| !k.is_go() || bins.go.is_some())
+            .collect()
+    } else {
+        args.clients.clone()
+    };
 
     eprintln!("seeding {} Pods...", args.pods);
     let mut server = Proc::spawn(
@@ -192,68 +301,106 @@ fn main() -> Result<(), Error> {
     )?;
     let kubeconfig = server.expect("READY")?;
 
-    let mut results = Vec::new();
-    for kind in clients {
-        let r = run_client(&client_bin, kind, &kubeconfig, &mut server, events, timeout)?;
-        results.push((kind, r));
+    let mut floors = Vec::new();
+    let mut runs: Vec<(ClientKind, Vec<Measured>)> =
+        clients.iter().map(|k| (*k, Vec::new())).collect();
+    for round in 0..args.runs.max(1) {
+        eprintln!("round {}", round + 1);
+        floors.push(run_floor(&bins, &kubeconfig, events, timeout)?);
+        for (kind, measured) in &mut runs {
+            measured.push(run_client(
+                &bins,
+                *kind,
+                &kubeconfig,
+                &mut server,
+                &args,
+                events,
+            )?);
+        }
     }
+    let floor_list = median(floors.iter().map(|f| f.0));
+    let floor_events = median(floors.iter().map(|f| f.1));
+    let floor = floor_list + floor_events;
+    let results: Vec<(ClientKind, Measured)> = runs
+        .into_iter()
+        .map(|(kind, ms)| (kind, median_of(&ms)))
+        .collect();
     let _ = server.send("quit");
     let _ = server.child.wait();
 
     println!(
-        "informer benchmark: {} Pods (~6 KiB JSON each), {events} MODIFIED events; one process per client",
-        args.pods
+        "informer benchmark: {} Pods (~6 KiB JSON each), {events} MODIFIED events{}; one process per client; medians of {} interleaved round(s)",
+        args.pods,
+        if args.no_relist { "" } else { ", then a forced relist" },
+        args.runs.max(1),
     );
     println!(
-        "{:<42} {:>12} {:>12} {:>14}",
-        "client", "synced (s)", "events/s", "peak RSS (MiB)"
+        "decode floor (serde_json, one core, the server's bytes into Pod): list {floor_list:.2} s + events {floor_events:.2} s = {floor:.2} CPU s"
     );
-    for (kind, r) in &results {
+    println!(
+        "{:<42} {:>10} {:>9} {:>7} {:>9} {:>9} {:>8} {:>8}",
+        "client", "synced s", "events/s", "CPU s", "CPU/floor", "peak MiB", "relist", "relist s"
+    );
+    for (kind, m) in &results {
+        let r = &m.result;
+        let (relist, relist_cpu) = match &m.relist {
+            Some(rl) if rl.steady_rss > 0 => (
+                format!("{:.2}x", rl.peak_rss as f64 / rl.steady_rss as f64),
+                format!("{:.2}", rl.cpu_secs),
+            ),
+            _ => ("-".to_owned(), "-".to_owned()),
+        };
         println!(
-            "{:<42} {:>12.3} {:>12.0} {:>14.1}",
+            "{:<42} {:>10.3} {:>9.0} {:>7.2} {:>8.2}x {:>9.1} {:>8} {:>8}",
             kind.label(),
             r.synced_secs,
             r.events_per_sec,
-            mib(r.peak_rss)
+            r.cpu_secs,
+            r.cpu_secs / floor,
+            mib(r.peak_rss),
+            relist,
+            relist_cpu,
         );
     }
-    let get = |k| results.iter().find(|(kind, _)| *kind == k).map(|(_, r)| *r);
-    if let (Some(d), Some(a)) = (get(ClientKind::OursMetadata), get(ClientKind::Ours)) {
+    println!("(CPU s: user + system, all threads, start to last event; relist: peak RSS during the forced relist over the RSS before it; relist s: its CPU seconds)");
+    let get = |k| {
+        results
+            .iter()
+            .find(|(kind, _)| *kind == k)
+            .map(|(_, m)| m.result)
+    };
+    let ratio = |name: &str, a: ClientResult, b: ClientResult, targets: &str| {
         println!(
-            "ratio (d)/ours         synced {:.2}x  peak RSS {:.2}x   (target: RSS <= 0.15)",
-            d.synced_secs / a.synced_secs,
-            d.peak_rss as f64 / a.peak_rss as f64,
+            "ratio {name:<22} synced {:.2}x  events/s {:.2}x  CPU {:.2}x  peak RSS {:.2}x   {targets}",
+            a.synced_secs / b.synced_secs,
+            a.events_per_sec / b.events_per_sec,
+            a.cpu_secs / b.cpu_secs,
+            a.peak_rss as f64 / b.peak_rss as f64,
         );
-    }
-    if let (Some(d), Some(e)) = (get(ClientKind::OursMetadata), get(ClientKind::KubeMetadata)) {
-        println!(
-            "ratio (d)/kube-meta    synced {:.2}x  events/s {:.2}x  peak RSS {:.2}x",
-            d.synced_secs / e.synced_secs,
-            d.events_per_sec / e.events_per_sec,
-            d.peak_rss as f64 / e.peak_rss as f64,
-        );
-    }
+    };
     if let Some(a) = get(ClientKind::Ours) {
-        for (k, target) in [
+        for (k, targets) in [
             (
                 ClientKind::Kube,
-                "targets: synced <= 0.50, events/s >= 1.50, RSS <= 0.65",
+                "(targets: synced <= 0.35, events/s >= 2, RSS <= 0.65)",
             ),
-            (
-                ClientKind::KubeStripped,
-                "targets: synced <= 1.00, events/s >= 1.00, RSS <= 1.00",
-            ),
+            (ClientKind::KubeStripped, ""),
+            (ClientKind::Go, "(target: ahead on all)"),
+            (ClientKind::GoStripped, "(target: ahead on all)"),
         ] {
             if let Some(b) = get(k) {
-                println!(
-                    "ratio (a)/{:<12} synced {:.2}x  events/s {:.2}x  peak RSS {:.2}x   ({target})",
-                    k.name(),
-                    a.synced_secs / b.synced_secs,
-                    a.events_per_sec / b.events_per_sec,
-                    a.peak_rss as f64 / b.peak_rss as f64,
-                );
+                ratio(&format!("(a)/{}", k.name()), a, b, targets);
             }
         }
+        if let Some(d) = get(ClientKind::OursMetadata) {
+            ratio("(d)/ours", d, a, "(target: RSS <= 0.15)");
+        }
+        if let Some(h) = get(ClientKind::OursProjection) {
+            ratio("(h)/ours", h, a, "(target: RSS <= 0.25)");
+        }
+    }
+    if let (Some(d), Some(e)) = (get(ClientKind::OursMetadata), get(ClientKind::KubeMetadata)) {
+        ratio("(d)/kube-meta", d, e, "");
     }
     Ok(())
 }

@@ -674,9 +674,24 @@ impl<T: Send + Sync + 'static> DeltaFifo<T> {
             .into_iter()
             .map(|obj| Ok((self.key_of(&obj)?, obj)))
             .collect::<Result<Vec<_>, KeyError>>()?;
+        // An object the known store already holds (the very same `Arc`: a reflector
+        // hands back the cached copy of an unchanged relisted object) was transformed
+        // when it entered the store and is not transformed again.
         let keyed = keyed
             .into_iter()
-            .map(|(key, obj)| Ok((key, self.core.transform(obj)?)))
+            .map(|(key, obj)| {
+                let cached = self.known_objects.as_ref().is_some_and(|known| {
+                    known
+                        .get_by_key(&key)
+                        .is_some_and(|held| Arc::ptr_eq(&held, &obj))
+                });
+                let obj = if cached {
+                    obj
+                } else {
+                    self.core.transform(obj)?
+                };
+                Ok((key, obj))
+            })
             .collect::<Result<Vec<(String, Arc<T>)>, TransformError>>()?;
         let listed_type = if self.emit_delta_type_replaced {
             DeltaType::Replaced
@@ -1525,6 +1540,47 @@ mod tests {
                     "Deleted DFSU bar=5"
                 ]),
             ]
+        );
+    }
+
+    #[tokio::test]
+    async fn replace_does_not_transform_the_known_objects_own_copies_again() {
+        // The known store holds transformed objects; a reflector hands back the held
+        // `Arc` for an unchanged relisted object, which must not be transformed twice.
+        let known = Known::with(&[("a", 1), ("b", 2)]);
+        let held_a = known.get_by_key("a").unwrap();
+        let calls = Arc::new(AtomicUsize::new(0));
+        let counted = Arc::clone(&calls);
+        let f = DeltaFifo::new(
+            options()
+                .known_objects(Arc::clone(&known) as Arc<dyn KnownObjects<TestObj>>)
+                .transformer(move |o: Arc<TestObj>| {
+                    counted.fetch_add(1, Ordering::SeqCst);
+                    Ok(Arc::new(TestObj {
+                        name: o.name.clone(),
+                        value: o.value,
+                        transformed: o.transformed + 1,
+                    }))
+                }),
+        );
+        // `a` is the held copy; `b` is an equal but distinct object (decoded anew).
+        f.replace(vec![Arc::clone(&held_a), obj("b", 2)], "0")
+            .unwrap();
+        assert_eq!(calls.load(Ordering::SeqCst), 1);
+        let a = f.pop(|d, _| d).await.unwrap();
+        let a = a.iter().next().unwrap().object.object().unwrap().clone();
+        assert!(Arc::ptr_eq(&a, &held_a));
+        assert_eq!(a.transformed, 0);
+        let b = f.pop(|d, _| d).await.unwrap();
+        assert_eq!(
+            b.iter()
+                .next()
+                .unwrap()
+                .object
+                .object()
+                .unwrap()
+                .transformed,
+            1
         );
     }
 

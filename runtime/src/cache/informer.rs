@@ -262,9 +262,11 @@ impl ResourceEventHandlerRegistration {
 
 static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 
-struct FifoStore<K>(Arc<DeltaFifo<K>>);
+/// The reflector's view of an informer: deltas go to the FIFO; the indexer answers
+/// which relisted objects are unchanged.
+struct FifoStore<K: Object>(Arc<DeltaFifo<K>>, Indexer<K>);
 
-impl<K: Send + Sync + 'static> ReflectorStore<K> for FifoStore<K> {
+impl<K: Object> ReflectorStore<K> for FifoStore<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
         self.0.add(obj)
     }
@@ -279,6 +281,10 @@ impl<K: Send + Sync + 'static> ReflectorStore<K> for FifoStore<K> {
     }
     fn resync(&self) -> Result<(), StoreError> {
         self.0.resync()
+    }
+    fn cached(&self, obj: &K) -> Option<Arc<K>> {
+        let held = self.1.get_by_key(&object_key(obj))?;
+        same_resource_version(held.as_ref(), obj).then_some(held)
     }
 }
 
@@ -611,7 +617,7 @@ impl<K: Object> SharedIndexInformer<K> {
         let mut reflector = Reflector::new(
             self.inner.kind.clone(),
             Arc::clone(&self.inner.lw.lock()),
-            Arc::new(FifoStore(Arc::clone(&fifo))),
+            Arc::new(FifoStore(Arc::clone(&fifo), self.inner.indexer.clone())),
             self.inner
                 .config
                 .reflector

@@ -12,6 +12,7 @@ pub mod factory;
 pub mod informer;
 pub mod keys;
 pub mod lister;
+pub mod projection;
 pub mod real_fifo;
 pub mod reflector;
 pub mod store;

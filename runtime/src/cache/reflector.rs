@@ -172,6 +172,14 @@ pub trait ReflectorStore<K>: Send + Sync {
     fn bookmark(&self, resource_version: &str) {
         let _ = resource_version;
     }
+    /// The copy the store already holds of `obj`, when it is the same version of the same
+    /// object (same key, same non-empty resourceVersion). A relist swaps each decoded
+    /// object for it as soon as its page is decoded, so that relisting unchanged objects
+    /// never holds two copies of the cache. Default: none.
+    fn cached(&self, obj: &K) -> Option<Arc<K>> {
+        let _ = obj;
+        None
+    }
 }
 
 /// Why a list-and-watch round ended.
@@ -659,7 +667,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                     token = page.continue_token;
                     while decoding.len() > PAGES_IN_FLIGHT {
                         if let Some(next) = decoding.pop_front() {
-                            items.extend(next.await?.into_iter().map(Arc::new));
+                            self.collect(&mut items, next.await?);
                         }
                     }
                 }
@@ -672,19 +680,28 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                     full.limit = None;
                     full.continue_token = None;
                     let page = self.lw.list(full).await?;
-                    return Ok((
-                        page.items.into_iter().map(Arc::new).collect(),
-                        page.resource_version,
-                        paginated,
-                    ));
+                    let mut items = Vec::new();
+                    self.collect(&mut items, page.items);
+                    return Ok((items, page.resource_version, paginated));
                 }
                 Err(err) => return Err(err),
             }
         }
         for next in decoding {
-            items.extend(next.await?.into_iter().map(Arc::new));
+            self.collect(&mut items, next.await?);
         }
         Ok((items, list_rv, paginated))
+    }
+
+    /// Appends a decoded page, each object replaced by the store's own copy when that is
+    /// the same version ([`ReflectorStore::cached`]): the decoded duplicate is freed here,
+    /// one page at a time.
+    fn collect(&self, items: &mut Vec<Arc<K>>, page: Vec<K>) {
+        items.reserve(page.len());
+        items.extend(
+            page.into_iter()
+                .map(|obj| self.store.cached(&obj).unwrap_or_else(|| Arc::new(obj))),
+        );
     }
 
     fn watch_options(&self, config: &ReflectorConfig) -> ListOptions {

@@ -147,6 +147,11 @@ impl FrameDecoder {
         if rest.is_empty() {
             return None;
         }
+        if let Some((event, used)) = self.one_pass::<K>(finish) {
+            self.pos += used;
+            return Some(event);
+        }
+        let rest = &self.buf[self.pos..];
         let mut it = serde_json::Deserializer::from_slice(rest).into_iter::<RawFrame<'_>>();
         let (event, used) = match it.next() {
             None => return None,
@@ -159,6 +164,155 @@ impl FrameDecoder {
         };
         self.pos += used;
         Some(event)
+    }
+}
+
+impl FrameDecoder {
+    /// The next event decoded in one pass, its object straight into `K` (no separate
+    /// scan for the object's extent), when the frame ends before a newline and names its
+    /// type before its object, as API servers write frames. `None` sends the caller to
+    /// the two-pass decode, which then also produces any error (with its usual message).
+    fn one_pass<K: DeserializeOwned>(
+        &self,
+        finish: Finish<K>,
+    ) -> Option<(Result<WatchEvent<K>, String>, usize)> {
+        let rest = &self.buf[self.pos..];
+        let line = &rest[..rest.iter().position(|b| *b == b'\n')?];
+        let de = serde_json::Deserializer::from_slice(line);
+        let ((ty, object), used) = if self.without_managed_fields {
+            let mut it = de.into_iter::<TypedFrame<'_, K, true>>();
+            (it.next()?.ok()?.into_parts(), it.byte_offset())
+        } else {
+            let mut it = de.into_iter::<TypedFrame<'_, K, false>>();
+            (it.next()?.ok()?.into_parts(), it.byte_offset())
+        };
+        let event = match object {
+            FrameObject::Typed(obj) => {
+                let obj = match finish {
+                    Some(f) => f(obj),
+                    None => obj,
+                };
+                match ty.as_ref() {
+                    "ADDED" => WatchEvent::Added(obj),
+                    "MODIFIED" => WatchEvent::Modified(obj),
+                    _ => WatchEvent::Deleted(obj),
+                }
+            }
+            FrameObject::Raw(raw) => {
+                return Some((
+                    convert::<K>(
+                        &RawFrame { ty, object: raw },
+                        self.without_managed_fields,
+                        finish,
+                    ),
+                    used,
+                ))
+            }
+        };
+        Some((Ok(event), used))
+    }
+}
+
+/// A frame's object: decoded already when the type (seen first) says it is an object
+/// of the watched kind, raw otherwise (bookmarks, errors, an object before its type).
+enum FrameObject<'a, K> {
+    Typed(K),
+    Raw(Option<&'a RawValue>),
+}
+
+/// A frame decoded in one pass; `SKIP` drops the object's `metadata.managedFields`.
+struct TypedFrame<'a, K, const SKIP: bool> {
+    ty: Cow<'a, str>,
+    object: FrameObject<'a, K>,
+}
+
+impl<'a, K, const SKIP: bool> TypedFrame<'a, K, SKIP> {
+    fn into_parts(self) -> (Cow<'a, str>, FrameObject<'a, K>) {
+        (self.ty, self.object)
+    }
+}
+
+impl<'de, K: DeserializeOwned, const SKIP: bool> Deserialize<'de> for TypedFrame<'de, K, SKIP> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+        use std::marker::PhantomData;
+
+        struct FrameVisitor<K, const SKIP: bool>(PhantomData<fn() -> K>);
+        impl<'de, K: DeserializeOwned, const SKIP: bool> Visitor<'de> for FrameVisitor<K, SKIP> {
+            type Value = TypedFrame<'de, K, SKIP>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a watch event")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut ty: Option<Cow<'de, str>> = None;
+                let mut object: Option<FrameObject<'de, K>> = None;
+                while let Some(BorrowedStr(key)) = map.next_key::<BorrowedStr<'de>>()? {
+                    match key.as_ref() {
+                        "type" if ty.is_none() => {
+                            ty = Some(map.next_value::<BorrowedStr<'de>>()?.0)
+                        }
+                        "object" if object.is_none() => {
+                            let typed =
+                                matches!(ty.as_deref(), Some("ADDED" | "MODIFIED" | "DELETED"));
+                            object = Some(if typed {
+                                FrameObject::Typed(
+                                    map.next_value_seed(ObjectSeed::<K, SKIP>(PhantomData))?,
+                                )
+                            } else {
+                                FrameObject::Raw(Some(map.next_value::<&'de RawValue>()?))
+                            });
+                        }
+                        "type" | "object" => return Err(A::Error::custom("duplicate field")),
+                        _ => {
+                            map.next_value::<IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(TypedFrame {
+                    ty: ty.ok_or_else(|| A::Error::missing_field("type"))?,
+                    object: object.unwrap_or(FrameObject::Raw(None)),
+                })
+            }
+        }
+        de.deserialize_map(FrameVisitor::<K, SKIP>(PhantomData))
+    }
+}
+
+/// An object of the watched kind, without its `metadata.managedFields` when `SKIP`.
+struct ObjectSeed<K, const SKIP: bool>(std::marker::PhantomData<fn() -> K>);
+
+impl<'de, K: DeserializeOwned, const SKIP: bool> serde::de::DeserializeSeed<'de>
+    for ObjectSeed<K, SKIP>
+{
+    type Value = K;
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<K, D::Error> {
+        if SKIP {
+            K::deserialize(super::skip::SkipManagedFields::new(de))
+        } else {
+            K::deserialize(de)
+        }
+    }
+}
+
+/// A string borrowed from the input when it has no escapes, owned otherwise.
+struct BorrowedStr<'a>(Cow<'a, str>);
+
+impl<'de> Deserialize<'de> for BorrowedStr<'de> {
+    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> serde::de::Visitor<'de> for V {
+            type Value = BorrowedStr<'de>;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string")
+            }
+            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
+                Ok(BorrowedStr(Cow::Borrowed(v)))
+            }
+            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(BorrowedStr(Cow::Owned(v.to_owned())))
+            }
+        }
+        de.deserialize_str(V)
     }
 }
 
@@ -592,6 +746,55 @@ mod tests {
             err.message(),
             "unable to decode an event from the watch stream: got invalid watch event type: FOO"
         );
+    }
+
+    #[test]
+    fn one_pass_frames_decode_as_the_two_pass_decoder_does() {
+        // Each frame alone without its newline takes the two-pass path; with it, the
+        // one-pass path. Both must agree, errors included.
+        let frames = [
+            r#"{"type":"MODIFIED","object":{"metadata":{"name":"a","managedFields":[{"manager":"m"}]},"spec":{"managedFields":1}}}"#,
+            r#"{"object":{"metadata":{"name":"before-type"}},"type":"ADDED"}"#,
+            r#"{"type":"DEL\u0045TED","object":{"metadata":{"name":"escaped"}}}"#,
+            r#"{"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"7"}}}"#,
+            r#"{"type":"ERROR","object":{"kind":"Status","code":410,"reason":"Expired","message":"gone"}}"#,
+            r#"{"type":"ADDED","extra":[1,{"x":2}],"object":{"metadata":{"name":"extra"}}}"#,
+            r#"{"type":"ADDED"}"#,
+            r#"{"type":"FOO","object":{}}"#,
+            r#"{"type":"ADDED","object":{"metadata":{"name":"a"},"object":1},"type":"MODIFIED"}"#,
+            r#"{"type":"ADDED","object":{"metadata":{"name":7}}}"#,
+        ];
+        for skip in [false, true] {
+            for frame in frames {
+                let decode = |text: &str| {
+                    let mut d = FrameDecoder {
+                        without_managed_fields: skip,
+                        ..FrameDecoder::default()
+                    };
+                    d.push(text.as_bytes());
+                    let ev = d.next::<k8s_openapi::api::core::v1::Pod>(None);
+                    (ev, d.buffered())
+                };
+                let (one, rest_one) = decode(&format!("{frame}\n"));
+                let (two, rest_two) = decode(frame);
+                assert_eq!(one, two, "skip {skip}: {frame}");
+                if one.as_ref().is_some_and(|e| e.is_ok()) {
+                    assert_eq!((rest_one, rest_two), (1, 0), "{frame}");
+                }
+            }
+        }
+        let mut d = FrameDecoder {
+            without_managed_fields: true,
+            ..FrameDecoder::default()
+        };
+        d.push(format!("{}\n", frames[0]).as_bytes());
+        match d.next::<Value>(None) {
+            Some(Ok(WatchEvent::Modified(v))) => {
+                assert_eq!(v["metadata"], serde_json::json!({"name": "a"}));
+                assert_eq!(v["spec"]["managedFields"], 1);
+            }
+            other => panic!("unexpected {other:?}"),
+        }
     }
 
     #[test]

@@ -837,3 +837,89 @@ async fn list_errors_name_the_kind() {
     assert!(err.to_string().starts_with("failed to list Pod: "), "{err}");
     assert!(err.status().is_some_and(StatusError::is_forbidden));
 }
+
+/// Keeps the objects it was given and answers `cached` from them.
+#[derive(Default)]
+struct HoldingStore {
+    held: Mutex<BTreeMap<String, Arc<Pod>>>,
+    replaced: Mutex<Vec<Vec<Arc<Pod>>>>,
+}
+
+impl ReflectorStore<Pod> for HoldingStore {
+    fn add(&self, _: Arc<Pod>) -> Result<(), crate::cache::store::StoreError> {
+        Ok(())
+    }
+    fn update(&self, _: Arc<Pod>) -> Result<(), crate::cache::store::StoreError> {
+        Ok(())
+    }
+    fn delete(&self, _: Arc<Pod>) -> Result<(), crate::cache::store::StoreError> {
+        Ok(())
+    }
+    fn replace(&self, objs: Vec<Arc<Pod>>, _: &str) -> Result<(), crate::cache::store::StoreError> {
+        *self.held.lock() = objs.iter().map(|o| (name(o), Arc::clone(o))).collect();
+        self.replaced.lock().push(objs);
+        Ok(())
+    }
+    fn resync(&self) -> Result<(), crate::cache::store::StoreError> {
+        Ok(())
+    }
+    fn cached(&self, obj: &Pod) -> Option<Arc<Pod>> {
+        let held = self.held.lock().get(&name(obj)).cloned()?;
+        (rv(&held) == rv(obj)).then_some(held)
+    }
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_relist_hands_the_store_its_own_copy_of_unchanged_objects() {
+    // A relisted object whose resourceVersion did not change is the store's own copy,
+    // swapped in page by page, so a relist never holds a second copy of it.
+    let expired = StatusError::expired("too old resource version: 5 (8)");
+    let lw = FakeLw::new(
+        vec![
+            list("10", vec![pod("a", "1"), pod("b", "2")], Some("next")),
+            list("10", vec![pod("c", "3")], None),
+            list(
+                "11",
+                vec![pod("a", "1"), pod("b", "4"), pod("c", "3")],
+                None,
+            ),
+        ],
+        vec![WatchScript::Events(vec![WatchEvent::Error(expired)])],
+    );
+    let store = Arc::new(HoldingStore::default());
+    let r = Arc::new(Reflector::new(
+        "Pod",
+        Arc::clone(&lw) as Arc<dyn ListerWatcher<Pod>>,
+        Arc::clone(&store) as Arc<dyn ReflectorStore<Pod>>,
+        ReflectorConfig::default(),
+    ));
+    let cancel = CancellationToken::new();
+    assert!(r.list_and_watch(&cancel).await.is_ok());
+    let first: Vec<Arc<Pod>> = store.replaced.lock()[0].clone();
+    let task = tokio::spawn({
+        let r = Arc::clone(&r);
+        let c = cancel.clone();
+        async move { r.list_and_watch(&c).await }
+    });
+    wait_until("the relist", || store.replaced.lock().len() == 2).await;
+    let second: Vec<Arc<Pod>> = store.replaced.lock()[1].clone();
+    let names: Vec<(String, String)> = second.iter().map(|p| (name(p), rv(p))).collect();
+    assert_eq!(
+        names,
+        [("a", "1"), ("b", "4"), ("c", "3")].map(|(n, v)| (n.to_owned(), v.to_owned()))
+    );
+    assert!(
+        Arc::ptr_eq(&second[0], &first[0]),
+        "unchanged a is the held copy"
+    );
+    assert!(
+        !Arc::ptr_eq(&second[1], &first[1]),
+        "changed b is the new one"
+    );
+    assert!(
+        Arc::ptr_eq(&second[2], &first[2]),
+        "unchanged c is the held copy"
+    );
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
