@@ -46,7 +46,7 @@ if [ "$what" != corpus ]; then
   stage "client-go conformance" hack/go-conformance.sh
   stage "kubegen crd against controller-gen" hack/controller-gen-compare.sh
   # Coverage-guided fuzzing, a few seconds per target from the checked-in corpus
-  # (cargo test above replays the corpus itself; see fuzz/README.md).
+  # (cargo test above replays its named seeds and past findings; see fuzz/README.md).
   stage "fuzz (5 s per target)" env FUZZ_SECONDS=5 hack/fuzz.sh
   if [ -x hack/verify-codegen.sh ]; then
     stage "verify generated code is current" hack/verify-codegen.sh
