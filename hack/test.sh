@@ -5,8 +5,9 @@
 #
 # Usage: hack/test.sh [fast|corpus|all]   (default all: what CI runs)
 #   fast:   SEMANTICS coverage, unit and integration tests (goldens included), kubectl
-#           against kubegen-apiserver (hack/kubectl-e2e.sh), kubegen crd against
-#           controller-gen (hack/controller-gen-compare.sh), verify.
+#           against kubegen-apiserver (hack/kubectl-e2e.sh), client-go against it
+#           (hack/go-conformance.sh), kubegen crd against controller-gen
+#           (hack/controller-gen-compare.sh), a short fuzz run (hack/fuzz.sh), verify.
 #   corpus: hack/check-corpus.sh on the real-CRD corpus, CORPUS_DIR (default
 #           ../shared/crds): generate, compile, doctest, round-trip every file and version.
 #   all:    fast, then corpus.
@@ -25,6 +26,8 @@ stage() {
 
 # Features: never --all-features (k8s-openapi would get two Kubernetes versions).
 FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus"
+# The crates published to the registry; every other member has `publish = false`.
+PUBLISHED="-p kubegen-apimachinery -p kubegen-apiserver -p kubegen-templates -p kubegen -p kubegen-runtime -p kubegen-kubernetes"
 
 # Every SEMANTICS case of the sections built so far is named in a test or listed in
 # docs/SEMANTICS-NA.md.
@@ -34,8 +37,17 @@ if [ "$what" != corpus ]; then
   # Build scripts depend on kubegen with default-features = false: the library must
   # build without the CLI (clap).
   stage "kubegen without its CLI" cargo check -q -p kubegen --no-default-features --locked
+  # The crates meant for the registry package: manifests, versions on path
+  # dependencies, metadata, file lists (seconds). --no-verify: verifying rebuilds every
+  # crate from its .crate file alone, minutes of CI; the release checklist in
+  # CHANGELOG.md runs it before publishing.
+  stage "cargo package" cargo package --locked --no-verify --allow-dirty $PUBLISHED
   stage "kubectl e2e" hack/kubectl-e2e.sh
+  stage "client-go conformance" hack/go-conformance.sh
   stage "kubegen crd against controller-gen" hack/controller-gen-compare.sh
+  # Coverage-guided fuzzing, a few seconds per target from the checked-in corpus
+  # (cargo test above replays its named seeds and past findings; see fuzz/README.md).
+  stage "fuzz (5 s per target)" env FUZZ_SECONDS=5 hack/fuzz.sh
   if [ -x hack/verify-codegen.sh ]; then
     stage "verify generated code is current" hack/verify-codegen.sh
   fi

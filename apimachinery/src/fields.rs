@@ -805,6 +805,29 @@ mod tests {
             })
     }
 
+    /// Found by fuzzing (fuzz/corpus/selectors/fields-reordered-by-printing): printing
+    /// normalises `==` to `=`, and parsing orders terms by their raw text (as
+    /// apimachinery's `ParseSelector` does), so a selector that used `==` can parse back
+    /// from its printed form with its terms in another order; the terms are the same and
+    /// so is what it matches.
+    #[test]
+    fn printing_double_equals_may_reorder_terms_but_not_change_them() {
+        let sel = Selector::parse("a==d!,a=d").unwrap();
+        let printed = sel.to_string();
+        assert_eq!(printed, "a=d!,a=d");
+        let again = Selector::parse(&printed).unwrap();
+        assert_eq!(again.to_string(), "a=d,a=d!");
+        let mut terms: Vec<Requirement> = sel.requirements().to_vec();
+        let mut terms_again: Vec<Requirement> = again.requirements().to_vec();
+        terms.sort_by_key(|r| r.to_string());
+        terms_again.sort_by_key(|r| r.to_string());
+        assert_eq!(terms, terms_again);
+        for value in ["d", "d!", ""] {
+            let f = fields(&[("a", value)]);
+            assert_eq!(sel.matches(&f), again.matches(&f), "a={value}");
+        }
+    }
+
     proptest! {
         #[test]
         fn canonical_string_round_trips(reqs in prop::collection::vec(requirement_strategy(), 0..6)) {

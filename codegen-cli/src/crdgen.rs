@@ -194,8 +194,25 @@ fn assemble(group: &str, kind: &str, vs: &mut [KindVersion]) -> Result<CrdFile, 
         }
     });
     let yaml = to_yaml(&crd)?;
+    let file_name = format!("{group}_{}.yaml", first.plural);
+    // The CRD reader holds kube-apiserver's rules for a CRD (DNS-1035 names, structural
+    // schemas, ...): a CRD it rejects would be rejected by the cluster too, so it is an
+    // error at the Rust input rather than a file that fails at `kubectl apply`.
+    if let Err(e) = crate::input::crd::parse_file(std::path::Path::new(&file_name), &yaml) {
+        let at = e
+            .yaml_path
+            .strip_prefix("document 0: ")
+            .unwrap_or(&e.yaml_path);
+        return Err(first.origin.clone().with_problem(
+            format!(
+                "the CRD for {kind}.{group} would be invalid at {at}: {}",
+                e.problem
+            ),
+            e.fix,
+        ));
+    }
     Ok(CrdFile {
-        file_name: format!("{group}_{}.yaml", first.plural),
+        file_name,
         crd,
         yaml,
     })

@@ -360,7 +360,7 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
     if !problems.is_empty() {
         return Err(problems
             .into_iter()
-            .map(|p| Error::at("", p.to_string(), ""))
+            .map(|p| Error::at("", format!("{}: {}", p.place, p.problem), p.fix))
             .collect());
     }
     Ok((
@@ -402,7 +402,13 @@ pub fn generate(config: &Config) -> Result<Generated, Vec<Error>> {
     let options = kubegen_templates::emit::Options {
         boilerplate: config.boilerplate.clone(),
     };
-    let internal = |e: kubegen_templates::emit::EmitError| vec![Error::at("", e.to_string(), "")];
+    let internal = |e: kubegen_templates::emit::EmitError| {
+        vec![Error::at(
+            "",
+            format!("internal error: {e}"),
+            "this is a kubegen bug (the model passed validation): please report it with the input",
+        )]
+    };
     let files = match config.layout {
         Layout::Tree => kubegen_templates::emit::generate(&api, &options).map_err(internal)?,
         Layout::SingleFile => {

@@ -205,3 +205,30 @@ fn object_meta_is_only_allowed_at_the_root() {
     let e = one_error(&types);
     assert_error(&e, line_of(&types, "pub inner"), "only allowed as the root");
 }
+
+/// A name kube-apiserver would reject (a short name that is not a DNS-1035 label) is an
+/// error at the Rust input, never a CRD the cluster (and kubegen's own CRD reader)
+/// rejects. Found by fuzzing, fuzz/corpus/rust_reader/crd-invalid-short-name.
+#[test]
+fn names_kube_apiserver_rejects_are_errors() {
+    let e = one_error(
+        "#[derive(CustomResource)]\n#[kube(group = \"example.com\", version = \"v1\", kind = \"Doc\", shortname = \"\\u{10}doc\")]\npub struct DocSpec { pub a: i32 }\n",
+    );
+    assert!(e.file.is_some() && e.line_col.is_some(), "{e:?}");
+    assert!(
+        e.problem.starts_with(
+            "the CRD for Doc.example.com would be invalid at spec.names.shortNames[0]: invalid name \"\\u{10}doc\""
+        ),
+        "{e:?}"
+    );
+    assert_eq!(e.fix, "write it lowercase, e.g. \"doc\"");
+    let types = ROOT.replace(
+        "/// +genclient\n",
+        "/// +genclient\n/// +kubebuilder:resource:categories=All\n",
+    ) + "\n#[derive(serde::Serialize, serde::Deserialize)]\npub struct WidgetSpec { pub a: i32 }\n";
+    let e = one_error(&types);
+    assert!(
+        e.problem.contains("invalid at spec.names.categories[0]"),
+        "{e:?}"
+    );
+}

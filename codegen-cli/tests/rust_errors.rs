@@ -288,3 +288,33 @@ fn marker_on_a_field() {
         "ROOT/g/v1/types.rs:2:9:\n  `+genclient` on a field of Foo; kubegen reads it on types\n  fix: move it to the /// docs of the struct (or the module's //! docs for +groupName)"
     );
 }
+
+/// A problem the model's validation finds keeps its fix in `Error::fix`, apart from the
+/// problem (found by fuzzing, fuzz/corpus/rust_reader/model-error-fix: the fix was
+/// folded into the problem text and `fix` was empty).
+#[test]
+fn model_errors_carry_their_fix() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("g/v1/types.rs");
+    fs::create_dir_all(file.parent().unwrap()).unwrap();
+    fs::write(dir.path().join(DOC.0), DOC.1).unwrap();
+    fs::write(
+        &file,
+        format!("/// +genclient\n/// +genclient:method=getScale,verb=get,subresource=scale,result=k8s.io/api/autoscaling/v1.Scale\npub struct Foo {{ {META} }}\n"),
+    )
+    .unwrap();
+    let errors = kubegen::generate(&kubegen::Config::new(vec![dir.path().to_owned()]))
+        .expect_err("a lowerCamelCase method name must not generate");
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    let e = &errors[0];
+    assert!(
+        e.problem
+            .contains("\"getScale\" is not an UpperCamelCase name"),
+        "{e:?}"
+    );
+    assert!(
+        !e.problem.contains("fix:"),
+        "the fix is folded into the problem: {e:?}"
+    );
+    assert!(e.fix.contains("+genclient:method=UpdateScale"), "{e:?}");
+}
