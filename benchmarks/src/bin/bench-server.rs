@@ -22,12 +22,19 @@ struct Args {
     /// How many events each resource keeps in its history (must cover one `emit`).
     #[arg(long, default_value_t = 250_000)]
     history: usize,
+    /// How many bytes of events each resource keeps (must cover one `emit` too: the
+    /// server's 64 MiB default would expire a slow client's resourceVersion mid-run).
+    #[arg(long, default_value_t = 4 << 30)]
+    history_bytes: usize,
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::parse();
-    let server = ApiServer::builder().history_limit(args.history).build();
+    let server = ApiServer::builder()
+        .history_limit(args.history)
+        .history_bytes(args.history_bytes)
+        .build();
     server.seed("pods", args.pods, kubegen_benchmarks::pod)?;
     let tcp = server.serve_tcp().await?;
     println!("READY {}", tcp.kubeconfig_path().display());
