@@ -384,6 +384,15 @@ fn kind_version(item: &Item, found: &FoundKind, source: &Source) -> Result<KindV
 /// Applies one root-type marker to `v`; other markers are left alone.
 fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), Error> {
     let bad = |problem: String, fix: &str| m.error(&item.file, problem, fix.to_owned());
+    // `+family:key=v,key=v`: the marker reader split the text at its first `=`, so the
+    // arguments are read from the whole marker after the family's prefix.
+    let args = |family: &str| {
+        let text = m.text();
+        let rest = text
+            .strip_prefix(&format!("+{family}:"))
+            .unwrap_or_default();
+        schema::resource_args(rest).map_err(|e| m.error(&item.file, e.problem, e.fix))
+    };
     match m.name.as_str() {
         "kubebuilder:storageversion" => v.storage = true,
         "kubebuilder:unservedversion" => v.served = false,
@@ -392,25 +401,13 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
         "kubegen:resource:listKind" => v.list_kind = m.value.clone().unwrap_or_default(),
         "kubegen:resource:kind" => v.kind = m.value.clone().unwrap_or_default(),
         name if name.starts_with("kubebuilder:resource:") => {
-            let text = m.text();
-            let rest = text
-                .strip_prefix("+kubebuilder:resource:")
-                .unwrap_or_default();
-            for (k, val) in
-                schema::resource_args(rest).map_err(|e| m.error(&item.file, e.problem, e.fix))?
-            {
+            for (k, val) in args("kubebuilder:resource")? {
                 resource_arg(&k, &val, v).map_err(|(p, f)| bad(p, f))?;
             }
         }
         name if name.starts_with("kubebuilder:deprecatedversion:") => {
-            let text = m.text();
-            let rest = text
-                .strip_prefix("+kubebuilder:deprecatedversion:")
-                .unwrap_or_default();
             let mut warning = None;
-            for (k, val) in
-                schema::resource_args(rest).map_err(|e| m.error(&item.file, e.problem, e.fix))?
-            {
+            for (k, val) in args("kubebuilder:deprecatedversion")? {
                 if k != "warning" {
                     return Err(bad(
                         format!("`+kubebuilder:deprecatedversion` has no argument `{k}`"),
@@ -422,18 +419,12 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
             v.deprecated = Some(warning);
         }
         name if name.starts_with("kubebuilder:subresource:scale:") => {
-            let text = m.text();
-            let rest = text
-                .strip_prefix("+kubebuilder:subresource:scale:")
-                .unwrap_or_default();
             let mut scale = Scale {
                 spec_replicas_path: String::new(),
                 status_replicas_path: String::new(),
                 label_selector_path: None,
             };
-            for (k, val) in
-                schema::resource_args(rest).map_err(|e| m.error(&item.file, e.problem, e.fix))?
-            {
+            for (k, val) in args("kubebuilder:subresource:scale")? {
                 match k.as_str() {
                     "specpath" => scale.spec_replicas_path = val,
                     "statuspath" => scale.status_replicas_path = val,
@@ -452,10 +443,6 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
             v.scale = Some(scale);
         }
         name if name.starts_with("kubebuilder:printcolumn:") => {
-            let text = m.text();
-            let rest = text
-                .strip_prefix("+kubebuilder:printcolumn:")
-                .unwrap_or_default();
             let mut c = PrinterColumn {
                 name: String::new(),
                 type_: String::new(),
@@ -464,9 +451,7 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
                 priority: 0,
                 json_path: String::new(),
             };
-            for (k, val) in
-                schema::resource_args(rest).map_err(|e| m.error(&item.file, e.problem, e.fix))?
-            {
+            for (k, val) in args("kubebuilder:printcolumn")? {
                 match k.as_str() {
                     "name" => c.name = val,
                     "type" => c.type_ = val,
@@ -495,13 +480,7 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
             v.columns.push(c);
         }
         name if name.starts_with("kubebuilder:selectablefield:") => {
-            let text = m.text();
-            let rest = text
-                .strip_prefix("+kubebuilder:selectablefield:")
-                .unwrap_or_default();
-            for (k, val) in
-                schema::resource_args(rest).map_err(|e| m.error(&item.file, e.problem, e.fix))?
-            {
+            for (k, val) in args("kubebuilder:selectablefield")? {
                 if k != "JSONPath" {
                     return Err(bad(
                         format!("selectablefield has no argument `{k}`"),
