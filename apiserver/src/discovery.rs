@@ -15,11 +15,14 @@ use super::server::Inner;
 
 /// The answer to a self review, as there is no authentication or authorization here:
 /// `kubectl auth can-i` is always allowed, and `kubectl auth whoami` is an anonymous
-/// user. The request's `spec` is echoed when it is JSON (a protobuf body is not
-/// decoded: the answer does not depend on it).
+/// user. The request's `spec` (JSON or protobuf) is echoed.
 pub(crate) fn self_review(kind: &str, req: &Request<Bytes>) -> Value {
-    let spec = serde_json::from_slice::<Value>(req.body())
-        .ok()
+    let body = if super::media::content_type(req) == super::protobuf::MEDIA_TYPE {
+        super::protobuf::decode(req.body()).ok().map(Value::Object)
+    } else {
+        serde_json::from_slice::<Value>(req.body()).ok()
+    };
+    let spec = body
         .and_then(|v| v.get("spec").cloned())
         .unwrap_or_else(|| json!({}));
     if kind == "SelfSubjectAccessReview" {

@@ -39,8 +39,21 @@ fn str_at<'a>(obj: &'a Map<String, Value>, path: &[&str]) -> &'a str {
     v.and_then(Value::as_str).unwrap_or_default()
 }
 
+/// Whether a field holds more than Go's zero value: kube-apiserver validates the decoded
+/// Go struct, where `deprecatedSource: {}` (what a protobuf client sends for an unset
+/// struct) is as unset as an absent field.
 fn set(obj: &Map<String, Value>, key: &str) -> bool {
-    obj.get(key).is_some_and(|v| !v.is_null())
+    fn non_zero(v: &Value) -> bool {
+        match v {
+            Value::Null => false,
+            Value::Bool(b) => *b,
+            Value::Number(n) => n.as_f64() != Some(0.0),
+            Value::String(s) => !s.is_empty(),
+            Value::Array(a) => !a.is_empty(),
+            Value::Object(m) => m.values().any(non_zero),
+        }
+    }
+    obj.get(key).is_some_and(non_zero)
 }
 
 fn required(field: &str) -> StatusCause {
@@ -162,5 +175,23 @@ pub(crate) fn validate(
     } else {
         let name = str_at(obj, &["metadata", "name"]);
         Err(StatusError::invalid(&reg.group, &reg.kind, name, causes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_struct_of_zero_values_is_unset_as_go_sees_it() {
+        let obj = serde_json::json!({
+            "deprecatedSource": {}, "zeroSource": {"component": "", "host": ""},
+            "source": {"component": "kubelet"}, "t": null, "count": 0,
+        });
+        let obj = obj.as_object().unwrap();
+        assert!(!set(obj, "deprecatedSource"));
+        assert!(!set(obj, "zeroSource"));
+        assert!(!set(obj, "t") && !set(obj, "count") && !set(obj, "missing"));
+        assert!(set(obj, "source"));
     }
 }

@@ -51,8 +51,7 @@
 //!   accepted and is established (or reports a name conflict), is served with its new
 //!   schema after every change, and when deleted takes its custom resources with it
 //!   (see the `crd_lifecycle` module's contract).
-//! - Request bodies in JSON, YAML or (for the kinds kubectl's `create` subcommands send)
-//!   protobuf; 415 for other media types, 413 over 3 MiB; `fieldValidation`; bodies of
+//! - Request bodies in JSON, YAML or (for every built-in kind) protobuf; 415 for other media types, 413 over 3 MiB; `fieldValidation`; bodies of
 //!   built-in kinds must decode into their k8s-openapi type (the `media` module).
 //! - Responses as JSON, Table (`as=Table`, kubectl's columns, CRD printer columns) or
 //!   PartialObjectMetadata, by the Accept header (the `table` module); OpenAPI v2 and v3

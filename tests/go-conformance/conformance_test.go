@@ -30,16 +30,15 @@ import (
 
 var (
 	config *rest.Config
-	// protobufConfig is config with client-go's default content negotiation.
-	protobufConfig *rest.Config
-	cs             *kubernetes.Clientset
-	dyn            *dynamic.DynamicClient
-	gizmos         = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}
-	journal        requestLog
+	// cs keeps client-go's default content negotiation: built-in kinds travel as protobuf.
+	cs      *kubernetes.Clientset
+	dyn     *dynamic.DynamicClient
+	gizmos  = schema.GroupVersionResource{Group: "example.com", Version: "v1", Resource: "gizmos"}
+	journal requestLog
 )
 
-// requestLog records every request's method and URL, so tests can assert how client-go
-// talked to the server (a watch-list stream or a LIST).
+// requestLog records every request's method, URL and body media type, so tests can
+// assert how client-go talked to the server (a watch-list stream or a LIST, protobuf).
 type requestLog struct {
 	mu   sync.Mutex
 	reqs []string
@@ -48,7 +47,7 @@ type requestLog struct {
 func (l *requestLog) add(r *http.Request) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.reqs = append(l.reqs, r.Method+" "+r.URL.String())
+	l.reqs = append(l.reqs, r.Method+" "+r.URL.String()+" "+r.Header.Get("Content-Type"))
 }
 
 // matching returns the recorded requests containing every one of parts.
@@ -90,11 +89,8 @@ func TestMain(m *testing.M) {
 	config.QPS = 1000
 	config.Burst = 1000
 	config.Wrap(func(rt http.RoundTripper) http.RoundTripper { return recorder{rt} })
-	// client-go's typed clients send built-in kinds as protobuf unless told otherwise,
-	// and kubegen-apiserver decodes protobuf for a few kinds only (see
-	// TestProtobufBodies); JSON keeps every other test about its own subject.
-	protobufConfig = rest.CopyConfig(config)
-	config.ContentType = "application/json"
+	// Typed clients keep client-go's defaults, as a controller's do: they send built-in
+	// kinds as protobuf (TestProtobufBodies checks that they really do).
 	cs = kubernetes.NewForConfigOrDie(config)
 	dyn = dynamic.NewForConfigOrDie(config)
 	os.Exit(m.Run())
