@@ -6,8 +6,12 @@
 //! again; fields the type does not know are absent from the result. Kinds without a type
 //! here give `None` and are not checked.
 
-use k8s_openapi::api::{apps, batch, coordination, core, events, networking, rbac};
+use k8s_openapi::api::{
+    admissionregistration, apps, autoscaling, batch, certificates, coordination, core, discovery,
+    events, flowcontrol, networking, node, policy, rbac, scheduling, storage,
+};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
+use k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1 as apiregistration;
 use serde_json::Value;
 
 fn via<T: serde::de::DeserializeOwned + serde::Serialize>(v: &Value) -> Result<Value, String> {
@@ -52,7 +56,75 @@ pub(crate) fn round_trip(
         ("apiextensions.k8s.io/v1", "CustomResourceDefinition") => {
             via::<apiextensions::CustomResourceDefinition>
         }
+        ("v1", "LimitRange") => via::<core::v1::LimitRange>,
+        ("v1", "PodTemplate") => via::<core::v1::PodTemplate>,
+        ("v1", "ReplicationController") => via::<core::v1::ReplicationController>,
+        ("v1", "ResourceQuota") => via::<core::v1::ResourceQuota>,
+        ("apps/v1", "ControllerRevision") => via::<apps::v1::ControllerRevision>,
+        ("autoscaling/v2", "HorizontalPodAutoscaler") => {
+            via::<autoscaling::v2::HorizontalPodAutoscaler>
+        }
+        ("policy/v1", "PodDisruptionBudget") => via::<policy::v1::PodDisruptionBudget>,
+        ("discovery.k8s.io/v1", "EndpointSlice") => via::<discovery::v1::EndpointSlice>,
+        ("networking.k8s.io/v1", "NetworkPolicy") => via::<networking::v1::NetworkPolicy>,
+        ("networking.k8s.io/v1", "IngressClass") => via::<networking::v1::IngressClass>,
+        ("networking.k8s.io/v1", "IPAddress") => via::<networking::v1::IPAddress>,
+        ("networking.k8s.io/v1", "ServiceCIDR") => via::<networking::v1::ServiceCIDR>,
+        ("node.k8s.io/v1", "RuntimeClass") => via::<node::v1::RuntimeClass>,
+        ("scheduling.k8s.io/v1", "PriorityClass") => via::<scheduling::v1::PriorityClass>,
+        ("storage.k8s.io/v1", "StorageClass") => via::<storage::v1::StorageClass>,
+        ("storage.k8s.io/v1", "CSIDriver") => via::<storage::v1::CSIDriver>,
+        ("storage.k8s.io/v1", "CSINode") => via::<storage::v1::CSINode>,
+        ("storage.k8s.io/v1", "CSIStorageCapacity") => via::<storage::v1::CSIStorageCapacity>,
+        ("storage.k8s.io/v1", "VolumeAttachment") => via::<storage::v1::VolumeAttachment>,
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => {
+            via::<certificates::v1::CertificateSigningRequest>
+        }
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+            via::<admissionregistration::v1::MutatingWebhookConfiguration>
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
+            via::<admissionregistration::v1::ValidatingWebhookConfiguration>
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicy") => {
+            via::<admissionregistration::v1::ValidatingAdmissionPolicy>
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingAdmissionPolicyBinding") => {
+            via::<admissionregistration::v1::ValidatingAdmissionPolicyBinding>
+        }
+        ("flowcontrol.apiserver.k8s.io/v1", "FlowSchema") => via::<flowcontrol::v1::FlowSchema>,
+        ("flowcontrol.apiserver.k8s.io/v1", "PriorityLevelConfiguration") => {
+            via::<flowcontrol::v1::PriorityLevelConfiguration>
+        }
+        ("apiregistration.k8s.io/v1", "APIService") => via::<apiregistration::APIService>,
         _ => return None,
     };
     Some(f(v))
+}
+
+#[cfg(test)]
+mod tests {
+    /// Every built-in registration has its type here (so its bodies are checked), a
+    /// protobuf description (so client-go's typed clients can write it), and an OpenAPI
+    /// schema (so kubectl can explain and validate it).
+    #[test]
+    fn every_built_in_kind_has_a_type_a_protobuf_description_and_a_schema() {
+        for reg in crate::registry::builtin() {
+            let (av, kind) = (reg.api_version(), reg.kind.clone());
+            let obj =
+                serde_json::json!({"apiVersion": av, "kind": kind, "metadata": {"name": "x"}});
+            assert!(
+                super::round_trip(&av, &kind, &obj).is_some_and(|r| r.is_ok()),
+                "{av} {kind} has no k8s-openapi type in round_trip"
+            );
+            assert!(
+                crate::protobuf::knows(&av, &kind),
+                "{av} {kind} is not in protobuf/table.json"
+            );
+            assert!(
+                crate::openapi::builtin_schema_known(&reg),
+                "{av} {kind} has no schema in openapi/builtin.json"
+            );
+        }
+    }
 }

@@ -88,6 +88,12 @@ fn builtin_name(reg: &Registration) -> Option<&'static String> {
     BUILTIN_KINDS.get(&(reg.group.clone(), reg.version.clone(), reg.kind.clone()))
 }
 
+/// Whether `openapi/builtin.json` has the schema of a built-in registration's kind.
+#[cfg(test)]
+pub(crate) fn builtin_schema_known(reg: &Registration) -> bool {
+    builtin_name(reg).is_some()
+}
+
 /// The schema name of a kind, as kube-apiserver names them: the reversed group
 /// (`com.example`), or `io.k8s.api.<group>` for built-in groups, then version and kind.
 fn schema_name(reg: &Registration) -> String {

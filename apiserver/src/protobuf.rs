@@ -66,6 +66,14 @@ enum Ty {
     List(Box<Ty>),
     /// A map with string keys.
     Map(Box<Ty>),
+    /// apiextensions' `JSONSchemaPropsOrArray` (field 1 a schema, 2 schemas), written as
+    /// the array when it has items, else the schema; the name is the schema message.
+    SchemaOrArray(String),
+    /// `JSONSchemaPropsOrBool` (1 allows, 2 a schema): the schema if set, else the bool.
+    SchemaOrBool(String),
+    /// `JSONSchemaPropsOrStringArray` (1 a schema, 2 strings): the strings if any, else
+    /// the schema, else null.
+    SchemaOrStringArray(String),
 }
 
 impl Ty {
@@ -88,6 +96,12 @@ impl Ty {
             _ => {
                 if let Some(m) = s.strip_prefix("msg:") {
                     Ty::Msg(m.to_string())
+                } else if let Some(m) = s.strip_prefix("schemaorarray:") {
+                    Ty::SchemaOrArray(m.to_string())
+                } else if let Some(m) = s.strip_prefix("schemaorbool:") {
+                    Ty::SchemaOrBool(m.to_string())
+                } else if let Some(m) = s.strip_prefix("schemaorstringarray:") {
+                    Ty::SchemaOrStringArray(m.to_string())
                 } else if let Some(t) = s.strip_prefix("list:") {
                     Ty::List(Box::new(Ty::parse(t)?))
                 } else {
@@ -109,6 +123,9 @@ impl Ty {
                 | Ty::Raw
                 | Ty::Quantity
                 | Ty::IntOrString
+                | Ty::SchemaOrArray(_)
+                | Ty::SchemaOrBool(_)
+                | Ty::SchemaOrStringArray(_)
         )
     }
 }
@@ -192,6 +209,15 @@ fn parse_table(text: &str) -> Result<Table, String> {
     })
 }
 
+/// Whether bodies of this kind can be decoded.
+#[cfg(test)]
+pub(crate) fn knows(api_version: &str, kind: &str) -> bool {
+    table()
+        .kinds
+        .get(api_version)
+        .is_some_and(|ks| ks.contains_key(kind))
+}
+
 /// Decodes a protobuf request body into the JSON object it stands for.
 pub(crate) fn decode(body: &[u8]) -> Result<Map<String, Value>, Unsupported> {
     let Some(rest) = body.strip_prefix(MAGIC) else {
@@ -232,7 +258,11 @@ pub(crate) fn decode(body: &[u8]) -> Result<Map<String, Value>, Unsupported> {
             "{kind:?} in {api_version:?} is not a built-in kind; protobuf is only for built-in kinds, send JSON or YAML"
         ));
     };
-    let mut obj = Decoder { t }.message(raw, message)?;
+    let mut obj = Decoder {
+        t,
+        depth: Default::default(),
+    }
+    .message(raw, message)?;
     obj.insert("apiVersion".into(), Value::String(api_version));
     obj.insert("kind".into(), Value::String(kind));
     Ok(obj)
@@ -325,11 +355,16 @@ impl<'a> Iterator for Reader<'a> {
 /// The wire values of one field of a message, in order.
 type Occurrences<'a> = Vec<Wire<'a>>;
 
-/// Decodes messages by the table. The built-in types are not recursive (a test checks),
-/// so nesting, and the recursion here, is bounded by theirs.
+/// Decodes messages by the table.
 struct Decoder {
     t: &'static Table,
+    /// Messages being decoded: JSONSchemaProps is recursive, so a crafted body could
+    /// nest without end; past [`MAX_DEPTH`] it is an error, not a stack overflow.
+    depth: std::cell::Cell<usize>,
 }
+
+/// Deeper than any real object (a CRD schema nests a few levels per property level).
+const MAX_DEPTH: usize = 200;
 
 impl Decoder {
     fn fields(&self, name: &str) -> Result<&'static [Field], Unsupported> {
@@ -342,6 +377,16 @@ impl Decoder {
     /// A message's bytes as the JSON object encoding/json writes for the Go struct
     /// protobuf decodes them into.
     fn message(&self, b: &[u8], name: &str) -> Result<Map<String, Value>, Unsupported> {
+        if self.depth.get() >= MAX_DEPTH {
+            return err(format!("{name}: messages nested deeper than {MAX_DEPTH}"));
+        }
+        self.depth.set(self.depth.get() + 1);
+        let out = self.message_fields(b, name);
+        self.depth.set(self.depth.get() - 1);
+        out
+    }
+
+    fn message_fields(&self, b: &[u8], name: &str) -> Result<Map<String, Value>, Unsupported> {
         let fields = self.fields(name)?;
         let mut seen: Vec<Occurrences<'_>> = vec![Vec::new(); fields.len()];
         for field in Reader(b) {
@@ -499,10 +544,8 @@ impl Decoder {
             (Ty::I64, Wire::Varint(v)) => Value::from(v as i64),
             (Ty::U32, Wire::Varint(v)) => Value::from(v as u32),
             (Ty::U64, Wire::Varint(v)) => Value::from(v),
-            (Ty::Double, Wire::Fixed64(bits)) => Value::Number(
-                Number::from_f64(f64::from_bits(bits))
-                    .ok_or_else(|| Unsupported(format!("{}: not a finite number", at())))?,
-            ),
+            (Ty::Double, Wire::Fixed64(bits)) => go_float(f64::from_bits(bits))
+                .ok_or_else(|| Unsupported(format!("{}: not a finite number", at())))?,
             (Ty::Str, Wire::Len(b)) => Value::String(utf8(b)),
             (Ty::Bytes, Wire::Len(b)) => Value::String(base64(b)),
             (Ty::Msg(m), Wire::Len(b)) => Value::Object(self.message(b, m)?),
@@ -542,6 +585,42 @@ impl Decoder {
                     Value::String(rfc3339(secs, Some(micros)))
                 }
             }
+            (
+                Ty::SchemaOrArray(m) | Ty::SchemaOrBool(m) | Ty::SchemaOrStringArray(m),
+                Wire::Len(b),
+            ) => {
+                let (mut schema, mut items, mut allows) = (Vec::new(), Vec::new(), false);
+                let (schema_num, items_num) = match ty {
+                    Ty::SchemaOrBool(_) => (2, 0),
+                    _ => (1, 2),
+                };
+                for e in Reader(b) {
+                    match e? {
+                        (n, w) if n == schema_num => schema.push(w),
+                        (n, w) if n == items_num => {
+                            let item = if matches!(ty, Ty::SchemaOrArray(_)) {
+                                Ty::Msg(m.clone())
+                            } else {
+                                Ty::Str
+                            };
+                            items.push(self.value(&item, w, at)?);
+                        }
+                        (1, Wire::Varint(v)) if matches!(ty, Ty::SchemaOrBool(_)) => {
+                            allows = v != 0
+                        }
+                        _ => {}
+                    }
+                }
+                if !items.is_empty() {
+                    Value::Array(items)
+                } else if !schema.is_empty() {
+                    self.single(&Ty::Msg(m.clone()), &schema, at)?
+                } else if matches!(ty, Ty::SchemaOrBool(_)) {
+                    Value::Bool(allows)
+                } else {
+                    Value::Null
+                }
+            }
             (Ty::Duration, Wire::Len(b)) => {
                 let mut d = 0i64;
                 for e in Reader(b) {
@@ -559,7 +638,8 @@ impl Decoder {
                     }
                 }
                 match raw {
-                    None => Value::Null,
+                    // apiextensions' JSON writes no bytes as null (RawExtension would fail).
+                    None | Some([]) => Value::Null,
                     Some(r) => serde_json::from_slice(r).map_err(|e| {
                         Unsupported(format!("{}: the embedded object is not JSON: {e}", at()))
                     })?,
@@ -637,6 +717,21 @@ impl Decoder {
     }
 }
 
+/// A float64 as encoding/json writes it, read back: an integral value below 1e21 is
+/// written without a fraction or exponent, so it reads as an integer.
+fn go_float(x: f64) -> Option<Value> {
+    if x.fract() == 0.0 && x.abs() < 1e21 {
+        // The casts are exact: x is integral and in range.
+        if x.abs() < 9.0e18 {
+            return Some(Value::from(x as i64));
+        }
+        if x > 0.0 && x < 1.8e19 {
+            return Some(Value::from(x as u64));
+        }
+    }
+    Number::from_f64(x).map(Value::Number)
+}
+
 /// The Unix seconds of Go's zero `time.Time` (January 1, year 1, UTC).
 const GO_ZERO_TIME_UNIX: i64 = -62_135_596_800;
 
@@ -684,9 +779,16 @@ fn zero(ty: &Ty) -> Value {
         Ty::Double => Value::from(0.0),
         Ty::Quantity => Value::String("0".into()),
         Ty::Duration => Value::String("0s".into()),
-        Ty::Time | Ty::MicroTime | Ty::Raw | Ty::Bytes | Ty::List(_) | Ty::Map(_) | Ty::Msg(_) => {
-            Value::Null
-        }
+        Ty::SchemaOrBool(_) => Value::Bool(false),
+        Ty::Time
+        | Ty::MicroTime
+        | Ty::Raw
+        | Ty::Bytes
+        | Ty::List(_)
+        | Ty::Map(_)
+        | Ty::Msg(_)
+        | Ty::SchemaOrArray(_)
+        | Ty::SchemaOrStringArray(_) => Value::Null,
     }
 }
 
@@ -865,36 +967,32 @@ mod tests {
         assert!(decode(&envelope("v1", "ConfigMap", &[0x0a, 0x05, 0x01])).is_err());
     }
 
-    /// The nesting of a body is bounded by the types' (no recursion), so a crafted body
-    /// cannot make the decoder recurse deeper than this.
+    /// JSONSchemaProps nests itself (`not`, `items`, `properties`): a crafted body
+    /// nested past the bound is an error, not a stack overflow.
     #[test]
-    fn the_message_graph_has_no_cycles() {
-        fn depth(t: &Table, name: &str, path: &mut Vec<String>) -> usize {
-            assert!(
-                !path.iter().any(|p| p == name),
-                "a cycle: {path:?} -> {name}"
-            );
-            path.push(name.to_string());
-            let mut d = 0;
-            for f in &t.messages[name] {
-                let mut ty = &f.ty;
-                while let Ty::Map(inner) | Ty::List(inner) = ty {
-                    ty = inner;
-                }
-                if let Ty::Msg(m) = ty {
-                    d = d.max(depth(t, m, path));
-                }
-            }
-            path.pop();
-            d + 1
-        }
+    fn nesting_is_bounded() {
         let t = table();
-        let deepest = t
-            .messages
-            .keys()
-            .map(|m| depth(t, m, &mut Vec::new()))
-            .max();
-        assert!(deepest.is_some_and(|d| (5..40).contains(&d)), "{deepest:?}");
+        let schema = "apiextensions/v1.JSONSchemaProps";
+        let not = t.messages[schema]
+            .iter()
+            .find(|f| f.json == "not")
+            .map(|f| f.num)
+            .unwrap();
+        let nested = |levels: usize| {
+            let mut raw = Vec::new();
+            for _ in 0..levels {
+                raw = field(not, &raw);
+            }
+            raw
+        };
+        let d = || Decoder {
+            t,
+            depth: Default::default(),
+        };
+        let ok = d().message(&nested(50), schema).unwrap();
+        assert!(ok["not"]["not"].is_object());
+        let e = d().message(&nested(100_000), schema).unwrap_err();
+        assert!(e.0.contains("nested deeper"), "{}", e.0);
     }
 
     #[test]
@@ -922,6 +1020,9 @@ mod tests {
             assert_eq!(go_duration(ns), s, "{ns}");
         }
         assert!(quantity_is_zero("0") && quantity_is_zero("0.0Gi") && !quantity_is_zero("100m"));
+        assert_eq!(go_float(3.0), Some(Value::from(3)));
+        assert_eq!(go_float(-0.5), Some(serde_json::json!(-0.5)));
+        assert_eq!(go_float(f64::NAN), None);
     }
 
     /// The first place two JSON values differ, as a path.

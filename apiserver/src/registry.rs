@@ -431,6 +431,142 @@ pub fn builtin() -> Vec<Registration> {
             .short_names(&["ing"])
             .status_subresource(),
         Registration::new("events.k8s.io", "v1", "events", "Event").short_names(&["ev"]),
+        // The rest of the GA kinds every supported Kubernetes version (1.33+) serves, with
+        // kube-apiserver's short names, categories and subresources.
+        core("limitranges", "LimitRange").short_names(&["limits"]),
+        core("podtemplates", "PodTemplate"),
+        core("replicationcontrollers", "ReplicationController")
+            .categories(&["all"])
+            .short_names(&["rc"])
+            .status_subresource()
+            .scale_subresource(),
+        core("resourcequotas", "ResourceQuota")
+            .short_names(&["quota"])
+            .status_subresource(),
+        Registration::new("apps", "v1", "controllerrevisions", "ControllerRevision"),
+        Registration::new(
+            "autoscaling",
+            "v2",
+            "horizontalpodautoscalers",
+            "HorizontalPodAutoscaler",
+        )
+        .categories(&["all"])
+        .short_names(&["hpa"])
+        .status_subresource(),
+        Registration::new(
+            "policy",
+            "v1",
+            "poddisruptionbudgets",
+            "PodDisruptionBudget",
+        )
+        .short_names(&["pdb"])
+        .status_subresource(),
+        Registration::new("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice"),
+        Registration::new(
+            "networking.k8s.io",
+            "v1",
+            "networkpolicies",
+            "NetworkPolicy",
+        )
+        .short_names(&["netpol"]),
+        Registration::new("networking.k8s.io", "v1", "ingressclasses", "IngressClass")
+            .cluster_scoped(),
+        Registration::new("networking.k8s.io", "v1", "ipaddresses", "IPAddress")
+            .cluster_scoped()
+            .short_names(&["ip"]),
+        Registration::new("networking.k8s.io", "v1", "servicecidrs", "ServiceCIDR")
+            .cluster_scoped()
+            .status_subresource(),
+        Registration::new("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass").cluster_scoped(),
+        Registration::new(
+            "scheduling.k8s.io",
+            "v1",
+            "priorityclasses",
+            "PriorityClass",
+        )
+        .cluster_scoped()
+        .short_names(&["pc"]),
+        Registration::new("storage.k8s.io", "v1", "storageclasses", "StorageClass")
+            .cluster_scoped()
+            .short_names(&["sc"]),
+        Registration::new("storage.k8s.io", "v1", "csidrivers", "CSIDriver").cluster_scoped(),
+        Registration::new("storage.k8s.io", "v1", "csinodes", "CSINode").cluster_scoped(),
+        Registration::new(
+            "storage.k8s.io",
+            "v1",
+            "csistoragecapacities",
+            "CSIStorageCapacity",
+        ),
+        Registration::new(
+            "storage.k8s.io",
+            "v1",
+            "volumeattachments",
+            "VolumeAttachment",
+        )
+        .cluster_scoped()
+        .status_subresource(),
+        Registration::new(
+            "certificates.k8s.io",
+            "v1",
+            "certificatesigningrequests",
+            "CertificateSigningRequest",
+        )
+        .cluster_scoped()
+        .short_names(&["csr"])
+        .status_subresource(),
+        Registration::new(
+            "admissionregistration.k8s.io",
+            "v1",
+            "mutatingwebhookconfigurations",
+            "MutatingWebhookConfiguration",
+        )
+        .cluster_scoped()
+        .categories(&["api-extensions"]),
+        Registration::new(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingwebhookconfigurations",
+            "ValidatingWebhookConfiguration",
+        )
+        .cluster_scoped()
+        .categories(&["api-extensions"]),
+        Registration::new(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingadmissionpolicies",
+            "ValidatingAdmissionPolicy",
+        )
+        .cluster_scoped()
+        .categories(&["api-extensions"])
+        .status_subresource(),
+        Registration::new(
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingadmissionpolicybindings",
+            "ValidatingAdmissionPolicyBinding",
+        )
+        .cluster_scoped()
+        .categories(&["api-extensions"]),
+        Registration::new(
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "flowschemas",
+            "FlowSchema",
+        )
+        .cluster_scoped()
+        .status_subresource(),
+        Registration::new(
+            "flowcontrol.apiserver.k8s.io",
+            "v1",
+            "prioritylevelconfigurations",
+            "PriorityLevelConfiguration",
+        )
+        .cluster_scoped()
+        .status_subresource(),
+        Registration::new("apiregistration.k8s.io", "v1", "apiservices", "APIService")
+            .cluster_scoped()
+            .categories(&["api-extensions"])
+            .status_subresource(),
         Registration::new(
             "apiextensions.k8s.io",
             "v1",

@@ -36,8 +36,25 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer/protobuf"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"k8s.io/client-go/kubernetes/scheme"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	apiregistrationv1 "k8s.io/kube-aggregator/pkg/apis/apiregistration/v1"
 )
+
+// scheme holds every built-in kind: client-go's, CustomResourceDefinition (whose
+// clientset also sends protobuf) and APIService.
+var scheme = func() *runtime.Scheme {
+	s := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{
+		clientgoscheme.AddToScheme, apiextensionsv1.AddToScheme, apiregistrationv1.AddToScheme,
+	} {
+		if err := add(s); err != nil {
+			panic(err)
+		}
+	}
+	return s
+}()
 
 func main() {
 	if len(os.Args) < 2 {
@@ -71,7 +88,7 @@ func roots() (map[string]map[string]reflect.Type, map[string]reflect.Type, map[s
 	kinds := map[string]map[string]reflect.Type{}
 	meta := map[string]reflect.Type{}
 	metaGV := map[string]schema.GroupVersion{}
-	for gvk, t := range scheme.Scheme.AllKnownTypes() {
+	for gvk, t := range scheme.AllKnownTypes() {
 		if gvk.Version == runtime.APIVersionInternal || strings.HasSuffix(gvk.Kind, "List") || gvk.Kind == "WatchEvent" {
 			continue
 		}
@@ -95,7 +112,8 @@ func roots() (map[string]map[string]reflect.Type, map[string]reflect.Type, map[s
 // k8s.io/apimachinery/pkg/apis, then the type.
 func name(t reflect.Type) string {
 	p := t.PkgPath()
-	for _, prefix := range []string{"k8s.io/api/", "k8s.io/apimachinery/pkg/apis/", "k8s.io/apimachinery/pkg/"} {
+	for _, prefix := range []string{"k8s.io/api/", "k8s.io/apimachinery/pkg/apis/", "k8s.io/apimachinery/pkg/",
+		"k8s.io/apiextensions-apiserver/pkg/apis/", "k8s.io/kube-aggregator/pkg/apis/"} {
 		if strings.HasPrefix(p, prefix) {
 			p = strings.TrimPrefix(p, prefix)
 			break
@@ -114,7 +132,24 @@ var (
 	rawT       = reflect.TypeOf(runtime.RawExtension{})
 	typeMetaT  = reflect.TypeOf(metav1.TypeMeta{})
 	marshalerT = reflect.TypeOf((*interface{ Marshal() ([]byte, error) })(nil)).Elem()
+	jsonT      = reflect.TypeOf(apiextensionsv1.JSON{})
+	schemaT    = reflect.TypeOf(apiextensionsv1.JSONSchemaProps{})
+	orArrayT   = reflect.TypeOf(apiextensionsv1.JSONSchemaPropsOrArray{})
+	orBoolT    = reflect.TypeOf(apiextensionsv1.JSONSchemaPropsOrBool{})
+	orStringsT = reflect.TypeOf(apiextensionsv1.JSONSchemaPropsOrStringArray{})
 )
+
+// schemaWrappers are apiextensions' JSONSchemaPropsOr* types: each is a message whose
+// fields the server knows by number (checked here), written as JSON by its own
+// MarshalJSON (a schema, an array, a bool).
+var schemaWrappers = map[reflect.Type]struct {
+	name   string
+	fields map[string]string // Go field -> its protobuf tag's number and kind
+}{
+	orArrayT:   {"schemaorarray", map[string]string{"Schema": "bytes,1,opt", "JSONSchemas": "bytes,2,rep"}},
+	orBoolT:    {"schemaorbool", map[string]string{"Allows": "varint,1,opt", "Schema": "bytes,2,opt"}},
+	orStringsT: {"schemaorstringarray", map[string]string{"Schema": "bytes,1,opt", "Property": "bytes,2,rep"}},
+}
 
 // special types: their protobuf message and JSON form are hand-written in Go; the
 // server knows each by this name.
@@ -126,7 +161,7 @@ func special(t reflect.Type) string {
 		return "microtime"
 	case durationT:
 		return "duration"
-	case fieldsV1T, rawT:
+	case fieldsV1T, rawT, jsonT:
 		return "raw"
 	case quantityT:
 		return "quantity"
@@ -143,6 +178,16 @@ func special(t reflect.Type) string {
 func typeName(t reflect.Type, todo *[]reflect.Type) string {
 	if s := special(t); s != "" {
 		return s
+	}
+	if w, ok := schemaWrappers[t]; ok {
+		for i := 0; i < t.NumField(); i++ {
+			f := t.Field(i)
+			if tag := f.Tag.Get("protobuf"); !strings.HasPrefix(tag, w.fields[f.Name]+",") {
+				panic(fmt.Sprintf("%s.%s: protobuf tag %q, the server expects %q", t, f.Name, tag, w.fields[f.Name]))
+			}
+		}
+		*todo = append(*todo, schemaT)
+		return w.name + ":" + name(schemaT)
 	}
 	switch t.Kind() {
 	case reflect.String:
@@ -352,12 +397,22 @@ func source() string {
 type filler struct {
 	r     *rand.Rand
 	depth int
+	// schemas is how many JSONSchemaProps enclose the value being filled: the type
+	// is recursive and wide, so only two levels are filled.
+	schemas int
 }
 
 func (f *filler) fill(v reflect.Value) {
 	f.depth++
 	defer func() { f.depth-- }()
 	t := v.Type()
+	if t == schemaT {
+		if f.schemas >= 2 {
+			return
+		}
+		f.schemas++
+		defer func() { f.schemas-- }()
+	}
 	switch t {
 	case timeT:
 		v.Set(reflect.ValueOf(metav1.NewTime(time.Unix(f.r.Int63n(4e9), 0))))
@@ -373,6 +428,10 @@ func (f *filler) fill(v reflect.Value) {
 		return
 	case rawT:
 		v.Set(reflect.ValueOf(runtime.RawExtension{Raw: []byte(`{"apiVersion":"v1","kind":"ConfigMap","data":{"a":"1"}}`)}))
+		return
+	case jsonT:
+		raws := []string{`1`, `"x"`, `{"a":[true,null]}`, `[1.5]`}
+		v.Set(reflect.ValueOf(apiextensionsv1.JSON{Raw: []byte(raws[f.r.Intn(len(raws))])}))
 		return
 	case quantityT:
 		qs := []string{"0", "1", "100m", "1.5", "2Gi", "500Mi", "3k", "1e3", "12345678901"}
@@ -499,7 +558,7 @@ func writeCorpus(seed int64, objects int, only string) {
 		}
 		return false
 	}
-	ser := protobuf.NewSerializer(scheme.Scheme, scheme.Scheme)
+	ser := protobuf.NewSerializer(scheme, scheme)
 	f := &filler{r: rand.New(rand.NewSource(seed))}
 	out := json.NewEncoder(os.Stdout)
 	for _, r := range all {
