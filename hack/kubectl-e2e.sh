@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs real kubectl against kubegen-apiserver and checks what it prints: the commands a
 # user tries first (create, apply, server-side apply, get with tables, explain, delete
-# namespace, raw health and version), with no flags beyond the kubeconfig.
+# namespace, raw health and version; quota, pdb, priorityclass, autoscale, create token,
+# drain), with no flags beyond the kubeconfig.
 #
 # Usage: hack/kubectl-e2e.sh
 #   KUBECTL: the kubectl to use (default: kubectl on PATH). Missing kubectl fails when
@@ -244,6 +245,43 @@ has "explain pods.spec.containers" 'Container image name\.'
 has "explain pods.spec.containers" '^  name\s+<string> -required-'
 expect_ok "explain deployments.spec.replicas" k explain deployments.spec.replicas
 has "explain deployments.spec.replicas" 'Number of desired pods\.'
+
+# The rest of the GA built-in kinds, the create-only subresources and autoscaling/v1.
+expect_ok "create quota" k create quota q1 -n e2e --hard=cpu=1,memory=1G
+expect_ok "get quota" k get quota -n e2e
+has "get quota" '^NAME +AGE +REQUEST +LIMIT$'
+has "get quota" '^q1 +.* +cpu: 0/1, memory: 0/1G'
+expect_ok "create pdb" k create poddisruptionbudget pdb1 -n e2e --selector=run=p1 --min-available=1
+expect_ok "get pdb" k get pdb -n e2e
+has "get pdb" '^pdb1 +1 +N/A +0 +'
+expect_ok "create priorityclass" k create priorityclass high --value=1000
+expect_ok "get priorityclass" k get pc high
+has "get priorityclass" '^high +1000 +false +'
+expect_ok "autoscale (autoscaling/v1)" k autoscale deployment web -n e2e --min=1 --max=4 --cpu-percent=70
+expect_ok "get hpa" k get hpa web -n e2e
+has "get hpa" '^web +Deployment/web +<unknown>/70% +1 +4 +'
+expect_ok "hpa at v2" k get horizontalpodautoscalers.v2.autoscaling web -n e2e -o 'jsonpath={.spec.metrics[0].resource.target.averageUtilization}'
+has "hpa at v2" '^70$'
+expect_ok "create serviceaccount" k create serviceaccount robot -n e2e
+expect_ok "create token" k create token robot -n e2e
+has "create token" '^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.$'
+cat >"$work/node.yaml" <<'EOF'
+apiVersion: v1
+kind: Node
+metadata: {name: node-e2e}
+EOF
+cat >"$work/binding.json" <<'EOF'
+{"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p2"}, "target": {"kind": "Node", "name": "node-e2e"}}
+EOF
+expect_ok "create node" k apply -f "$work/node.yaml"
+expect_ok "run pod p2" k run p2 -n e2e --image=nginx
+expect_ok "bind p2 to the node" k create --raw /api/v1/namespaces/e2e/pods/p2/binding -f "$work/binding.json"
+expect_ok "p2's node" k get pod p2 -n e2e -o 'jsonpath={.spec.nodeName}'
+has "p2's node" '^node-e2e$'
+expect_ok "drain the node (cordon, eviction)" k drain node-e2e --force --timeout=20s
+has "drain the node (cordon, eviction)" 'pod/p2 evicted'
+has "drain the node (cordon, eviction)" 'node/node-e2e drained'
+expect_fail "p2 evicted" k get pod p2 -n e2e
 
 # A finalizer holds one object, so the namespace stays Terminating until it is removed.
 expect_ok "add a finalizer" k patch configmap cm1 -n e2e --type=merge -p '{"metadata":{"finalizers":["example.com/hold"]}}'

@@ -61,6 +61,9 @@ pub(crate) fn round_trip(
         ("v1", "ReplicationController") => via::<core::v1::ReplicationController>,
         ("v1", "ResourceQuota") => via::<core::v1::ResourceQuota>,
         ("apps/v1", "ControllerRevision") => via::<apps::v1::ControllerRevision>,
+        ("autoscaling/v1", "HorizontalPodAutoscaler") => {
+            via::<autoscaling::v1::HorizontalPodAutoscaler>
+        }
         ("autoscaling/v2", "HorizontalPodAutoscaler") => {
             via::<autoscaling::v2::HorizontalPodAutoscaler>
         }

@@ -39,6 +39,8 @@ pub enum Conversion {
     None,
     /// Strategy `Webhook`: a `ConversionReview` is posted to the webhook.
     Webhook(ConversionWebhook),
+    /// A built-in kind served at several versions, converted by the server itself.
+    Builtin(super::builtin_conversion::BuiltinConversion),
 }
 
 /// Where and how a conversion webhook is called (`spec.conversion.webhook`).
@@ -151,6 +153,13 @@ pub(crate) async fn convert(
         Conversion::None => {
             for i in todo {
                 objects[i].insert("apiVersion".into(), Value::String(desired.to_owned()));
+            }
+            return Ok(());
+        }
+        Conversion::Builtin(b) => {
+            for i in todo {
+                b.convert(&mut objects[i], desired)
+                    .map_err(ConversionError)?;
             }
             return Ok(());
         }

@@ -300,6 +300,17 @@ pub(crate) fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        for (sub, group, version, kind) in crate::writes::actions_of(r) {
+            rs.push(json!({
+                "name": format!("{}/{sub}", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "group": group,
+                "version": version,
+                "kind": kind,
+                "verbs": ["create"],
+            }));
+        }
         if r.scale {
             rs.push(json!({
                 "name": format!("{}/scale", r.plural),

@@ -15,8 +15,8 @@
 //! runtime.
 //!
 //! Contract:
-//! - It serves the resources it has a [`Registration`] for (the common built-in ones by
-//!   default), at the real paths (`/api/v1/...`, `/apis/<group>/<version>/...`),
+//! - It serves the resources it has a [`Registration`] for (by default every GA
+//!   built-in resource Kubernetes 1.33 and later share, [`builtin`]), at the real paths (`/api/v1/...`, `/apis/<group>/<version>/...`),
 //!   namespaced and cluster-wide, plus `/version`, `/api`, `/apis` and per-group
 //!   discovery, enough for [`kube::Client`] and [`kube::Discovery`].
 //! - One global resourceVersion orders every write; each resource keeps a bounded
@@ -51,8 +51,12 @@
 //!   accepted and is established (or reports a name conflict), is served with its new
 //!   schema after every change, and when deleted takes its custom resources with it
 //!   (see the `crd_lifecycle` module's contract).
-//! - Request bodies in JSON, YAML or (for every built-in kind) protobuf; 415 for other media types, 413 over 3 MiB; `fieldValidation`; bodies of
-//!   built-in kinds must decode into their k8s-openapi type (the `media` module).
+//! - Request bodies in JSON, YAML or (for every built-in kind) protobuf (the `protobuf`
+//!   module); 415 for other media types, 413 over 3 MiB; `fieldValidation`; bodies of
+//!   built-in kinds must decode into their k8s-openapi type, and their unknown fields are
+//!   dropped (the `media` module).
+//! - The subresources that act: `pods/eviction` (disruption budgets honoured),
+//!   `pods/binding` and `serviceaccounts/token` (the `writes::actions` module).
 //! - Responses as JSON, Table (`as=Table`, kubectl's columns, CRD printer columns) or
 //!   PartialObjectMetadata, by the Accept header (the `table` module); OpenAPI v2 and v3
 //!   built from the registrations (the `openapi` module); `/healthz`, `/readyz`,
@@ -71,7 +75,9 @@
 //! - The versions of a CRD share one storage; objects are converted to the version asked
 //!   for on reads, lists, watches and writes, by conversion strategy None (`apiVersion`
 //!   rewritten) or Webhook (a `ConversionReview` posted to `clientConfig.url`); see the
-//!   `versions` and `conversion` modules.
+//!   `versions` and `conversion` modules. HorizontalPodAutoscaler is served the same way
+//!   at `autoscaling/v1` (what `kubectl autoscale` writes) from its `autoscaling/v2`
+//!   storage ([`BuiltinConversion`]).
 //!
 //! Admission plugins other than namespace lifecycle, quotas and most defaulting of
 //! built-in types are not implemented. There is no
@@ -82,6 +88,7 @@
 
 mod apply;
 mod body;
+mod builtin_conversion;
 mod builtin_types;
 mod conversion;
 mod crd;
@@ -123,6 +130,7 @@ pub use kubegen_apimachinery::{errors, types};
 use kubegen_apimachinery::{fields, labels};
 
 pub use body::Body;
+pub use builtin_conversion::BuiltinConversion;
 pub use conversion::{Conversion, ConversionWebhook};
 pub use faults::{Answer, Reactor, RequestRecord};
 pub use patch::MERGE_KEYS;

@@ -179,14 +179,18 @@ impl FieldValidation {
 /// Checks an object body against its kind: decoding (built-ins) and unknown fields.
 /// Returns the warnings to send (`Warn`); errors for `Strict` or an undecodable body.
 /// `decode_errors`: whether a body that does not decode is an error (not for patches,
-/// whose bodies are partial).
+/// whose bodies are partial). A built-in kind's unknown fields are then dropped from
+/// `obj`, as kube-apiserver's typed decoder drops them (custom resources are pruned by
+/// their schema on admission).
 pub(crate) fn check_fields(
     reg: &Registration,
-    obj: &Map<String, Value>,
+    obj: &mut Map<String, Value>,
     policy: FieldValidation,
     decode_errors: bool,
 ) -> Result<Vec<String>, StatusError> {
-    let input = Value::Object(obj.clone());
+    let mut input = Value::Object(obj.clone());
+    input["apiVersion"] = Value::String(reg.api_version());
+    input["kind"] = Value::String(reg.kind.clone());
     let known = if reg.custom {
         match &reg.schema {
             Some(schema) => {
@@ -213,12 +217,19 @@ pub(crate) fn check_fields(
     let Some(known) = known else {
         return Ok(Vec::new());
     };
-    if policy == FieldValidation::Ignore {
-        return Ok(Vec::new());
-    }
     let mut unknown = Vec::new();
     missing(&input, &known, "", &mut unknown);
     if unknown.is_empty() {
+        return Ok(Vec::new());
+    }
+    if !reg.custom && policy != FieldValidation::Strict {
+        let mut v = Value::Object(std::mem::take(obj));
+        drop_unknown(&mut v, &known);
+        if let Value::Object(m) = v {
+            *obj = m;
+        }
+    }
+    if policy == FieldValidation::Ignore {
         return Ok(Vec::new());
     }
     match policy {
@@ -238,6 +249,26 @@ pub(crate) fn check_fields(
             .iter()
             .map(|p| format!("unknown field {p:?}"))
             .collect()),
+    }
+}
+
+/// Removes what `missing` reports: keys with a non-null value that `known` lacks.
+fn drop_unknown(v: &mut Value, known: &Value) {
+    match (v, known) {
+        (Value::Object(a), Value::Object(b)) => {
+            a.retain(|k, x| x.is_null() || b.contains_key(k));
+            for (k, x) in a.iter_mut() {
+                if let Some(y) = b.get(k) {
+                    drop_unknown(x, y);
+                }
+            }
+        }
+        (Value::Array(a), Value::Array(b)) if a.len() == b.len() => {
+            for (x, y) in a.iter_mut().zip(b) {
+                drop_unknown(x, y);
+            }
+        }
+        _ => {}
     }
 }
 

@@ -2,8 +2,10 @@
 //!
 //! Contract: a registration is data only (names, scope, subresources, the fields a field
 //! selector may use); it never depends on a k8s-openapi version, so the same server
-//! serves any release's types. [`builtin`] lists registrations for the common built-in
-//! resources, with the selectable fields the real API server allows for them.
+//! serves any release's types. [`builtin`] lists registrations for every GA built-in
+//! resource of Kubernetes 1.33 and later (the releases k8s-openapi 0.29 supports), with
+//! kube-apiserver's short names, categories, subresources and the selectable fields it
+//! allows.
 
 use std::any::TypeId;
 
@@ -319,7 +321,7 @@ pub const BUILTIN_GROUPS: &[&str] = &[
     "storagemigration.k8s.io",
 ];
 
-/// Registrations for the common built-in resources, with the selectable fields the real
+/// Registrations for the GA built-in resources, with the selectable fields the real
 /// API server allows.
 pub fn builtin() -> Vec<Registration> {
     let core = |plural: &str, kind: &str| Registration::new("", "v1", plural, kind);
@@ -453,6 +455,22 @@ pub fn builtin() -> Vec<Registration> {
         .categories(&["all"])
         .short_names(&["hpa"])
         .status_subresource(),
+        // kubectl autoscale writes v1; objects are stored at v2 and converted.
+        Registration {
+            storage_version: "v2".into(),
+            conversion: super::Conversion::Builtin(
+                super::BuiltinConversion::HorizontalPodAutoscaler,
+            ),
+            ..Registration::new(
+                "autoscaling",
+                "v1",
+                "horizontalpodautoscalers",
+                "HorizontalPodAutoscaler",
+            )
+            .categories(&["all"])
+            .short_names(&["hpa"])
+            .status_subresource()
+        },
         Registration::new(
             "policy",
             "v1",

@@ -571,7 +571,11 @@ impl State {
     /// CRD version that is not the storage version), with the two apiVersions.
     pub(crate) fn storage_of(&self, idx: usize) -> Option<(usize, String, String)> {
         let reg = &self.collections[idx].reg;
-        if !reg.custom || reg.storage_version.is_empty() || reg.storage_version == reg.version {
+        let builtin = matches!(reg.conversion, crate::Conversion::Builtin(_));
+        if !(reg.custom || builtin)
+            || reg.storage_version.is_empty()
+            || reg.storage_version == reg.version
+        {
             return None;
         }
         let storage_av = format!("{}/{}", reg.group, reg.storage_version);

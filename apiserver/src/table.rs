@@ -217,6 +217,81 @@ fn selector(o: &Value) -> Value {
     }
 }
 
+fn str_at<'a>(o: &'a Value, path: &str) -> &'a str {
+    s(o, path).and_then(Value::as_str).unwrap_or_default()
+}
+
+/// An int-or-string cell, "N/A" when unset (kubectl's PodDisruptionBudget columns).
+fn not_applicable(v: Option<&Value>) -> Value {
+    match v {
+        Some(Value::Number(n)) => json!(n.to_string()),
+        Some(Value::String(x)) => json!(x),
+        _ => json!("N/A"),
+    }
+}
+
+/// `cpu: 0/1, memory: 0/1G`: used over hard for each resource, the `limits.*` ones in
+/// the Limit column and the others in the Request column (kubectl's ResourceQuota).
+fn quota_usage(o: &Value, limits: bool) -> Value {
+    let hard = s(o, "/status/hard")
+        .or_else(|| s(o, "/spec/hard"))
+        .and_then(Value::as_object);
+    let used = s(o, "/status/used").and_then(Value::as_object);
+    let cells: Vec<String> = hard
+        .into_iter()
+        .flatten()
+        .filter(|(k, _)| k.starts_with("limits.") == limits)
+        .map(|(k, h)| {
+            let u = used
+                .and_then(|u| u.get(k))
+                .and_then(Value::as_str)
+                .unwrap_or("0");
+            format!("{k}: {u}/{}", h.as_str().unwrap_or_default())
+        })
+        .collect();
+    json!(cells.join(", "))
+}
+
+/// kubectl's HPA TARGETS: `<current>/<target>` per metric (`<unknown>` before status).
+fn hpa_targets(o: &Value) -> Value {
+    let metrics = s(o, "/spec/metrics").and_then(Value::as_array);
+    let current = s(o, "/status/currentMetrics").and_then(Value::as_array);
+    let cells: Vec<String> = metrics
+        .into_iter()
+        .flatten()
+        .enumerate()
+        .map(|(i, m)| {
+            let target = m
+                .pointer("/resource/target")
+                .or_else(|| m.pointer("/containerResource/target"));
+            let (want, unit) = match target {
+                Some(t) if t.get("averageUtilization").is_some() => {
+                    (t["averageUtilization"].to_string(), "%")
+                }
+                Some(t) => (
+                    t.get("averageValue")
+                        .or_else(|| t.get("value"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("<unknown>")
+                        .to_owned(),
+                    "",
+                ),
+                None => ("<unknown>".to_owned(), ""),
+            };
+            let now = current
+                .and_then(|c| c.get(i))
+                .and_then(|c| c.pointer("/resource/current/averageUtilization"))
+                .map_or("<unknown>".to_owned(), |v| format!("{v}{unit}"));
+            format!("{now}/{want}{unit}")
+        })
+        .collect();
+    json!(if cells.is_empty() {
+        "<none>".to_owned()
+    } else {
+        cells.join(", ")
+    })
+}
+
 fn or_none(v: Option<&Value>) -> Value {
     match v.and_then(Value::as_str) {
         Some(x) if !x.is_empty() => json!(x),
@@ -433,6 +508,193 @@ fn builtin_columns(reg: &Registration) -> Vec<Col> {
                         .unwrap_or_default()
                 ))
             }),
+            AGE,
+        ],
+        ("", "ReplicationController") => vec![
+            NAME,
+            int_col("Desired", |o| json!(int_at(o, "/spec/replicas"))),
+            int_col("Current", |o| json!(int_at(o, "/status/replicas"))),
+            int_col("Ready", |o| json!(int_at(o, "/status/readyReplicas"))),
+            AGE,
+            col("Containers", 1, |o| containers(o, "name")),
+            col("Images", 1, |o| containers(o, "image")),
+            col("Selector", 1, selector),
+        ],
+        ("", "ResourceQuota") => vec![
+            NAME,
+            AGE,
+            col("Request", 0, |o| quota_usage(o, false)),
+            col("Limit", 0, |o| quota_usage(o, true)),
+        ],
+        ("policy", "PodDisruptionBudget") => vec![
+            NAME,
+            col("Min Available", 0, |o| {
+                not_applicable(s(o, "/spec/minAvailable"))
+            }),
+            col("Max Unavailable", 0, |o| {
+                not_applicable(s(o, "/spec/maxUnavailable"))
+            }),
+            int_col("Allowed Disruptions", |o| {
+                json!(int_at(o, "/status/disruptionsAllowed"))
+            }),
+            AGE,
+        ],
+        ("autoscaling", "HorizontalPodAutoscaler") => vec![
+            NAME,
+            col("Reference", 0, |o| {
+                json!(format!(
+                    "{}/{}",
+                    str_at(o, "/spec/scaleTargetRef/kind"),
+                    str_at(o, "/spec/scaleTargetRef/name")
+                ))
+            }),
+            col("Targets", 0, hpa_targets),
+            col("MinPods", 0, |o| {
+                json!(s(o, "/spec/minReplicas")
+                    .and_then(Value::as_i64)
+                    .unwrap_or(1))
+            }),
+            int_col("MaxPods", |o| json!(int_at(o, "/spec/maxReplicas"))),
+            int_col("Replicas", |o| json!(int_at(o, "/status/currentReplicas"))),
+            AGE,
+        ],
+        ("scheduling.k8s.io", "PriorityClass") => vec![
+            NAME,
+            int_col("Value", |o| json!(int_at(o, "/value"))),
+            col("Global-Default", 0, |o| {
+                json!(s(o, "/globalDefault") == Some(&Value::Bool(true)))
+            }),
+            AGE,
+            col("PreemptionPolicy", 0, |o| {
+                json!(s(o, "/preemptionPolicy")
+                    .and_then(Value::as_str)
+                    .unwrap_or("PreemptLowerPriority"))
+            }),
+        ],
+        ("storage.k8s.io", "StorageClass") => vec![
+            Col {
+                cell: |o| {
+                    let name = str_at(o, "/metadata/name");
+                    let default = [
+                        "storageclass.kubernetes.io/is-default-class",
+                        "storageclass.beta.kubernetes.io/is-default-class",
+                    ]
+                    .iter()
+                    .any(|a| {
+                        o.pointer("/metadata/annotations")
+                            .and_then(|m| m.get(*a))
+                            .and_then(Value::as_str)
+                            == Some("true")
+                    });
+                    json!(if default {
+                        format!("{name} (default)")
+                    } else {
+                        name.to_owned()
+                    })
+                },
+                ..NAME
+            },
+            col("Provisioner", 0, |o| json!(str_at(o, "/provisioner"))),
+            col("ReclaimPolicy", 0, |o| {
+                json!(s(o, "/reclaimPolicy")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Delete"))
+            }),
+            col("VolumeBindingMode", 0, |o| {
+                json!(s(o, "/volumeBindingMode")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Immediate"))
+            }),
+            col("AllowVolumeExpansion", 0, |o| {
+                json!(s(o, "/allowVolumeExpansion") == Some(&Value::Bool(true)))
+            }),
+            AGE,
+        ],
+        ("networking.k8s.io", "NetworkPolicy") => vec![
+            NAME,
+            col("Pod-Selector", 0, |o| {
+                let labels: Vec<String> = s(o, "/spec/podSelector/matchLabels")
+                    .and_then(Value::as_object)
+                    .into_iter()
+                    .flatten()
+                    .map(|(k, v)| format!("{k}={}", v.as_str().unwrap_or_default()))
+                    .collect();
+                json!(if labels.is_empty() {
+                    "<none>".to_owned()
+                } else {
+                    labels.join(",")
+                })
+            }),
+            AGE,
+        ],
+        ("networking.k8s.io", "IngressClass") => vec![
+            NAME,
+            col("Controller", 0, |o| json!(str_at(o, "/spec/controller"))),
+            col("Parameters", 0, |o| or_none(s(o, "/spec/parameters/name"))),
+            AGE,
+        ],
+        ("discovery.k8s.io", "EndpointSlice") => vec![
+            NAME,
+            col("AddressType", 0, |o| json!(str_at(o, "/addressType"))),
+            col("Ports", 0, |o| {
+                let ports: Vec<String> = s(o, "/ports")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|p| p.get("port").and_then(Value::as_i64))
+                    .map(|p| p.to_string())
+                    .collect();
+                json!(if ports.is_empty() {
+                    "<unset>".to_owned()
+                } else {
+                    ports.join(",")
+                })
+            }),
+            col("Endpoints", 0, |o| {
+                let addrs: Vec<&str> = s(o, "/endpoints")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|e| e.get("addresses").and_then(Value::as_array))
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                json!(if addrs.is_empty() {
+                    "<unset>".to_owned()
+                } else {
+                    addrs.join(",")
+                })
+            }),
+            AGE,
+        ],
+        ("node.k8s.io", "RuntimeClass") => vec![
+            NAME,
+            col("Handler", 0, |o| json!(str_at(o, "/handler"))),
+            AGE,
+        ],
+        ("admissionregistration.k8s.io", "MutatingWebhookConfiguration")
+        | ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration") => vec![
+            NAME,
+            int_col("Webhooks", |o| json!(count(s(o, "/webhooks")))),
+            AGE,
+        ],
+        ("apps", "ControllerRevision") => vec![
+            NAME,
+            col("Controller", 0, |o| {
+                let owner = s(o, "/metadata/ownerReferences")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .find(|r| r.get("controller") == Some(&Value::Bool(true)));
+                json!(owner.map_or(String::new(), |r| {
+                    format!(
+                        "{}/{}",
+                        str_at(r, "/kind").to_lowercase(),
+                        str_at(r, "/name")
+                    )
+                }))
+            }),
+            int_col("Revision", |o| json!(int_at(o, "/revision"))),
             AGE,
         ],
         ("", "Endpoints")

@@ -80,7 +80,7 @@ impl View {
         let st = inner.state.read();
         let idx = st.lookup(&format!("{g}/{v}"), plural)?;
         let reg = &st.collections[idx].reg;
-        if !reg.custom {
+        if !reg.custom && !matches!(reg.conversion, Conversion::Builtin(_)) {
             return None;
         }
         let storage_idx = match st.storage_of(idx) {
@@ -104,8 +104,13 @@ impl View {
         })
     }
 
+    /// Whether writes convert too (a webhook or a built-in conversion; strategy `None`
+    /// only rewrites `apiVersion`, which storage does not need).
     fn webhook(&self) -> bool {
-        matches!(self.conversion, Conversion::Webhook(_))
+        matches!(
+            self.conversion,
+            Conversion::Webhook(_) | Conversion::Builtin(_)
+        )
     }
 
     /// Whether `o` is one of the served objects (of this group and kind).
@@ -254,8 +259,28 @@ impl View {
 
     /// Converts an object, a list's items or a Table's row objects.
     async fn convert_value(&self, v: &mut Map<String, Value>) -> Result<(), ConversionError> {
+        let list_av = v.get("apiVersion").cloned();
         if let Some(Value::Array(items)) = v.get_mut("items") {
-            self.convert_all(items, |i| Some(i)).await?;
+            // A built-in list's items carry no apiVersion and kind (kube-apiserver's
+            // don't): they are the list's, for the conversion only.
+            let mut bare = Vec::new();
+            for (i, item) in items.iter_mut().enumerate() {
+                if let (Some(o), Some(av)) = (item.as_object_mut(), &list_av) {
+                    if !o.contains_key("apiVersion") {
+                        o.insert("apiVersion".into(), av.clone());
+                        o.insert("kind".into(), Value::String(self.kind.clone()));
+                        bare.push(i);
+                    }
+                }
+            }
+            let r = self.convert_all(items, |i| Some(i)).await;
+            for i in bare {
+                if let Some(o) = items[i].as_object_mut() {
+                    o.remove("apiVersion");
+                    o.remove("kind");
+                }
+            }
+            r?;
             if v.get("apiVersion")
                 .and_then(Value::as_str)
                 .is_some_and(|av| av.split_once('/').is_some_and(|(g, _)| g == self.group))
@@ -391,6 +416,8 @@ fn decode(body: &[u8], ct: &str) -> Option<Map<String, Value>> {
         | "application/x-yaml"
         | "text/yaml"
         | "application/apply-patch+yaml" => serde_yaml::from_slice(body).ok()?,
+        // Built-in kinds only: a custom resource's protobuf body is refused later (415).
+        crate::protobuf::MEDIA_TYPE => Value::Object(crate::protobuf::decode(body).ok()?),
         _ => serde_json::from_slice(body).ok()?,
     };
     match v {

@@ -214,6 +214,16 @@ async fn respond(
                 Some("scale") if reg.scale => {
                     return write::scale(&inner, idx, &ns, &name, &m, &req, &wopts);
                 }
+                Some(sub) if crate::writes::actions_of(&reg).iter().any(|a| a.0 == sub) => {
+                    let obj = write::ObjectRequest {
+                        idx,
+                        reg: &reg,
+                        ns: &ns,
+                        name: &name,
+                        status_only: false,
+                    };
+                    return write::action(&inner, &obj, sub, &m, &q, &req, &wopts);
+                }
                 Some(_) => {
                     return Err(StatusError::new(
                         404,

@@ -37,7 +37,7 @@ pub(crate) fn create(
 ) -> Result<Response<Body>, StatusError> {
     let reg = inner.registration(idx);
     let mut obj = media::decode_object(req, &reg)?;
-    let warnings = media::check_fields(&reg, &typed(&reg, &obj), q.field_validation, true)?;
+    let warnings = media::check_fields(&reg, &mut obj, q.field_validation, true)?;
     crate::writes::on_client_create(&reg, &mut obj);
     let s = inner.create(idx, ns.unwrap_or_default(), obj, wopts)?;
     Ok(with_warnings(
@@ -104,8 +104,8 @@ pub(crate) fn update(
     req: &Request<Bytes>,
     wopts: &WriteOpts,
 ) -> Result<Response<Body>, StatusError> {
-    let obj = media::decode_object(req, o.reg)?;
-    let warnings = media::check_fields(o.reg, &typed(o.reg, &obj), q.field_validation, true)?;
+    let mut obj = media::decode_object(req, o.reg)?;
+    let warnings = media::check_fields(o.reg, &mut obj, q.field_validation, true)?;
     let s = inner.update(o.idx, o.ns, o.name, obj, o.status_only, wopts)?;
     Ok(with_warnings(
         object_response(StatusCode::OK, &s),
@@ -133,10 +133,10 @@ pub(crate) fn patch(
             if reg.supports_strategic_merge() { ", application/strategic-merge-patch+json" } else { "" }
         ))
     })?;
-    let body = patch_body(kind, req.body())?;
-    let warnings = match (&body, kind) {
+    let mut body = patch_body(kind, req.body())?;
+    let warnings = match (&mut body, kind) {
         (Value::Object(m), PatchKind::Apply) => {
-            media::check_fields(reg, &typed(reg, m), q.field_validation, false)?
+            media::check_fields(reg, m, q.field_validation, false)?
         }
         _ => Vec::new(),
     };
@@ -261,15 +261,67 @@ fn patch_body(kind: PatchKind, body: &Bytes) -> Result<Value, StatusError> {
     }
 }
 
+/// POST to `pods/<name>/eviction`, `pods/<name>/binding` or
+/// `serviceaccounts/<name>/token` (the `writes::actions` module): a body in any media
+/// type a create takes, 201 with a success `Status` or the TokenRequest.
+pub(crate) fn action(
+    inner: &Inner,
+    o: &ObjectRequest<'_>,
+    sub: &str,
+    m: &Method,
+    q: &Query,
+    req: &Request<Bytes>,
+    wopts: &WriteOpts,
+) -> Result<Response<Body>, StatusError> {
+    if *m != Method::POST {
+        return Err(StatusError::method_not_allowed(format!(
+            "the server does not allow this method on the requested resource: {m}"
+        )));
+    }
+    let body = media::decode_object(req, o.reg)?;
+    let success = || {
+        json_response(
+            StatusCode::CREATED,
+            json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "code": 201})
+                .to_string()
+                .into_bytes(),
+        )
+    };
+    match sub {
+        "eviction" => {
+            let opts = delete_options_from(q, body.get("deleteOptions").cloned())?;
+            inner.evict(o.idx, o.ns, o.name, &opts)?;
+            Ok(success())
+        }
+        "binding" => {
+            inner.bind(o.idx, o.ns, o.name, &body, wopts)?;
+            Ok(success())
+        }
+        _ => {
+            let token = inner.token(o.idx, o.ns, o.name, &body)?;
+            Ok(json_response(
+                StatusCode::CREATED,
+                token.to_string().into_bytes(),
+            ))
+        }
+    }
+}
+
 /// DeleteOptions from the body, with query parameters as fallbacks.
 fn delete_options(q: &Query, req: &Request<Bytes>) -> Result<DeleteOpts, StatusError> {
+    delete_options_from(q, media::decode_delete_options(req)?)
+}
+
+/// DeleteOptions from a decoded body (`None`: none sent), with query parameters as
+/// fallbacks.
+fn delete_options_from(q: &Query, body: Option<Value>) -> Result<DeleteOpts, StatusError> {
     let mut policy = q.propagation_policy.clone();
     let mut opts = DeleteOpts {
         grace_period_seconds: q.grace_period_seconds,
         dry_run: q.dry_run,
         ..Default::default()
     };
-    if let Some(v) = media::decode_delete_options(req)? {
+    if let Some(v) = body {
         if let Some(p) = v.get("propagationPolicy").and_then(Value::as_str) {
             policy = Some(p.to_owned());
         }
@@ -309,14 +361,6 @@ fn delete_options(q: &Query, req: &Request<Bytes>) -> Result<DeleteOpts, StatusE
         }
     };
     Ok(opts)
-}
-
-/// The object with its registration's `apiVersion` and `kind`, as a decoder sees it.
-fn typed(reg: &Registration, obj: &Map<String, Value>) -> Map<String, Value> {
-    let mut m = obj.clone();
-    m.insert("apiVersion".into(), Value::String(reg.api_version()));
-    m.insert("kind".into(), Value::String(reg.kind.clone()));
-    m
 }
 
 fn body_object(body: &Bytes) -> Result<Map<String, Value>, StatusError> {

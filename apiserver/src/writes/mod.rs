@@ -29,6 +29,8 @@
 //! collector in `gc`; what they share (options, the storage step, the merge of a body
 //! over the stored object, [`Preconditions`]) is here.
 
+mod actions;
+pub(crate) use actions::actions_of;
 mod create;
 mod delete;
 mod gc;
