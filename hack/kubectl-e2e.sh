@@ -283,6 +283,20 @@ has "drain the node (cordon, eviction)" 'pod/p2 evicted'
 has "drain the node (cordon, eviction)" 'node/node-e2e drained'
 expect_fail "p2 evicted" k get pod p2 -n e2e
 
+cat >"$work/csr.yaml" <<'EOF'
+apiVersion: certificates.k8s.io/v1
+kind: CertificateSigningRequest
+metadata: {name: csr-e2e}
+spec:
+  request: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KLS0tLS1FTkQgQ0VSVElGSUNBVEUgUkVRVUVTVC0tLS0tCg==
+  signerName: kubernetes.io/kube-apiserver-client
+  usages: [client auth]
+EOF
+expect_ok "create csr" k create -f "$work/csr.yaml"
+expect_ok "certificate approve" k certificate approve csr-e2e
+expect_ok "get csr" k get csr csr-e2e
+has "get csr" '^csr-e2e +.* +kubernetes.io/kube-apiserver-client +.* +Approved$'
+
 # A finalizer holds one object, so the namespace stays Terminating until it is removed.
 expect_ok "add a finalizer" k patch configmap cm1 -n e2e --type=merge -p '{"metadata":{"finalizers":["example.com/hold"]}}'
 expect_ok "delete namespace" k delete namespace e2e --wait=false

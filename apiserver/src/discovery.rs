@@ -311,6 +311,15 @@ pub(crate) fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
                 "verbs": ["create"],
             }));
         }
+        if crate::registry::is_csr(r) {
+            rs.push(json!({
+                "name": format!("{}/approval", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": ["get", "patch", "update"],
+            }));
+        }
         if r.scale {
             rs.push(json!({
                 "name": format!("{}/scale", r.plural),

@@ -321,6 +321,12 @@ pub const BUILTIN_GROUPS: &[&str] = &[
     "storagemigration.k8s.io",
 ];
 
+/// Whether a registration is certificates.k8s.io's CertificateSigningRequests (which
+/// have an `approval` subresource beside `status`).
+pub(crate) fn is_csr(reg: &Registration) -> bool {
+    !reg.custom && reg.group == "certificates.k8s.io" && reg.plural == "certificatesigningrequests"
+}
+
 /// Registrations for the GA built-in resources, with the selectable fields the real
 /// API server allows.
 pub fn builtin() -> Vec<Registration> {

@@ -667,6 +667,36 @@ fn builtin_columns(reg: &Registration) -> Vec<Col> {
             }),
             AGE,
         ],
+        ("certificates.k8s.io", "CertificateSigningRequest") => vec![
+            NAME,
+            AGE,
+            col("SignerName", 0, |o| json!(str_at(o, "/spec/signerName"))),
+            col("Requestor", 0, |o| json!(str_at(o, "/spec/username"))),
+            col("RequestedDuration", 0, |o| {
+                json!(
+                    match s(o, "/spec/expirationSeconds").and_then(Value::as_i64) {
+                        Some(secs) => format!("{}m", secs / 60),
+                        None => "<none>".to_owned(),
+                    }
+                )
+            }),
+            col("Condition", 0, |o| {
+                let mut conds: Vec<&str> = s(o, "/status/conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|c| c.get("type").and_then(Value::as_str))
+                    .collect();
+                if s(o, "/status/certificate").is_some_and(|c| c.as_str() != Some("")) {
+                    conds.push("Issued");
+                }
+                json!(if conds.is_empty() {
+                    "Pending".to_owned()
+                } else {
+                    conds.join(",")
+                })
+            }),
+        ],
         ("node.k8s.io", "RuntimeClass") => vec![
             NAME,
             col("Handler", 0, |o| json!(str_at(o, "/handler"))),

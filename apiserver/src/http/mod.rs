@@ -208,6 +208,8 @@ async fn respond(
             let status_only = match sub.as_deref() {
                 None => false,
                 Some("status") if reg.status => true,
+                // `kubectl certificate approve|deny`: the CSR's status conditions.
+                Some("approval") if crate::registry::is_csr(&reg) => true,
                 Some("finalize") if crate::namespaces::is_namespaces(&reg) && m == Method::PUT => {
                     return write::finalize_namespace(&inner, idx, &name, &req, &wopts);
                 }
