@@ -22,11 +22,10 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{gr, part_of, Ctx, DeleteOpts, WriteOpts};
+use super::{DeleteOpts, WriteOpts};
 use crate::errors::StatusError;
 use crate::labels::Selector;
 use crate::server::{now, Inner};
-use crate::store::storage_key;
 
 /// The acting subresources a built-in registration has: name, and the group, version
 /// and kind of the body they take.
@@ -138,30 +137,19 @@ impl Inner {
         if dry_run {
             return Ok(());
         }
-        let reg = self.registration(pdb_idx);
-        let opts = WriteOpts::default();
-        let ctx = Ctx {
-            idx: pdb_idx,
-            reg: &reg,
-            opts: &opts,
-        };
-        let gc = {
-            let mut st = self.state.write();
-            let key = storage_key(ns, &pdb_name);
-            let old = st.collections[pdb_idx]
-                .objects
-                .get(&key)
-                .cloned()
-                .ok_or_else(|| StatusError::not_found(gr(&reg), &pdb_name))?;
-            let prev = old.to_value()?;
-            let mut body = prev.clone();
-            if let Some(Value::Object(status)) = body.get_mut("status") {
-                status.insert("disruptionsAllowed".into(), Value::from(allowed - 1));
-            }
-            let new = self.merge_update(&ctx, &prev, body, part_of(&reg, true))?;
-            self.replace_locked(&mut st, &ctx, &old, &prev, new)?.1
-        };
-        self.collect_garbage(gc);
+        self.modify(
+            pdb_idx,
+            ns,
+            &pdb_name,
+            &WriteOpts::default(),
+            true,
+            |_, body| {
+                if let Some(Value::Object(status)) = body.get_mut("status") {
+                    status.insert("disruptionsAllowed".into(), Value::from(allowed - 1));
+                }
+                Ok(())
+            },
+        )?;
         Ok(())
     }
 
@@ -174,7 +162,6 @@ impl Inner {
         binding: &Map<String, Value>,
         opts: &WriteOpts,
     ) -> Result<(), StatusError> {
-        let reg = self.registration(idx);
         let node = binding
             .get("target")
             .and_then(|t| t.get("name"))
@@ -192,23 +179,12 @@ impl Inner {
                     }],
                 )
             })?;
-        let ctx = Ctx {
-            idx,
-            reg: &reg,
-            opts,
-        };
-        let gc = {
-            let mut st = self.state.write();
-            let key = storage_key(ns, name);
-            let old = st.collections[idx]
-                .objects
-                .get(&key)
-                .cloned()
-                .ok_or_else(|| StatusError::not_found(gr(&reg), name))?;
-            let prev = old.to_value()?;
-            if let Some(n) = prev
-                .get("spec")
-                .and_then(|s| s.get("nodeName"))
+        self.modify(idx, ns, name, opts, false, |_, body| {
+            let spec = body
+                .entry("spec")
+                .or_insert_with(|| Value::Object(Map::new()));
+            if let Some(n) = spec
+                .get("nodeName")
                 .and_then(Value::as_str)
                 .filter(|n| !n.is_empty())
             {
@@ -218,17 +194,11 @@ impl Inner {
                     format!("Operation cannot be fulfilled on pods/binding \"{name}\": pod {name} is already assigned to node \"{n}\""),
                 ));
             }
-            let mut body = prev.clone();
-            if let Some(Value::Object(spec)) = body.get_mut("spec") {
+            if let Value::Object(spec) = spec {
                 spec.insert("nodeName".into(), Value::String(node.to_owned()));
             }
-            let new = self.merge_update(&ctx, &prev, body, part_of(&reg, false))?;
-            if opts.dry_run {
-                return Ok(());
-            }
-            self.replace_locked(&mut st, &ctx, &old, &prev, new)?.1
-        };
-        self.collect_garbage(gc);
+            Ok(())
+        })?;
         Ok(())
     }
 
@@ -295,15 +265,7 @@ impl Inner {
 
     /// The stored object as JSON (404 when there is none).
     fn current(&self, idx: usize, ns: &str, name: &str) -> Result<Value, StatusError> {
-        let reg = self.registration(idx);
-        let key = storage_key(if reg.namespaced { ns } else { "" }, name);
-        let st = self.state.read();
-        let stored = st.collections[idx]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| StatusError::not_found(gr(&reg), name))?;
-        Ok(Value::Object(stored.to_value()?))
+        Ok(Value::Object(self.stored(idx, ns, name)?.to_value()?))
     }
 }
 

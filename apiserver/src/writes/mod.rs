@@ -48,7 +48,7 @@ use crate::errors::{cause, GroupResource, StatusCause, StatusError};
 use crate::namespaces;
 use crate::registry::Registration;
 use crate::server::{has_finalizers, meta_mut, meta_str, now, Inner, Propagation};
-use crate::store::{encode, EventType, State, Stored};
+use crate::store::{encode, storage_key, EventType, State, Stored};
 
 pub(crate) use create::on_client_create;
 
@@ -385,6 +385,59 @@ impl Inner {
             .map(|m| self.manager(m, part, &time, &av));
         apply::record_update(Some(&Value::Object(prev.clone())), &mut v, mgr.as_ref());
         to_map(v)
+    }
+
+    /// The stored object `name` (404 when there is none).
+    pub(crate) fn stored(
+        &self,
+        idx: usize,
+        ns: &str,
+        name: &str,
+    ) -> Result<Arc<Stored>, StatusError> {
+        let reg = self.registration(idx);
+        let key = storage_key(if reg.namespaced { ns } else { "" }, name);
+        self.state.read().collections[idx]
+            .objects
+            .get(&key)
+            .cloned()
+            .ok_or_else(|| StatusError::not_found(gr(&reg), name))
+    }
+
+    /// Reads an object, lets `change` edit a copy (its main part, or only its status
+    /// when `status_only`), and writes it back, all under the write lock: the
+    /// subresources that change one object in place (scale, binding, a budget's
+    /// disruptions). `change` sees the stored object first, for preconditions.
+    pub(crate) fn modify(
+        &self,
+        idx: usize,
+        ns: &str,
+        name: &str,
+        opts: &WriteOpts,
+        status_only: bool,
+        change: impl FnOnce(&Arc<Stored>, &mut Map<String, Value>) -> Result<(), StatusError>,
+    ) -> Result<Arc<Stored>, StatusError> {
+        let reg = self.registration(idx);
+        let ctx = Ctx {
+            idx,
+            reg: &reg,
+            opts,
+        };
+        let (out, gc) = {
+            let mut st = self.state.write();
+            let key = storage_key(if reg.namespaced { ns } else { "" }, name);
+            let old = st.collections[idx]
+                .objects
+                .get(&key)
+                .cloned()
+                .ok_or_else(|| StatusError::not_found(gr(&reg), name))?;
+            let prev = old.to_value()?;
+            let mut body = prev.clone();
+            change(&old, &mut body)?;
+            let new = self.merge_update(&ctx, &prev, body, part_of(&reg, status_only))?;
+            self.replace_locked(&mut st, &ctx, &old, &prev, new)?
+        };
+        self.collect_garbage(gc);
+        Ok(out)
     }
 
     /// Stores `new` over `old` (or deletes it when its last finalizer went).

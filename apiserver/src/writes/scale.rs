@@ -3,11 +3,10 @@
 
 use serde_json::{Map, Value};
 
-use super::{gr, part_of, Ctx, Preconditions, WriteOpts};
+use super::{Preconditions, WriteOpts};
 use crate::errors::{cause, StatusCause, StatusError};
 use crate::registry::Registration;
 use crate::server::Inner;
-use crate::store::storage_key;
 
 impl Inner {
     /// The `autoscaling/v1` Scale of an object.
@@ -47,14 +46,10 @@ impl Inner {
     /// Reads the scale subresource.
     pub(crate) fn get_scale(&self, idx: usize, ns: &str, name: &str) -> Result<Value, StatusError> {
         let reg = self.registration(idx);
-        let key = storage_key(if reg.namespaced { ns } else { "" }, name);
-        let st = self.state.read();
-        let old = st.collections[idx]
-            .objects
-            .get(&key)
-            .cloned()
-            .ok_or_else(|| StatusError::not_found(gr(&reg), name))?;
-        Ok(Self::scale_of(&reg, &old.to_value()?))
+        Ok(Self::scale_of(
+            &reg,
+            &self.stored(idx, ns, name)?.to_value()?,
+        ))
     }
 
     /// Writes the scale subresource: `spec.replicas` of the Scale goes to the object
@@ -103,27 +98,11 @@ impl Inner {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        let ctx = Ctx {
-            idx,
-            reg: &reg,
-            opts,
-        };
-        let (out, gc) = {
-            let mut st = self.state.write();
-            let key = storage_key(if reg.namespaced { ns } else { "" }, name);
-            let old = st.collections[idx]
-                .objects
-                .get(&key)
-                .cloned()
-                .ok_or_else(|| StatusError::not_found(gr(&reg), name))?;
-            let prev = old.to_value()?;
-            Preconditions::body(&want_rv).check(&reg, name, &old, &prev)?;
-            let mut body = prev.clone();
-            set_path(&mut body, &reg.scale_paths.spec_replicas, replicas);
-            let new = self.merge_update(&ctx, &prev, body, part_of(&reg, false))?;
-            self.replace_locked(&mut st, &ctx, &old, &prev, new)?
-        };
-        self.collect_garbage(gc);
+        let out = self.modify(idx, ns, name, opts, false, |old, body| {
+            Preconditions::body(&want_rv).check(&reg, name, old, body)?;
+            set_path(body, &reg.scale_paths.spec_replicas, replicas);
+            Ok(())
+        })?;
         Ok(Self::scale_of(&reg, &out.to_value()?))
     }
 }
