@@ -56,9 +56,10 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<D> {
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
         // Anything but an array fails here, as the inner deserializer's `deserialize_seq`
         // would.
-        let items: Vec<&'de RawValue> = de::Deserialize::deserialize(self.de)?;
+        let items: Elements<'de> = self.de.deserialize_seq(ElementsVisitor)?;
         visitor.visit_seq(Split {
-            items: items.into_iter(),
+            items,
+            next: 0,
             error: std::marker::PhantomData,
         })
     }
@@ -135,9 +136,57 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<D> {
     }
 }
 
+/// How many elements of an array are held without an allocation: most arrays of
+/// Kubernetes objects are shorter.
+const INLINE_ELEMENTS: usize = 8;
+
+/// The raw text of an array's elements, in order: the first [`INLINE_ELEMENTS`] inline,
+/// the rest in `spill`.
+struct Elements<'de> {
+    inline: [Option<&'de RawValue>; INLINE_ELEMENTS],
+    spill: Vec<&'de RawValue>,
+    len: usize,
+}
+
+impl<'de> Elements<'de> {
+    fn get(&self, i: usize) -> Option<&'de RawValue> {
+        match i.checked_sub(INLINE_ELEMENTS) {
+            None => self.inline.get(i).copied().flatten(),
+            Some(j) => self.spill.get(j).copied(),
+        }
+    }
+}
+
+struct ElementsVisitor;
+
+impl<'de> Visitor<'de> for ElementsVisitor {
+    type Value = Elements<'de>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a sequence")
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Elements<'de>, A::Error> {
+        let mut items = Elements {
+            inline: [None; INLINE_ELEMENTS],
+            spill: Vec::new(),
+            len: 0,
+        };
+        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
+            match items.inline.get_mut(items.len) {
+                Some(slot) => *slot = Some(raw),
+                None => items.spill.push(raw),
+            }
+            items.len += 1;
+        }
+        Ok(items)
+    }
+}
+
 /// The elements of one array, each decoded from its own text.
 struct Split<'de, E> {
-    items: std::vec::IntoIter<&'de RawValue>,
+    items: Elements<'de>,
+    next: usize,
     error: std::marker::PhantomData<fn() -> E>,
 }
 
@@ -148,9 +197,10 @@ impl<'de, E: de::Error> SeqAccess<'de> for Split<'de, E> {
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, E> {
-        let Some(raw) = self.items.next() else {
+        let Some(raw) = self.items.get(self.next) else {
             return Ok(None);
         };
+        self.next += 1;
         let mut de = serde_json::Deserializer::from_str(raw.get());
         let value = seed.deserialize(Exact::new(&mut de)).map_err(E::custom)?;
         de.end().map_err(E::custom)?;
@@ -158,7 +208,7 @@ impl<'de, E: de::Error> SeqAccess<'de> for Split<'de, E> {
     }
 
     fn size_hint(&self) -> Option<usize> {
-        Some(self.items.len())
+        Some(self.items.len - self.next)
     }
 }
 
@@ -314,6 +364,12 @@ mod tests {
         assert_eq!(got.list[0].ports.capacity(), 3);
         assert_eq!(got.maybe.as_ref().map(Vec::capacity), Some(1));
         assert_eq!(got.nested[2].capacity(), 2);
+        // Longer than the inline part: the rest spills, in order.
+        let long: Vec<u32> = (0..20).collect();
+        let text = serde_json::json!({"list": [], "maybe": long, "nested": [], "any": null});
+        let got: Outer = exact(&text.to_string()).unwrap();
+        assert_eq!(got.maybe.as_deref(), Some(long.as_slice()));
+        assert_eq!(got.maybe.map(|v| v.capacity()), Some(20));
         let pod = json!({"metadata": {"name": "p", "ownerReferences": [{"apiVersion": "v1", "kind": "K", "name": "o", "uid": "u"}]},
             "spec": {"containers": [{"name": "c", "ports": [{"containerPort": 80}], "args": ["a", "b", "c", "d", "e"]}]}});
         let typed: k8s_openapi::api::core::v1::Pod = exact(&pod.to_string()).unwrap();
