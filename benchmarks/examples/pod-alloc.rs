@@ -14,8 +14,11 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-// The runtime's exact-capacity adapter, compiled in here to be measured beside the
-// plain decode (it is crate-internal there).
+// The runtime's exact-capacity adapter (and the forwarding it shares with the other
+// adapter), compiled in here to be measured beside the plain decode (it is
+// crate-internal there).
+#[path = "../../runtime/src/client/adapter.rs"]
+mod adapter;
 #[path = "../../runtime/src/client/exact.rs"]
 #[allow(dead_code)]
 mod exact;

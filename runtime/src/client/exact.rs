@@ -24,6 +24,8 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 
+use super::adapter::{forward_deserializer, forward_visitor};
+
 /// The adapter (see the module documentation).
 pub(crate) struct Exact<D> {
     de: D,
@@ -34,16 +36,6 @@ impl<D> Exact<D> {
     pub(crate) fn new(de: D) -> Self {
         Exact { de }
     }
-}
-
-macro_rules! forward_plain {
-    ($($method:ident)*) => {
-        $(
-            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-                self.de.$method(visitor)
-            }
-        )*
-    };
 }
 
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<D> {
@@ -89,50 +81,12 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<D> {
         self.de.deserialize_newtype_struct(name, Wrap(visitor))
     }
 
-    forward_plain! {
+    forward_deserializer! { de;
         deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
         deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
         deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
         deserialize_string deserialize_bytes deserialize_byte_buf deserialize_unit
         deserialize_identifier deserialize_ignored_any
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.de.deserialize_unit_struct(name, visitor)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.de.deserialize_tuple(len, visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.de.deserialize_tuple_struct(name, len, visitor)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.de.deserialize_enum(name, variants, visitor)
-    }
-
-    fn is_human_readable(&self) -> bool {
-        self.de.is_human_readable()
     }
 }
 
@@ -215,16 +169,6 @@ impl<'de, E: de::Error> SeqAccess<'de> for Split<'de, E> {
 /// A visitor whose maps, options and newtypes hand out wrapped deserializers.
 struct Wrap<V>(V);
 
-macro_rules! forward_visit {
-    ($($method:ident: $ty:ty)*) => {
-        $(
-            fn $method<E: de::Error>(self, v: $ty) -> Result<Self::Value, E> {
-                self.0.$method(v)
-            }
-        )*
-    };
-}
-
 impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
     type Value = V::Value;
 
@@ -248,32 +192,7 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
         self.0.visit_newtype_struct(Exact::new(de))
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.0.visit_none()
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.0.visit_unit()
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        self.0.visit_borrowed_str(v)
-    }
-
-    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
-        self.0.visit_borrowed_bytes(v)
-    }
-
-    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
-        self.0.visit_enum(data)
-    }
-
-    forward_visit! {
-        visit_bool: bool visit_i8: i8 visit_i16: i16 visit_i32: i32 visit_i64: i64
-        visit_i128: i128 visit_u8: u8 visit_u16: u16 visit_u32: u32 visit_u64: u64
-        visit_u128: u128 visit_f32: f32 visit_f64: f64 visit_char: char visit_str: &str
-        visit_string: String visit_bytes: &[u8] visit_byte_buf: Vec<u8>
-    }
+    forward_visitor!(0);
 }
 
 /// A map whose values decode through the adapter (keys pass through).

@@ -31,6 +31,7 @@
 //! [`Patch`] and [`DeleteOptions`]. It does not retry or cache. The `scale` subresource
 //! has its own verbs too ([`ResourceClient::get_scale`], `update_scale`, `patch_scale`).
 
+mod adapter;
 pub(crate) mod decode;
 pub mod discovery;
 pub mod dynamic;
