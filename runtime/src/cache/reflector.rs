@@ -46,7 +46,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::cache::store::StoreError;
-use crate::client::decode::compact;
 use crate::client::{
     self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, ResourceVersionMatch,
     WatchEvent,
@@ -122,15 +121,15 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
     }
 }
 
-/// Objects listed and watched for a cache are compacted on the decoding thread (see
-/// `client::decode::compact`): a cached object holds no spare vector capacity.
+/// Objects listed and watched for a cache are decoded with exact vector capacities (see
+/// `client::exact`): a cached object holds no spare vector capacity.
 impl<K> ListerWatcher<K> for ResourceClient<K>
 where
     K: kube::Resource + serde::de::DeserializeOwned + Clone + Send + 'static,
 {
     fn list(&self, opts: ListOptions) -> BoxFuture<'static, Result<ObjectList<K>, client::Error>> {
         let c = self.clone();
-        async move { c.list_with(&opts, Some(compact::<K>)).await }.boxed()
+        async move { c.list_with(&opts, true).await }.boxed()
     }
 
     fn watch(
@@ -138,12 +137,7 @@ where
         opts: ListOptions,
     ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>> {
         let c = self.clone();
-        async move {
-            c.watch_with(&opts, Some(compact::<K>))
-                .await
-                .map(|s| s.boxed())
-        }
-        .boxed()
+        async move { c.watch_with(&opts, true).await.map(|s| s.boxed()) }.boxed()
     }
 
     fn list_deferred(
@@ -151,7 +145,7 @@ where
         opts: ListOptions,
     ) -> BoxFuture<'static, Result<DeferredPage<K>, client::Error>> {
         let c = self.clone();
-        async move { c.list_deferred_with(&opts, Some(compact::<K>)).await }.boxed()
+        async move { c.list_deferred_with(&opts, true).await }.boxed()
     }
 }
 

@@ -21,46 +21,39 @@ pub(crate) const PARALLEL_MIN_ITEMS: usize = 256;
 /// The fewest items one blocking decode task gets.
 const CHUNK_MIN_ITEMS: usize = 64;
 
-/// What to do with each object once decoded (on the thread that decoded it).
-pub(crate) type Finish<K> = Option<fn(K) -> K>;
-
-/// A compact copy of a freshly decoded object, for objects that are cached.
-///
-/// Decoding grows every `Vec` by doubling (JSON announces no lengths), so a decoded Pod
-/// carries unused capacity: its two containers' four-slot vectors of ports and mounts,
-/// four slots of container statuses, and so on (about 5 KiB of 33 KiB per Pod). A clone
-/// allocates every vector at its exact length; the decoded original is dropped at once
-/// on the same thread, so its memory is what the next decode reuses.
-pub(crate) fn compact<K: Clone>(obj: K) -> K {
-    obj.clone()
-}
-
-/// Decodes one object, without its `metadata.managedFields` when asked, then applies
-/// `finish`.
+/// Decodes one object, without its `metadata.managedFields` when asked; with `exact`,
+/// every vector at its final capacity (see [`super::exact`]: for objects that are
+/// cached, which would otherwise keep the slack of vectors grown by doubling).
 pub(crate) fn decode_object<K: DeserializeOwned>(
     json: &str,
     without_managed_fields: bool,
-    finish: Finish<K>,
+    exact: bool,
 ) -> Result<K, serde_json::Error> {
-    let obj = decode_plain(json, without_managed_fields)?;
-    Ok(match finish {
-        Some(f) => f(obj),
-        None => obj,
-    })
-}
-
-fn decode_plain<K: DeserializeOwned>(
-    json: &str,
-    without_managed_fields: bool,
-) -> Result<K, serde_json::Error> {
-    if !without_managed_fields {
-        return serde_json::from_str(json);
-    }
-    // managedFields are skipped while decoding, in the same pass (see `super::skip`).
     let mut de = serde_json::Deserializer::from_str(json);
-    let obj = K::deserialize(super::skip::SkipManagedFields::new(&mut de))?;
+    let obj = deserialize(&mut de, without_managed_fields, exact)?;
     de.end()?;
     Ok(obj)
+}
+
+/// `K::deserialize(de)`, through the adapters asked for: managedFields are skipped in
+/// the same pass (see `super::skip`), vectors sized exactly (see `super::exact`).
+pub(crate) fn deserialize<'de, K, D>(
+    de: D,
+    without_managed_fields: bool,
+    exact: bool,
+) -> Result<K, D::Error>
+where
+    K: serde::Deserialize<'de>,
+    D: serde::Deserializer<'de>,
+{
+    use super::exact::Exact;
+    use super::skip::SkipManagedFields;
+    match (without_managed_fields, exact) {
+        (false, false) => K::deserialize(de),
+        (false, true) => K::deserialize(Exact::new(de)),
+        (true, false) => K::deserialize(SkipManagedFields::new(de)),
+        (true, true) => K::deserialize(SkipManagedFields::new(Exact::new(de))),
+    }
 }
 
 /// Bodies of at least this size whose metadata comes first are decoded whole, in one
@@ -104,16 +97,17 @@ pub(crate) fn leading_metadata(body: &[u8]) -> Option<super::WireListMeta> {
 }
 
 /// The items of a list body, decoded in one pass (the envelope's other fields skipped),
-/// each without `metadata.managedFields` when asked, then `finish`ed.
+/// each without `metadata.managedFields` when asked and, with `exact`, with exact
+/// vector capacities.
 pub(crate) fn decode_page<K: DeserializeOwned>(
     body: &[u8],
     without_managed_fields: bool,
-    finish: Finish<K>,
+    exact: bool,
 ) -> Result<Vec<K>, serde_json::Error> {
     use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
     use std::marker::PhantomData;
 
-    struct Page<K>(bool, Finish<K>, PhantomData<fn() -> K>);
+    struct Page<K>(bool, bool, PhantomData<fn() -> K>);
     impl<'de, K: DeserializeOwned> Visitor<'de> for Page<K> {
         type Value = Vec<K>;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -131,7 +125,7 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
             Ok(items)
         }
     }
-    struct Items<K>(bool, Finish<K>, PhantomData<fn() -> K>);
+    struct Items<K>(bool, bool, PhantomData<fn() -> K>);
     impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for Items<K> {
         type Value = Vec<K>;
         fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Vec<K>, D::Error> {
@@ -148,31 +142,24 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<K>, A::Error> {
             let mut out = Vec::new();
-            while let Some(obj) = seq.next_element_seed(Item::<K>(self.0, PhantomData))? {
-                out.push(match self.1 {
-                    Some(f) => f(obj),
-                    None => obj,
-                });
+            while let Some(obj) = seq.next_element_seed(Item::<K>(self.0, self.1, PhantomData))? {
+                out.push(obj);
             }
             Ok(out)
         }
     }
-    struct Item<K>(bool, PhantomData<fn() -> K>);
+    struct Item<K>(bool, bool, PhantomData<fn() -> K>);
     impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for Item<K> {
         type Value = K;
         fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<K, D::Error> {
-            if self.0 {
-                K::deserialize(super::skip::SkipManagedFields::new(de))
-            } else {
-                K::deserialize(de)
-            }
+            deserialize(de, self.0, self.1)
         }
     }
 
     // Validated once here, the text then decodes without a UTF-8 check per string.
     let text = std::str::from_utf8(body).map_err(serde::de::Error::custom)?;
     let mut de = serde_json::Deserializer::from_str(text);
-    let items = de.deserialize_map(Page::<K>(without_managed_fields, finish, PhantomData))?;
+    let items = de.deserialize_map(Page::<K>(without_managed_fields, exact, PhantomData))?;
     de.end()?;
     Ok(items)
 }
@@ -225,14 +212,14 @@ impl RawList {
     pub(crate) async fn decode_items<K>(
         self,
         without_managed_fields: bool,
-        finish: Finish<K>,
+        exact: bool,
     ) -> Result<Vec<K>, serde_json::Error>
     where
         K: DeserializeOwned + Send + 'static,
     {
         let n = self.items.len();
         if n < PARALLEL_MIN_ITEMS {
-            return decode_ranges(&self.body, &self.items, without_managed_fields, finish);
+            return decode_ranges(&self.body, &self.items, without_managed_fields, exact);
         }
         let workers = super::pool::width();
         let per_chunk = n.div_ceil(workers).max(CHUNK_MIN_ITEMS);
@@ -243,7 +230,7 @@ impl RawList {
             let chunk = std::mem::replace(&mut ranges, rest);
             let body = self.body.clone();
             tasks.push(super::pool::run(move || {
-                decode_ranges::<K>(&body, &chunk, without_managed_fields, finish)
+                decode_ranges::<K>(&body, &chunk, without_managed_fields, exact)
             }));
         }
         let mut out = Vec::with_capacity(n);
@@ -261,12 +248,12 @@ fn decode_ranges<K: DeserializeOwned>(
     body: &[u8],
     ranges: &[Range<usize>],
     without_managed_fields: bool,
-    finish: Finish<K>,
+    exact: bool,
 ) -> Result<Vec<K>, serde_json::Error> {
     let text = std::str::from_utf8(body).map_err(serde::de::Error::custom)?;
     ranges
         .iter()
-        .map(|r| decode_object(&text[r.clone()], without_managed_fields, finish))
+        .map(|r| decode_object(&text[r.clone()], without_managed_fields, exact))
         .collect()
 }
 
@@ -282,11 +269,11 @@ mod tests {
             "spec": {"metadata": {"managedFields": "kept"}, "managedFields": 1},
         });
         let text = obj.to_string();
-        let v: Value = decode_object(&text, true, None).unwrap();
+        let v: Value = decode_object(&text, true, false).unwrap();
         assert_eq!(v["metadata"]["managedFields"], Value::Null);
         assert_eq!(v["metadata"]["name"], "a");
         assert_eq!(v["spec"], obj["spec"]);
-        let kept: Value = decode_object(&text, false, Some(compact)).unwrap();
+        let kept: Value = decode_object(&text, false, true).unwrap();
         assert_eq!(kept, obj);
     }
 
@@ -304,21 +291,21 @@ mod tests {
         let meta = leading_metadata(&text).unwrap();
         assert_eq!(meta.continue_.as_deref(), Some("c"));
         assert_eq!(meta.resource_version.as_deref(), Some("7"));
-        let out: Vec<Value> = decode_page(&text, true, Some(compact)).unwrap();
+        let out: Vec<Value> = decode_page(&text, true, true).unwrap();
         assert_eq!(out.len(), 5);
         for (i, v) in out.iter().enumerate() {
             assert_eq!(v["metadata"], json!({"name": format!("p{i}")}));
         }
-        let kept: Vec<Value> = decode_page(&text, false, None).unwrap();
+        let kept: Vec<Value> = decode_page(&text, false, false).unwrap();
         assert_eq!(kept, items);
         // Items before metadata, or no object at all: the caller splits the body instead.
         let items_first = br#"{"items": [], "metadata": {"continue": "c"}}"#;
         assert!(leading_metadata(items_first).is_none());
         assert!(leading_metadata(b"[1]").is_none());
         let none: Vec<Value> =
-            decode_page(br#"{"metadata": {}, "items": null}"#, true, None).unwrap();
+            decode_page(br#"{"metadata": {}, "items": null}"#, true, false).unwrap();
         assert!(none.is_empty());
-        assert!(decode_page::<Value>(br#"{"items": [1, }"#, true, None).is_err());
+        assert!(decode_page::<Value>(br#"{"items": [1, }"#, true, false).is_err());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -332,7 +319,7 @@ mod tests {
             raw.metadata.as_ref().and_then(|m| m.continue_.as_deref()),
             Some("c")
         );
-        let out: Vec<Value> = raw.decode_items(true, Some(compact)).await.unwrap();
+        let out: Vec<Value> = raw.decode_items(true, true).await.unwrap();
         assert_eq!(out.len(), 1000);
         for (i, v) in out.iter().enumerate() {
             assert_eq!(v["metadata"]["name"], format!("p{i}"));

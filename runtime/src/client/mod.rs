@@ -31,9 +31,11 @@
 //! [`Patch`] and [`DeleteOptions`]. It does not retry or cache. The `scale` subresource
 //! has its own verbs too ([`ResourceClient::get_scale`], `update_scale`, `patch_scale`).
 
+mod adapter;
 pub(crate) mod decode;
 pub mod discovery;
 pub mod dynamic;
+mod exact;
 pub mod metadata;
 mod pool;
 mod rest;
@@ -574,16 +576,17 @@ where
     /// order); with [`ListOptions::without_managed_fields`] they come without
     /// `metadata.managedFields`.
     pub async fn list(&self, opts: &ListOptions) -> Result<ObjectList<K>, Error> {
-        self.list_with(opts, None).await
+        self.list_with(opts, false).await
     }
 
-    /// [`ResourceClient::list`], applying `finish` to every decoded item.
+    /// [`ResourceClient::list`]; with `exact`, every decoded item's vectors at their
+    /// exact capacities (for items that are cached).
     pub(crate) async fn list_with(
         &self,
         opts: &ListOptions,
-        finish: decode::Finish<K>,
+        exact: bool,
     ) -> Result<ObjectList<K>, Error> {
-        let page = self.list_deferred_with(opts, finish).await?;
+        let page = self.list_deferred_with(opts, exact).await?;
         Ok(ObjectList {
             items: page.items.await?,
             resource_version: page.resource_version,
@@ -598,14 +601,15 @@ where
     /// pass, a very large one in parallel chunks) and arrive through
     /// [`DeferredPage::items`], so that the caller can fetch the next page meanwhile.
     pub async fn list_deferred(&self, opts: &ListOptions) -> Result<DeferredPage<K>, Error> {
-        self.list_deferred_with(opts, None).await
+        self.list_deferred_with(opts, false).await
     }
 
-    /// [`ResourceClient::list_deferred`], applying `finish` to every decoded item.
+    /// [`ResourceClient::list_deferred`]; with `exact`, every decoded item's vectors at
+    /// their exact capacities.
     pub(crate) async fn list_deferred_with(
         &self,
         opts: &ListOptions,
-        finish: decode::Finish<K>,
+        exact: bool,
     ) -> Result<DeferredPage<K>, Error> {
         let url = self.list_url(opts);
         let span = tracing::debug_span!("list", url = %url);
@@ -621,7 +625,7 @@ where
             // once, and the page decodes in one pass as one job on the decoding threads
             // while the caller fetches the next page.
             let task = tokio::spawn(pool::run(move || {
-                decode::decode_page::<K>(&body, without_managed_fields, finish)
+                decode::decode_page::<K>(&body, without_managed_fields, exact)
             }));
             let items = async move {
                 match task.await {
@@ -642,12 +646,12 @@ where
         let meta = raw.metadata.take();
         let items = if raw.len() < decode::PARALLEL_MIN_ITEMS {
             let items = raw
-                .decode_items(without_managed_fields, finish)
+                .decode_items(without_managed_fields, exact)
                 .await
                 .map_err(Error::Decode);
             futures::future::ready(items).boxed()
         } else {
-            let task = tokio::spawn(raw.decode_items(without_managed_fields, finish));
+            let task = tokio::spawn(raw.decode_items(without_managed_fields, exact));
             async move {
                 match task.await {
                     Ok(r) => r.map_err(Error::Decode),
@@ -711,14 +715,15 @@ where
     /// Starts a watch. The request's own failure (validation, 404, ...) is an `Err`;
     /// everything after the response headers arrives as [`WatchEvent`]s.
     pub async fn watch(&self, opts: &ListOptions) -> Result<WatchStream<K>, Error> {
-        self.watch_with(opts, None).await
+        self.watch_with(opts, false).await
     }
 
-    /// [`ResourceClient::watch`], applying `finish` to every decoded object.
+    /// [`ResourceClient::watch`]; with `exact`, every decoded object's vectors at their
+    /// exact capacities.
     pub(crate) async fn watch_with(
         &self,
         opts: &ListOptions,
-        finish: decode::Finish<K>,
+        exact: bool,
     ) -> Result<WatchStream<K>, Error> {
         let url = self.watch_url(opts);
         let span = tracing::debug_span!("watch", url = %url);
@@ -732,10 +737,10 @@ where
         let res = async { checked(self.client.send(req).await.map_err(Error::Transport)?).await }
             .instrument(span)
             .await?;
-        Ok(WatchStream::with_finish(
+        Ok(WatchStream::with_decoding(
             res.into_body(),
             opts.without_managed_fields,
-            finish,
+            exact,
         ))
     }
 }

@@ -12,6 +12,8 @@ use std::fmt;
 
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
 
+use super::adapter::{forward_deserializer, forward_visitor};
+
 /// Where in the object an adapter sits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Level {
@@ -35,16 +37,6 @@ impl<D> SkipManagedFields<D> {
             level: Level::Top,
         }
     }
-}
-
-macro_rules! forward_plain {
-    ($($method:ident)*) => {
-        $(
-            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-                self.de.$method(visitor)
-            }
-        )*
-    };
 }
 
 impl<'de, D: Deserializer<'de>> Deserializer<'de> for SkipManagedFields<D> {
@@ -101,50 +93,12 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for SkipManagedFields<D> {
         )
     }
 
-    forward_plain! {
+    forward_deserializer! { de;
         deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
         deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
         deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
         deserialize_string deserialize_bytes deserialize_byte_buf deserialize_unit
         deserialize_seq deserialize_identifier deserialize_ignored_any
-    }
-
-    fn deserialize_unit_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.de.deserialize_unit_struct(name, visitor)
-    }
-
-    fn deserialize_tuple<V: Visitor<'de>>(
-        self,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.de.deserialize_tuple(len, visitor)
-    }
-
-    fn deserialize_tuple_struct<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        len: usize,
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.de.deserialize_tuple_struct(name, len, visitor)
-    }
-
-    fn deserialize_enum<V: Visitor<'de>>(
-        self,
-        name: &'static str,
-        variants: &'static [&'static str],
-        visitor: V,
-    ) -> Result<V::Value, Self::Error> {
-        self.de.deserialize_enum(name, variants, visitor)
-    }
-
-    fn is_human_readable(&self) -> bool {
-        self.de.is_human_readable()
     }
 }
 
@@ -152,16 +106,6 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for SkipManagedFields<D> {
 struct Wrap<V> {
     inner: V,
     level: Level,
-}
-
-macro_rules! forward_visit {
-    ($($method:ident: $ty:ty)*) => {
-        $(
-            fn $method<E: de::Error>(self, v: $ty) -> Result<Self::Value, E> {
-                self.inner.$method(v)
-            }
-        )*
-    };
 }
 
 impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
@@ -193,42 +137,10 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
         })
     }
 
-    fn visit_none<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.inner.visit_none()
-    }
-
-    fn visit_unit<E: de::Error>(self) -> Result<Self::Value, E> {
-        self.inner.visit_unit()
-    }
-
-    fn visit_borrowed_str<E: de::Error>(self, v: &'de str) -> Result<Self::Value, E> {
-        self.inner.visit_borrowed_str(v)
-    }
-
-    fn visit_borrowed_bytes<E: de::Error>(self, v: &'de [u8]) -> Result<Self::Value, E> {
-        self.inner.visit_borrowed_bytes(v)
-    }
-
-    forward_visit! {
-        visit_bool: bool
-        visit_i64: i64
-        visit_i128: i128
-        visit_u64: u64
-        visit_u128: u128
-        visit_f64: f64
-        visit_char: char
-        visit_str: &str
-        visit_string: String
-        visit_bytes: &[u8]
-        visit_byte_buf: Vec<u8>
-    }
+    forward_visitor!(inner);
 
     fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
         self.inner.visit_seq(seq)
-    }
-
-    fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
-        self.inner.visit_enum(data)
     }
 }
 

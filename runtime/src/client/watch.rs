@@ -27,8 +27,6 @@ use serde_json::value::RawValue;
 
 use crate::errors::{cause, reason, Status, StatusCause, StatusDetails, StatusError};
 
-use super::decode::Finish;
-
 /// One event of a watch.
 #[derive(Debug, Clone, PartialEq)]
 pub enum WatchEvent<K> {
@@ -135,7 +133,7 @@ impl FrameDecoder {
     /// when the stream cannot be decoded.
     pub(crate) fn next<K: DeserializeOwned>(
         &mut self,
-        finish: Finish<K>,
+        exact: bool,
     ) -> Option<Result<WatchEvent<K>, String>> {
         let rest = &self.buf[self.pos..];
         let skip = rest
@@ -147,7 +145,7 @@ impl FrameDecoder {
         if rest.is_empty() {
             return None;
         }
-        if let Some((event, used)) = self.one_pass::<K>(finish) {
+        if let Some((event, used)) = self.one_pass::<K>(exact) {
             self.pos += used;
             return Some(event);
         }
@@ -158,7 +156,7 @@ impl FrameDecoder {
             Some(Err(e)) if e.is_eof() => return None,
             Some(Err(e)) => return Some(Err(e.to_string())),
             Some(Ok(f)) => (
-                convert::<K>(&f, self.without_managed_fields, finish),
+                convert::<K>(&f, self.without_managed_fields, exact),
                 it.byte_offset(),
             ),
         };
@@ -174,36 +172,32 @@ impl FrameDecoder {
     /// the two-pass decode, which then also produces any error (with its usual message).
     fn one_pass<K: DeserializeOwned>(
         &self,
-        finish: Finish<K>,
+        exact: bool,
     ) -> Option<(Result<WatchEvent<K>, String>, usize)> {
         let rest = &self.buf[self.pos..];
         let line = &rest[..rest.iter().position(|b| *b == b'\n')?];
-        let de = serde_json::Deserializer::from_slice(line);
-        let ((ty, object), used) = if self.without_managed_fields {
-            let mut it = de.into_iter::<TypedFrame<'_, K, true>>();
-            (it.next()?.ok()?.into_parts(), it.byte_offset())
-        } else {
-            let mut it = de.into_iter::<TypedFrame<'_, K, false>>();
-            (it.next()?.ok()?.into_parts(), it.byte_offset())
+        // Validated once here, the line then decodes without a UTF-8 check per string
+        // (and its arrays split without one either, see `super::exact`).
+        let line = std::str::from_utf8(line).ok()?;
+        let de = serde_json::Deserializer::from_str(line);
+        let ((ty, object), used) = match (self.without_managed_fields, exact) {
+            (false, false) => frame::<K, false, false>(de)?,
+            (false, true) => frame::<K, false, true>(de)?,
+            (true, false) => frame::<K, true, false>(de)?,
+            (true, true) => frame::<K, true, true>(de)?,
         };
         let event = match object {
-            FrameObject::Typed(obj) => {
-                let obj = match finish {
-                    Some(f) => f(obj),
-                    None => obj,
-                };
-                match ty.as_ref() {
-                    "ADDED" => WatchEvent::Added(obj),
-                    "MODIFIED" => WatchEvent::Modified(obj),
-                    _ => WatchEvent::Deleted(obj),
-                }
-            }
+            FrameObject::Typed(obj) => match ty.as_ref() {
+                "ADDED" => WatchEvent::Added(obj),
+                "MODIFIED" => WatchEvent::Modified(obj),
+                _ => WatchEvent::Deleted(obj),
+            },
             FrameObject::Raw(raw) => {
                 return Some((
                     convert::<K>(
                         &RawFrame { ty, object: raw },
                         self.without_managed_fields,
-                        finish,
+                        exact,
                     ),
                     used,
                 ))
@@ -213,6 +207,18 @@ impl FrameDecoder {
     }
 }
 
+/// A frame's type and object, and the bytes it used.
+type Frame<'a, K> = ((Cow<'a, str>, FrameObject<'a, K>), usize);
+
+/// The first frame of `de` and the bytes it used; `None` when it does not decode.
+fn frame<'a, K: DeserializeOwned, const SKIP: bool, const EXACT: bool>(
+    de: serde_json::Deserializer<serde_json::de::StrRead<'a>>,
+) -> Option<Frame<'a, K>> {
+    let mut it = de.into_iter::<TypedFrame<'a, K, SKIP, EXACT>>();
+    let parts = it.next()?.ok()?.into_parts();
+    Some((parts, it.byte_offset()))
+}
+
 /// A frame's object: decoded already when the type (seen first) says it is an object
 /// of the watched kind, raw otherwise (bookmarks, errors, an object before its type).
 enum FrameObject<'a, K> {
@@ -220,26 +226,31 @@ enum FrameObject<'a, K> {
     Raw(Option<&'a RawValue>),
 }
 
-/// A frame decoded in one pass; `SKIP` drops the object's `metadata.managedFields`.
-struct TypedFrame<'a, K, const SKIP: bool> {
+/// A frame decoded in one pass; `SKIP` drops the object's `metadata.managedFields`,
+/// `EXACT` gives its vectors their exact capacities.
+struct TypedFrame<'a, K, const SKIP: bool, const EXACT: bool> {
     ty: Cow<'a, str>,
     object: FrameObject<'a, K>,
 }
 
-impl<'a, K, const SKIP: bool> TypedFrame<'a, K, SKIP> {
+impl<'a, K, const SKIP: bool, const EXACT: bool> TypedFrame<'a, K, SKIP, EXACT> {
     fn into_parts(self) -> (Cow<'a, str>, FrameObject<'a, K>) {
         (self.ty, self.object)
     }
 }
 
-impl<'de, K: DeserializeOwned, const SKIP: bool> Deserialize<'de> for TypedFrame<'de, K, SKIP> {
+impl<'de, K: DeserializeOwned, const SKIP: bool, const EXACT: bool> Deserialize<'de>
+    for TypedFrame<'de, K, SKIP, EXACT>
+{
     fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
         use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
         use std::marker::PhantomData;
 
-        struct FrameVisitor<K, const SKIP: bool>(PhantomData<fn() -> K>);
-        impl<'de, K: DeserializeOwned, const SKIP: bool> Visitor<'de> for FrameVisitor<K, SKIP> {
-            type Value = TypedFrame<'de, K, SKIP>;
+        struct FrameVisitor<K, const SKIP: bool, const EXACT: bool>(PhantomData<fn() -> K>);
+        impl<'de, K: DeserializeOwned, const SKIP: bool, const EXACT: bool> Visitor<'de>
+            for FrameVisitor<K, SKIP, EXACT>
+        {
+            type Value = TypedFrame<'de, K, SKIP, EXACT>;
             fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str("a watch event")
             }
@@ -255,9 +266,13 @@ impl<'de, K: DeserializeOwned, const SKIP: bool> Deserialize<'de> for TypedFrame
                             let typed =
                                 matches!(ty.as_deref(), Some("ADDED" | "MODIFIED" | "DELETED"));
                             object = Some(if typed {
-                                FrameObject::Typed(
-                                    map.next_value_seed(ObjectSeed::<K, SKIP>(PhantomData))?,
-                                )
+                                FrameObject::Typed(map.next_value_seed(ObjectSeed::<
+                                    K,
+                                    SKIP,
+                                    EXACT,
+                                >(
+                                    PhantomData
+                                ))?)
                             } else {
                                 FrameObject::Raw(Some(map.next_value::<&'de RawValue>()?))
                             });
@@ -274,23 +289,20 @@ impl<'de, K: DeserializeOwned, const SKIP: bool> Deserialize<'de> for TypedFrame
                 })
             }
         }
-        de.deserialize_map(FrameVisitor::<K, SKIP>(PhantomData))
+        de.deserialize_map(FrameVisitor::<K, SKIP, EXACT>(PhantomData))
     }
 }
 
-/// An object of the watched kind, without its `metadata.managedFields` when `SKIP`.
-struct ObjectSeed<K, const SKIP: bool>(std::marker::PhantomData<fn() -> K>);
+/// An object of the watched kind, without its `metadata.managedFields` when `SKIP`,
+/// with exact vector capacities when `EXACT`.
+struct ObjectSeed<K, const SKIP: bool, const EXACT: bool>(std::marker::PhantomData<fn() -> K>);
 
-impl<'de, K: DeserializeOwned, const SKIP: bool> serde::de::DeserializeSeed<'de>
-    for ObjectSeed<K, SKIP>
+impl<'de, K: DeserializeOwned, const SKIP: bool, const EXACT: bool> serde::de::DeserializeSeed<'de>
+    for ObjectSeed<K, SKIP, EXACT>
 {
     type Value = K;
     fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<K, D::Error> {
-        if SKIP {
-            K::deserialize(super::skip::SkipManagedFields::new(de))
-        } else {
-            K::deserialize(de)
-        }
+        super::decode::deserialize(de, SKIP, EXACT)
     }
 }
 
@@ -319,11 +331,11 @@ impl<'de> Deserialize<'de> for BorrowedStr<'de> {
 fn convert<K: DeserializeOwned>(
     f: &RawFrame<'_>,
     without_managed_fields: bool,
-    finish: Finish<K>,
+    exact: bool,
 ) -> Result<WatchEvent<K>, String> {
     let ty = f.ty.as_ref();
     let typed = |raw| -> Result<K, String> {
-        super::decode::decode_object(object(raw, ty)?, without_managed_fields, finish)
+        super::decode::decode_object(object(raw, ty)?, without_managed_fields, exact)
             .map_err(|e| e.to_string())
     };
     match ty {
@@ -363,9 +375,11 @@ impl<K> std::fmt::Debug for WatchStream<K> {
 struct Reader<B, K> {
     body: B,
     dec: FrameDecoder,
-    finish: Finish<K>,
+    /// Decode objects with exact vector capacities.
+    exact: bool,
     /// No more events.
     done: bool,
+    kind: std::marker::PhantomData<fn() -> K>,
 }
 
 /// Buffers at least this large are decoded on the decoding pool (see [`super::pool`]).
@@ -383,10 +397,10 @@ const BATCHES_AHEAD: usize = 4;
 fn decode_batch<K: DeserializeOwned>(
     dec: &mut FrameDecoder,
     out: &mut Vec<WatchEvent<K>>,
-    finish: Finish<K>,
+    exact: bool,
 ) -> bool {
     loop {
-        match dec.next::<K>(finish) {
+        match dec.next::<K>(exact) {
             Some(Ok(ev)) => out.push(ev),
             Some(Err(why)) => {
                 out.push(WatchEvent::Error(decoding_error(&why)));
@@ -422,14 +436,14 @@ impl FrameDecoder {
 /// Decodes `dec` on the decoding pool.
 async fn decode_on_pool<K>(
     mut dec: FrameDecoder,
-    finish: Finish<K>,
+    exact: bool,
 ) -> Result<(FrameDecoder, Vec<WatchEvent<K>>, bool), String>
 where
     K: DeserializeOwned + Send + 'static,
 {
     super::pool::run(move || {
         let mut events = Vec::new();
-        let stop = decode_batch::<K>(&mut dec, &mut events, finish);
+        let stop = decode_batch::<K>(&mut dec, &mut events, exact);
         (dec, events, stop)
     })
     .await
@@ -469,7 +483,7 @@ where
         let stop = if self.dec.buffered() >= POOL_DECODE_BYTES {
             self.decode_pooled(&mut events).await
         } else {
-            decode_batch::<K>(&mut self.dec, &mut events, self.finish)
+            decode_batch::<K>(&mut self.dec, &mut events, self.exact)
         };
         if stop {
             self.done = true;
@@ -492,7 +506,7 @@ where
             None
         };
         let Some(second) = second else {
-            return match decode_on_pool::<K>(dec, self.finish).await {
+            return match decode_on_pool::<K>(dec, self.exact).await {
                 Ok((dec, evs, stop)) => {
                     self.dec = dec;
                     *events = evs;
@@ -505,8 +519,8 @@ where
             };
         };
         let (first, second) = futures::join!(
-            decode_on_pool::<K>(dec, self.finish),
-            decode_on_pool::<K>(second, self.finish)
+            decode_on_pool::<K>(dec, self.exact),
+            decode_on_pool::<K>(second, self.exact)
         );
         match (first, second) {
             (Ok((dec, evs, true)), _) => {
@@ -526,7 +540,7 @@ where
                 // The newline was inside a frame: the second half is decoded again,
                 // after the first half's unfinished frame.
                 dec.push(&second.buf);
-                let stop = decode_batch::<K>(&mut dec, &mut evs, self.finish);
+                let stop = decode_batch::<K>(&mut dec, &mut evs, self.exact);
                 self.dec = dec;
                 *events = evs;
                 stop
@@ -564,23 +578,25 @@ where
         B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
     {
-        Self::with_finish(body, without_managed_fields, None)
+        Self::with_decoding(body, without_managed_fields, false)
     }
 
-    /// [`WatchStream::with_options`], applying `finish` to every decoded object.
-    pub(crate) fn with_finish<B>(body: B, without_managed_fields: bool, finish: Finish<K>) -> Self
+    /// [`WatchStream::with_options`], with exact vector capacities in every decoded
+    /// object when `exact` (see `super::exact`).
+    pub(crate) fn with_decoding<B>(body: B, without_managed_fields: bool, exact: bool) -> Self
     where
         B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
     {
         let mut reader = Reader {
-            finish,
+            exact,
             body,
             dec: FrameDecoder {
                 without_managed_fields,
                 ..FrameDecoder::default()
             },
             done: false,
+            kind: std::marker::PhantomData,
         };
         let batches: Pin<Box<dyn Stream<Item = Vec<WatchEvent<K>>> + Send>> =
             if tokio::runtime::Handle::try_current().is_ok() {
@@ -644,7 +660,7 @@ mod tests {
         let mut out = Vec::new();
         for c in chunks {
             d.push(c);
-            while let Some(e) = d.next::<Value>(None) {
+            while let Some(e) = d.next::<Value>(false) {
                 let stop = e.is_err();
                 out.push(e);
                 if stop {
@@ -763,23 +779,37 @@ mod tests {
             r#"{"type":"FOO","object":{}}"#,
             r#"{"type":"ADDED","object":{"metadata":{"name":"a"},"object":1},"type":"MODIFIED"}"#,
             r#"{"type":"ADDED","object":{"metadata":{"name":7}}}"#,
+            r#"{"type":"MODIFIED","object":{"metadata":{"name":"arrays","ownerReferences":[{"apiVersion":"v1","kind":"K","name":"o","uid":"u"}]},"spec":{"containers":[{"name":"c","ports":[{"containerPort":80},{"containerPort":81}]}]}}}"#,
+            r#"{"type":"MODIFIED","object":{"spec":{"containers":[{"name":"c","ports":[{"containerPort":"x"}]}]}}}"#,
+            r#"{"type":"MODIFIED","object":{"spec":{"containers":[{"name":"c"},]}}}"#,
         ];
         for skip in [false, true] {
             for frame in frames {
-                let decode = |text: &str| {
+                let decode = |text: &str, exact: bool| {
                     let mut d = FrameDecoder {
                         without_managed_fields: skip,
                         ..FrameDecoder::default()
                     };
                     d.push(text.as_bytes());
-                    let ev = d.next::<k8s_openapi::api::core::v1::Pod>(None);
+                    let ev = d.next::<k8s_openapi::api::core::v1::Pod>(exact);
                     (ev, d.buffered())
                 };
-                let (one, rest_one) = decode(&format!("{frame}\n"));
-                let (two, rest_two) = decode(frame);
-                assert_eq!(one, two, "skip {skip}: {frame}");
-                if one.as_ref().is_some_and(|e| e.is_ok()) {
-                    assert_eq!((rest_one, rest_two), (1, 0), "{frame}");
+                let (plain, _) = decode(frame, false);
+                for exact in [false, true] {
+                    let (one, rest_one) = decode(&format!("{frame}\n"), exact);
+                    let (two, rest_two) = decode(frame, exact);
+                    assert_eq!(one, two, "skip {skip}, exact {exact}: {frame}");
+                    if one.as_ref().is_some_and(|e| e.is_ok()) {
+                        assert_eq!((rest_one, rest_two), (1, 0), "{frame}");
+                        assert_eq!(one, plain, "skip {skip}, exact {exact}: {frame}");
+                    } else {
+                        // Errors alike; only their positions may differ with `exact`.
+                        assert_eq!(
+                            one.map(|e| e.is_err()),
+                            plain.as_ref().map(|e| e.is_err()),
+                            "{frame}"
+                        );
+                    }
                 }
             }
         }
@@ -788,7 +818,7 @@ mod tests {
             ..FrameDecoder::default()
         };
         d.push(format!("{}\n", frames[0]).as_bytes());
-        match d.next::<Value>(None) {
+        match d.next::<Value>(true) {
             Some(Ok(WatchEvent::Modified(v))) => {
                 assert_eq!(v["metadata"], serde_json::json!({"name": "a"}));
                 assert_eq!(v["spec"]["managedFields"], 1);

@@ -4,7 +4,6 @@ use std::time::Duration;
 
 use http::{HeaderMap, HeaderValue, Method, Request, Response};
 use kube::client::Body;
-use tokio::time::Instant;
 use tower::{Layer, ServiceExt};
 
 use super::*;
@@ -150,6 +149,7 @@ mod server {
     use k8s_openapi::api::apps::v1::Deployment;
     use k8s_openapi::api::core::v1::{ConfigMap, Pod};
     use serde_json::json;
+    use tokio::time::Instant;
 
     use super::*;
     use crate::client::{ListOptions, ResourceClient, WriteParams};
