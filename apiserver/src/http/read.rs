@@ -43,6 +43,9 @@ fn converted_list(
     q: &Query,
     out: Output,
 ) -> Result<Response<Body>, StatusError> {
+    if out == Output::PartialObjectMetadataList {
+        return Ok(partial_list(items, &meta));
+    }
     let objects = items
         .iter()
         .map(|s| s.to_value().map(|o| read_view(reg, Value::Object(o))))
@@ -85,6 +88,40 @@ fn converted_list(
         }
     };
     Ok(json_response(StatusCode::OK, v.to_string().into_bytes()))
+}
+
+/// A PartialObjectMetadataList written from the stored bytes: each object's `metadata`
+/// is copied as it is stored, the rest of the object skipped unparsed (metadata
+/// informers list whole collections, so building every object as a JSON value first
+/// cost them most of the answer's time). Reads never change metadata, so no view is
+/// applied.
+fn partial_list(items: &[Arc<Stored>], meta: &Map<String, Value>) -> Response<Body> {
+    #[derive(serde::Deserialize)]
+    struct MetadataOnly<'a> {
+        #[serde(borrow)]
+        metadata: Option<&'a serde_json::value::RawValue>,
+    }
+    let mut out = Vec::with_capacity(64 + items.len() * 512);
+    out.extend_from_slice(
+        br#"{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":"#,
+    );
+    out.extend_from_slice(Value::Object(meta.clone()).to_string().as_bytes());
+    out.extend_from_slice(br#","items":["#);
+    for (i, s) in items.iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        out.extend_from_slice(
+            br#"{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":"#,
+        );
+        match serde_json::from_slice::<MetadataOnly<'_>>(&s.bytes) {
+            Ok(MetadataOnly { metadata: Some(m) }) => out.extend_from_slice(m.get().as_bytes()),
+            _ => out.extend_from_slice(b"{}"),
+        }
+        out.push(b'}');
+    }
+    out.extend_from_slice(b"]}");
+    json_response(StatusCode::OK, out)
 }
 
 pub(crate) fn get(
