@@ -10,6 +10,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go_bin=${GO:-go}
+if ! command -v "$go_bin" >/dev/null 2>&1; then
+  echo "update-builtin-protobuf: $go_bin not found: install Go (go.dev/dl) or set GO to its path" >&2
+  exit 1
+fi
 version=$(cd tests/go-conformance && "$go_bin" list -m -f '{{.Path}} {{.Version}}' k8s.io/api)
 (cd tests/go-conformance && PROTOBUFGEN_SOURCE="$version" "$go_bin" run ./protobufgen table) \
   > apiserver/src/protobuf/table.json.new

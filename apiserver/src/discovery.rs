@@ -291,14 +291,18 @@ pub(crate) fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
             "shortNames": r.short_names,
             "categories": r.categories,
         }));
-        if r.status {
-            rs.push(json!({
-                "name": format!("{}/status", r.plural),
-                "singularName": "",
-                "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": ["get", "patch", "update"],
-            }));
+        // The subresources that read and write (part of) the object itself.
+        let approval = crate::registry::is_csr(r);
+        for (sub, served) in [("status", r.status), ("approval", approval)] {
+            if served {
+                rs.push(json!({
+                    "name": format!("{}/{sub}", r.plural),
+                    "singularName": "",
+                    "namespaced": r.namespaced,
+                    "kind": r.kind,
+                    "verbs": ["get", "patch", "update"],
+                }));
+            }
         }
         for (sub, group, version, kind) in crate::writes::actions_of(r) {
             rs.push(json!({
@@ -309,15 +313,6 @@ pub(crate) fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
                 "version": version,
                 "kind": kind,
                 "verbs": ["create"],
-            }));
-        }
-        if crate::registry::is_csr(r) {
-            rs.push(json!({
-                "name": format!("{}/approval", r.plural),
-                "singularName": "",
-                "namespaced": r.namespaced,
-                "kind": r.kind,
-                "verbs": ["get", "patch", "update"],
             }));
         }
         if r.scale {

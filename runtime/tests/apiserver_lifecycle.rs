@@ -790,6 +790,18 @@ async fn unsupported_media_types_get_415() {
     .await;
 }
 
+/// A protobuf request body: the `k8s\0` envelope around `raw`, typed `api_version`/`kind`.
+fn pb_envelope(api_version: &[u8], kind: &[u8], raw: &[u8]) -> Vec<u8> {
+    let mut tm = pb_field(1, api_version);
+    tm.extend(pb_field(2, kind));
+    let mut body = b"k8s\0".to_vec();
+    body.extend(pb_field(1, &tm));
+    if !raw.is_empty() {
+        body.extend(pb_field(2, raw));
+    }
+    body
+}
+
 /// A protobuf field of length-delimited type.
 fn pb_field(num: u8, payload: &[u8]) -> Vec<u8> {
     assert!(payload.len() < 128);
@@ -805,12 +817,7 @@ async fn protobuf_bodies_of_built_in_kinds_are_decoded() {
         // whose ObjectMeta carries its empty strings.
         let mut meta = pb_field(1, b"pbns");
         meta.extend(pb_field(2, b""));
-        let raw = pb_field(1, &meta);
-        let mut tm = pb_field(1, b"v1");
-        tm.extend(pb_field(2, b"Namespace"));
-        let mut body = b"k8s\0".to_vec();
-        body.extend(pb_field(1, &tm));
-        body.extend(pb_field(2, &raw));
+        let body = pb_envelope(b"v1", b"Namespace", &pb_field(1, &meta));
         let r = call(
             &env,
             Method::POST,
@@ -835,13 +842,9 @@ async fn protobuf_bodies_of_built_in_kinds_are_decoded() {
         // Every built-in kind decodes: a Pod with a container, as client-go sends it.
         let mut container = pb_field(1, b"c");
         container.extend(pb_field(2, b"nginx"));
-        let mut tm = pb_field(1, b"v1");
-        tm.extend(pb_field(2, b"Pod"));
         let mut raw = pb_field(1, &pb_field(1, b"pbpod"));
         raw.extend(pb_field(2, &pb_field(2, &container)));
-        let mut body = b"k8s\0".to_vec();
-        body.extend(pb_field(1, &tm));
-        body.extend(pb_field(2, &raw));
+        let body = pb_envelope(b"v1", b"Pod", &raw);
         let r = call(
             &env,
             Method::POST,
@@ -856,10 +859,7 @@ async fn protobuf_bodies_of_built_in_kinds_are_decoded() {
         assert_eq!(pod["status"]["phase"], "Pending");
 
         // A kind that is not built in (protobuf exists only for those): 415, not 400.
-        let mut tm = pb_field(1, b"example.com/v1");
-        tm.extend(pb_field(2, b"Gizmo"));
-        let mut body = b"k8s\0".to_vec();
-        body.extend(pb_field(1, &tm));
+        let body = pb_envelope(b"example.com/v1", b"Gizmo", &[]);
         let r = call(
             &env,
             Method::POST,

@@ -404,8 +404,8 @@ impl Inner {
     }
 
     /// Reads an object, lets `change` edit a copy (its main part, or only its status
-    /// when `status_only`), and writes it back, all under the write lock: the
-    /// subresources that change one object in place (scale, binding, a budget's
+    /// when `status_only`), and writes it back, all under the write lock: updates and
+    /// the subresources that change one object in place (scale, binding, a budget's
     /// disruptions). `change` sees the stored object first, for preconditions.
     pub(crate) fn modify(
         &self,
@@ -433,7 +433,14 @@ impl Inner {
             let prev = old.to_value()?;
             let mut body = prev.clone();
             change(&old, &mut body)?;
-            let new = self.merge_update(&ctx, &prev, body, part_of(&reg, status_only))?;
+            let part = part_of(&reg, status_only);
+            let mut new = self.merge_update(&ctx, &prev, body, part)?;
+            if namespaces::is_namespaces(&reg) && part != Part::Status {
+                namespaces::on_update(&prev, &mut new);
+            }
+            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
+                crd_lifecycle::on_update(&mut new);
+            }
             self.replace_locked(&mut st, &ctx, &old, &prev, new)?
         };
         self.collect_garbage(gc);

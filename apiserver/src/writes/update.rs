@@ -4,13 +4,11 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{gr, part_of, Ctx, Preconditions, WriteOpts};
-use crate::apply::Part;
+use super::{Preconditions, WriteOpts};
 use crate::crd_lifecycle;
 use crate::errors::{cause, StatusCause, StatusError};
-use crate::namespaces;
 use crate::server::{meta_str, Inner};
-use crate::store::{storage_key, Stored};
+use crate::store::Stored;
 
 impl Inner {
     /// Replaces an object (`status_only`: only its status, for the status subresource).
@@ -46,32 +44,10 @@ impl Inner {
                 }],
             ));
         }
-        let ctx = Ctx {
-            idx,
-            reg: &reg,
-            opts,
-        };
-        let part = part_of(&reg, status_only);
-        let (out, gc) = {
-            let mut st = self.state.write();
-            let key = storage_key(if reg.namespaced { ns } else { "" }, name);
-            let old = st.collections[idx]
-                .objects
-                .get(&key)
-                .cloned()
-                .ok_or_else(|| StatusError::not_found(gr(&reg), name))?;
-            let prev = old.to_value()?;
-            Preconditions::body(&want_rv).check(&reg, name, &old, &prev)?;
-            let mut new = self.merge_update(&ctx, &prev, obj, part)?;
-            if namespaces::is_namespaces(&reg) && part != Part::Status {
-                namespaces::on_update(&prev, &mut new);
-            }
-            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
-                crd_lifecycle::on_update(&mut new);
-            }
-            self.replace_locked(&mut st, &ctx, &old, &prev, new)?
-        };
-        self.collect_garbage(gc);
-        Ok(out)
+        self.modify(idx, ns, name, opts, status_only, |old, body| {
+            Preconditions::body(&want_rv).check(&reg, name, old, body)?;
+            *body = obj;
+            Ok(())
+        })
     }
 }
