@@ -1923,12 +1923,6 @@ async fn self_reviews_allow_everything() {
     .await;
 }
 
-const JSON: &[(&str, &str)] = &[("content-type", "application/json")];
-
-async fn post_json(env: &Env, path: &str, body: Value) -> Resp {
-    call(env, Method::POST, path, JSON, body.to_string()).await
-}
-
 #[tokio::test]
 async fn the_ga_built_in_kinds_are_served_with_kubectl_names() {
     both(async |env: Env| {
@@ -1982,7 +1976,7 @@ async fn the_ga_built_in_kinds_are_served_with_kubectl_names() {
 #[tokio::test]
 async fn unknown_fields_of_built_in_kinds_are_dropped_with_a_warning() {
     both(async |env: Env| {
-        let r = post_json(
+        let r = post(
             &env,
             "/api/v1/namespaces/default/configmaps",
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "u"},
@@ -2008,39 +2002,25 @@ async fn eviction_respects_a_disruption_budget_and_deletes_the_pod() {
         let pod = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {"name": "p", "labels": {"app": "x"}},
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
-        assert_eq!(post_json(&env, pods, pod).await.code, StatusCode::CREATED);
-        let running = json!({"status": {"phase": "Running"}}).to_string();
-        let r = call(
-            &env,
-            Method::PATCH,
-            &format!("{pods}/p/status"),
-            &[("content-type", "application/merge-patch+json")],
-            running,
-        )
-        .await;
+        assert_eq!(post(&env, pods, pod).await.code, StatusCode::CREATED);
+        let running = json!({"status": {"phase": "Running"}});
+        let r = patch(&env, &format!("{pods}/p/status"), "application/merge-patch+json", running).await;
         assert_eq!(r.code, StatusCode::OK, "{}", r.text());
         let pdbs = "/apis/policy/v1/namespaces/default/poddisruptionbudgets";
         let pdb = json!({"apiVersion": "policy/v1", "kind": "PodDisruptionBudget",
             "metadata": {"name": "b"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}}});
-        assert_eq!(post_json(&env, pdbs, pdb).await.code, StatusCode::CREATED);
+        assert_eq!(post(&env, pdbs, pdb).await.code, StatusCode::CREATED);
         let eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction",
             "metadata": {"name": "p", "namespace": "default"}});
         // No disruption controller has computed the budget: 429, as kube-apiserver.
-        let r = post_json(&env, &format!("{pods}/p/eviction"), eviction.clone()).await;
+        let r = post(&env, &format!("{pods}/p/eviction"), eviction.clone()).await;
         assert_eq!(r.code, StatusCode::TOO_MANY_REQUESTS, "{}", r.text());
         assert!(r.text().contains("disruption budget b"), "{}", r.text());
         let status = json!({"status": {"observedGeneration": 1, "disruptionsAllowed": 1,
             "currentHealthy": 1, "desiredHealthy": 1, "expectedPods": 1}});
-        let r = call(
-            &env,
-            Method::PATCH,
-            &format!("{pdbs}/b/status"),
-            &[("content-type", "application/merge-patch+json")],
-            status.to_string(),
-        )
-        .await;
+        let r = patch(&env, &format!("{pdbs}/b/status"), "application/merge-patch+json", status).await;
         assert_eq!(r.code, StatusCode::OK, "{}", r.text());
-        let r = post_json(&env, &format!("{pods}/p/eviction"), eviction).await;
+        let r = post(&env, &format!("{pods}/p/eviction"), eviction).await;
         assert_eq!(r.code, StatusCode::CREATED, "{}", r.text());
         assert_eq!(r.json()["status"], "Success");
         let r = call(&env, Method::GET, &format!("{pods}/p"), &[], "").await;
@@ -2057,30 +2037,30 @@ async fn binding_assigns_a_node_once_and_token_requests_answer_a_token() {
         let pods = "/api/v1/namespaces/default/pods";
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
             "spec": {"containers": [{"name": "c", "image": "nginx"}]}});
-        assert_eq!(post_json(&env, pods, pod).await.code, StatusCode::CREATED);
+        assert_eq!(post(&env, pods, pod).await.code, StatusCode::CREATED);
         let binding = json!({"apiVersion": "v1", "kind": "Binding", "metadata": {"name": "p"},
             "target": {"kind": "Node", "name": "n1"}});
-        let r = post_json(&env, &format!("{pods}/p/binding"), binding.clone()).await;
+        let r = post(&env, &format!("{pods}/p/binding"), binding.clone()).await;
         assert_eq!(r.code, StatusCode::CREATED, "{}", r.text());
         let r = call(&env, Method::GET, &format!("{pods}/p"), &[], "").await;
         assert_eq!(r.json()["spec"]["nodeName"], "n1");
-        let r = post_json(&env, &format!("{pods}/p/binding"), binding).await;
+        let r = post(&env, &format!("{pods}/p/binding"), binding).await;
         assert_eq!(r.code, StatusCode::CONFLICT, "{}", r.text());
 
         let sas = "/api/v1/namespaces/default/serviceaccounts";
         let sa =
             json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}});
-        assert_eq!(post_json(&env, sas, sa).await.code, StatusCode::CREATED);
+        assert_eq!(post(&env, sas, sa).await.code, StatusCode::CREATED);
         let req = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
             "spec": {"audiences": ["api"], "expirationSeconds": 3600}});
-        let r = post_json(&env, &format!("{sas}/robot/token"), req.clone()).await;
+        let r = post(&env, &format!("{sas}/robot/token"), req.clone()).await;
         assert_eq!(r.code, StatusCode::CREATED, "{}", r.text());
         let tr = r.json();
         assert_eq!(tr["kind"], "TokenRequest");
         let token = tr["status"]["token"].as_str().unwrap();
         assert_eq!(token.split('.').count(), 3);
         assert!(tr["status"]["expirationTimestamp"].is_string());
-        let r = post_json(&env, &format!("{sas}/nobody/token"), req).await;
+        let r = post(&env, &format!("{sas}/nobody/token"), req).await;
         assert_eq!(r.code, StatusCode::NOT_FOUND);
     })
     .await;
@@ -2095,7 +2075,7 @@ async fn an_hpa_written_at_autoscaling_v1_is_stored_at_v2_and_read_at_both() {
             "metadata": {"name": "web"},
             "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
                 "minReplicas": 1, "maxReplicas": 4, "targetCPUUtilizationPercentage": 60}});
-        let r = post_json(&env, v1, hpa).await;
+        let r = post(&env, v1, hpa).await;
         assert_eq!(r.code, StatusCode::CREATED, "{}", r.text());
         assert_eq!(r.json()["apiVersion"], "autoscaling/v1");
         assert_eq!(r.json()["spec"]["targetCPUUtilizationPercentage"], 60);
