@@ -643,7 +643,14 @@ impl<K: Object> SharedIndexInformer<K> {
         self.inner.processor.run();
 
         let pop_loop = async {
+            // Handlers are woken once per run of popped keys (when the FIFO runs dry, or
+            // every NOTIFY_BATCH keys), not once per notification.
+            let mut deferred = 0usize;
             loop {
+                if deferred > 0 && (deferred >= NOTIFY_BATCH || fifo.is_empty()) {
+                    self.inner.processor.flush();
+                    deferred = 0;
+                }
                 let popped = fifo
                     .try_pop(|deltas, is_in_initial_list| {
                         self.handle_deltas(deltas, is_in_initial_list);
@@ -651,8 +658,10 @@ impl<K: Object> SharedIndexInformer<K> {
                     })
                     .await;
                 if let Err(PopError::Closed) = popped {
+                    self.inner.processor.flush();
                     break;
                 }
+                deferred += 1;
             }
         };
         // The reflector (which decodes watch events) runs as a task of its own, so that
@@ -699,13 +708,13 @@ impl<K: Object> SharedIndexInformer<K> {
                             };
                             self.inner
                                 .processor
-                                .distribute(Notification::Update { old, new }, is_sync);
+                                .distribute_deferred(Notification::Update { old, new }, is_sync);
                         }
                         None => {
                             if let Err(err) = indexer.add(Arc::clone(&obj)) {
                                 tracing::error!(%err, key, "indexer rejected an add");
                             }
-                            self.inner.processor.distribute(
+                            self.inner.processor.distribute_deferred(
                                 Notification::Add {
                                     obj,
                                     is_in_initial_list,
@@ -723,12 +732,16 @@ impl<K: Object> SharedIndexInformer<K> {
                     indexer.delete_by_key(&key);
                     self.inner
                         .processor
-                        .distribute(Notification::Delete(delta.object), false);
+                        .distribute_deferred(Notification::Delete(delta.object), false);
                 }
             }
         }
     }
 }
+
+/// The most keys popped before the handlers' threads are woken for their notifications
+/// (they are also woken whenever the FIFO runs dry).
+const NOTIFY_BATCH: usize = 64;
 
 /// A task aborted when this handle is dropped.
 struct AbortOnDrop(tokio::task::JoinHandle<()>);

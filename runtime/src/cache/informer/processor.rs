@@ -128,7 +128,15 @@ impl<K: Send + Sync + 'static> Listener<K> {
         self.pending_initial.load(Ordering::Acquire) == 0
     }
 
+    /// Appends `n` to the buffer and wakes the listener's thread.
     pub(crate) fn add(&self, n: Notification<K>) {
+        self.push(n);
+        self.ready.notify_one();
+    }
+
+    /// Appends `n` to the buffer without waking the listener's thread: the caller must
+    /// [`wake`](Self::wake) it before going idle.
+    fn push(&self, n: Notification<K>) {
         if let Notification::Add {
             is_in_initial_list: true,
             ..
@@ -148,7 +156,10 @@ impl<K: Send + Sync + 'static> Listener<K> {
             return;
         }
         buf.items.push_back(n);
-        drop(buf);
+    }
+
+    /// Wakes the listener's thread if it waits for notifications (a no-op otherwise).
+    fn wake(&self) {
         self.ready.notify_one();
     }
 
@@ -328,14 +339,31 @@ impl<K: Send + Sync + 'static> Processor<K> {
 
     /// Delivers a notification: a sync one to the listeners due for resync, any other to
     /// all.
+    #[cfg(test)]
     pub(crate) fn distribute(&self, n: Notification<K>, sync: bool) {
+        self.distribute_deferred(n, sync);
+        self.flush();
+    }
+
+    /// [`distribute`](Self::distribute) without waking the listeners' threads: a caller
+    /// delivering a run of notifications wakes them once, with [`flush`](Self::flush),
+    /// instead of once per notification (a handler that keeps up would otherwise sleep
+    /// and be woken for every one). The caller must flush before it goes idle.
+    pub(crate) fn distribute_deferred(&self, n: Notification<K>, sync: bool) {
         let st = self.state.lock();
         let targets = if sync { &st.syncing } else { &st.listeners };
         if let Some((last, rest)) = targets.split_last() {
             for l in rest {
-                l.add(n.clone());
+                l.push(n.clone());
             }
-            last.add(n);
+            last.push(n);
+        }
+    }
+
+    /// Wakes every listener's thread that waits for notifications.
+    pub(crate) fn flush(&self) {
+        for l in &self.state.lock().listeners {
+            l.wake();
         }
     }
 
