@@ -2,16 +2,17 @@
 //! they pass through unchanged to the deserializer or visitor they wrap.
 //!
 //! Contract: [`forward_deserializer!`] writes, inside an `impl Deserializer<'de>`, the
-//! listed single-visitor methods plus `deserialize_unit_struct`, `deserialize_tuple`,
-//! `deserialize_tuple_struct`, `deserialize_enum` and `is_human_readable`, each calling
-//! the same method of `self.<field>` with the same arguments. [`forward_visitor!`]
-//! writes, inside an `impl Visitor<'de>`, every visit method for scalars, strings,
-//! bytes, `none`, `unit` and enums, each calling `self.<field>`'s. An adapter writes by
-//! hand only the methods whose behaviour it changes.
+//! listed single-visitor methods plus (unless it starts with `@only`)
+//! `deserialize_unit_struct`, `deserialize_tuple`, `deserialize_tuple_struct`,
+//! `deserialize_enum` and `is_human_readable`, each calling the same method of
+//! `self.<field>` with the same arguments. [`forward_visitor!`] writes, inside an
+//! `impl Visitor<'de>`, every visit method for scalars, strings, bytes, `none`, `unit`
+//! and (unless it starts with `@only`) enums, each calling `self.<field>`'s. An adapter
+//! writes by hand only the methods whose behaviour it changes.
 
 /// See the module documentation.
 macro_rules! forward_deserializer {
-    ($field:tt; $($method:ident)*) => {
+    (@only $field:tt; $($method:ident)*) => {
         $(
             fn $method<V: serde::de::Visitor<'de>>(
                 self,
@@ -20,6 +21,9 @@ macro_rules! forward_deserializer {
                 self.$field.$method(visitor)
             }
         )*
+    };
+    ($field:tt; $($method:ident)*) => {
+        forward_deserializer!(@only $field; $($method)*);
 
         fn deserialize_unit_struct<V: serde::de::Visitor<'de>>(
             self,
@@ -64,6 +68,16 @@ macro_rules! forward_deserializer {
 /// See the module documentation.
 macro_rules! forward_visitor {
     ($field:tt) => {
+        forward_visitor!(@only $field);
+
+        fn visit_enum<A: serde::de::EnumAccess<'de>>(
+            self,
+            data: A,
+        ) -> Result<Self::Value, A::Error> {
+            self.$field.visit_enum(data)
+        }
+    };
+    (@only $field:tt) => {
         forward_visitor!(@values $field;
             visit_bool: bool visit_i8: i8 visit_i16: i16 visit_i32: i32 visit_i64: i64
             visit_i128: i128 visit_u8: u8 visit_u16: u16 visit_u32: u32 visit_u64: u64
@@ -88,13 +102,6 @@ macro_rules! forward_visitor {
             v: &'de [u8],
         ) -> Result<Self::Value, E> {
             self.$field.visit_borrowed_bytes(v)
-        }
-
-        fn visit_enum<A: serde::de::EnumAccess<'de>>(
-            self,
-            data: A,
-        ) -> Result<Self::Value, A::Error> {
-            self.$field.visit_enum(data)
         }
     };
     (@values $field:tt; $($method:ident: $ty:ty)*) => {

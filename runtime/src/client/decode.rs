@@ -29,10 +29,17 @@ pub(crate) fn decode_object<K: DeserializeOwned>(
     without_managed_fields: bool,
     exact: bool,
 ) -> Result<K, serde_json::Error> {
-    let mut de = serde_json::Deserializer::from_str(json);
-    let obj = deserialize(&mut de, without_managed_fields, exact)?;
-    de.end()?;
-    Ok(obj)
+    let decode = || {
+        let mut de = serde_json::Deserializer::from_str(json);
+        let obj = deserialize(&mut de, without_managed_fields, exact)?;
+        de.end()?;
+        Ok(obj)
+    };
+    if exact {
+        super::exact::with_lengths(json, decode)
+    } else {
+        decode()
+    }
 }
 
 /// `K::deserialize(de)`, through the adapters asked for: managedFields are skipped in
@@ -119,7 +126,8 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
                 if key == "items" {
                     items = map.next_value_seed(Items(self.0, self.1, PhantomData))?;
                 } else {
-                    map.next_value::<serde::de::IgnoredAny>()?;
+                    // Through the exact adapter, which keeps its array counts in step.
+                    map.next_value_seed(super::exact::Ignore)?;
                 }
             }
             Ok(items)
@@ -141,6 +149,8 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
             Ok(Vec::new())
         }
         fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<K>, A::Error> {
+            // The items array is decoded here, its elements through the exact adapter.
+            super::exact::skip_array();
             let mut out = Vec::new();
             while let Some(obj) = seq.next_element_seed(Item::<K>(self.0, self.1, PhantomData))? {
                 out.push(obj);
@@ -158,10 +168,17 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
 
     // Validated once here, the text then decodes without a UTF-8 check per string.
     let text = std::str::from_utf8(body).map_err(serde::de::Error::custom)?;
-    let mut de = serde_json::Deserializer::from_str(text);
-    let items = de.deserialize_map(Page::<K>(without_managed_fields, exact, PhantomData))?;
-    de.end()?;
-    Ok(items)
+    let decode = || {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let items = de.deserialize_map(Page::<K>(without_managed_fields, exact, PhantomData))?;
+        de.end()?;
+        Ok(items)
+    };
+    if exact {
+        super::exact::with_lengths(text, decode)
+    } else {
+        decode()
+    }
 }
 
 /// A list body's envelope, with the items left undecoded.

@@ -1,30 +1,228 @@
 //! A deserializer adapter that tells every JSON array's length to the type decoding it,
 //! so that each vector is allocated once, at its final size.
 //!
-//! Contract: over a serde_json deserializer of borrowed input (`from_str`, `from_slice`),
-//! `K::deserialize(Exact::new(de))` succeeds exactly when `K::deserialize(de)` does and
-//! yields the same value; only error messages may differ (the position of an error inside
-//! an array is counted from the start of its element). Each array reached through
-//! `deserialize_seq` (every `Vec`, also inside `Option`s, maps and newtypes) is first
-//! split into its elements' raw text, one scan, and then decoded element by element with
-//! an exact `size_hint`, which serde's `Vec` uses as its capacity. Arrays decoded through
-//! `deserialize_any` (a `serde_json::Value`, untagged enums) and skipped values are passed
-//! through untouched.
+//! Contract: inside [`with_lengths`]`(text, f)`, `K::deserialize(Exact::new(de))` over a
+//! serde_json deserializer of `text` (borrowed input: `from_str`, `from_slice`) succeeds
+//! exactly when `K::deserialize(de)` does, yields the same value and the same errors,
+//! and every array of `text` decoded through the adapter announces its exact length as
+//! its `size_hint` (serde's `Vec` uses it as its capacity). Outside `with_lengths`, or
+//! after anything the adapter cannot follow (below), the hints are those of serde_json
+//! (none): the value is still the same, only its capacities are not exact.
+//!
+//! How: [`with_lengths`] first counts the elements of every array of the text's first
+//! JSON value, in the order their `[` appear (one scan that only looks at structure and
+//! jumps over strings). Decoding reaches arrays in that same order, so each array
+//! decoded through the adapter takes the next count. A value skipped through the adapter
+//! (`deserialize_ignored_any`: unknown fields, `metadata.managedFields`) advances the
+//! counts past the arrays inside it; a caller that skips values of the same text around
+//! the adapter uses [`Ignore`] and [`skip_array`] so that the counts stay in step. Each
+//! array checks its count against the elements it really had; on a mismatch (a path
+//! the adapter cannot follow, such as a `RawValue` inside the type) the remaining
+//! arrays of the text get no hints.
 //!
 //! Why: serde_json cannot announce lengths, so a decoded `Vec` grows by doubling and
-//! keeps the slack (in a typed Pod about 5 KiB of 28 KiB); compacting it afterwards by a
-//! deep clone costs as much as a third of the decode again (every allocation twice), where
-//! the extra scan of array text costs a fraction of that.
+//! keeps the slack (in a typed Pod about 5 KiB of 28 KiB). Compacting afterwards by a
+//! deep clone costs a third of the decode again; splitting each array into its elements'
+//! text first scans nested arrays two and three times. The structural count is one
+//! light pass over the text.
 //!
-//! Over another deserializer the adapter fails on the first array (it reads arrays as
-//! serde_json raw values); it is crate-internal and only used on serde_json input.
+//! The counts live in a thread-local for the duration of `with_lengths`: the entry
+//! points that decode a text (`super::decode`, `super::watch`) are not all seeds that
+//! could carry them down to the adapter.
 
+use std::cell::RefCell;
 use std::fmt;
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{
+    self, DeserializeSeed, Deserializer, EnumAccess, MapAccess, SeqAccess, VariantAccess, Visitor,
+};
 use serde_json::value::RawValue;
 
 use super::adapter::{forward_deserializer, forward_visitor};
+
+/// The array lengths of the text being decoded on this thread.
+struct Lengths {
+    /// Element counts, in the order of the arrays' `[`.
+    lens: Vec<u32>,
+    /// The next array's position in `lens`.
+    next: usize,
+    /// False outside [`with_lengths`] and after a mismatch.
+    active: bool,
+}
+
+thread_local! {
+    static LENGTHS: RefCell<Lengths> = const {
+        RefCell::new(Lengths { lens: Vec::new(), next: 0, active: false })
+    };
+}
+
+/// Runs `f` with the array lengths of `text`'s first JSON value available to every
+/// [`Exact`] adapter on this thread (see the module documentation).
+pub(crate) fn with_lengths<R>(text: &str, f: impl FnOnce() -> R) -> R {
+    /// Restores the enclosing state (a nested call, or none) also when `f` panics.
+    struct Restore(Option<(Vec<u32>, usize, bool)>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let saved = self.0.take();
+            let _ = LENGTHS.try_with(|l| {
+                let mut l = l.borrow_mut();
+                match saved {
+                    Some((lens, next, active)) => {
+                        l.lens = lens;
+                        l.next = next;
+                        l.active = active;
+                    }
+                    None => {
+                        l.active = false;
+                        l.next = 0;
+                    }
+                }
+            });
+        }
+    }
+    let restore = LENGTHS.with(|l| {
+        let mut l = l.borrow_mut();
+        let saved = l
+            .active
+            .then(|| (std::mem::take(&mut l.lens), l.next, l.active));
+        // Outside a nested call, the vector's allocation is reused from the last text.
+        l.lens.clear();
+        count_arrays(text.as_bytes(), &mut l.lens);
+        l.next = 0;
+        l.active = true;
+        Restore(saved)
+    });
+    let out = f();
+    drop(restore);
+    out
+}
+
+/// The next array's length, `None` when there are no hints.
+fn take_next() -> Option<usize> {
+    LENGTHS.with(|l| {
+        let mut l = l.borrow_mut();
+        if !l.active {
+            return None;
+        }
+        let len = l.lens.get(l.next).copied();
+        l.next += 1;
+        if len.is_none() {
+            l.active = false;
+        }
+        len.map(|n| n as usize)
+    })
+}
+
+fn active() -> bool {
+    LENGTHS.with(|l| l.borrow().active)
+}
+
+/// Steps over `n` arrays skipped without the adapter.
+fn skip(n: usize) {
+    LENGTHS.with(|l| l.borrow_mut().next += n);
+}
+
+/// Stops the hints for the rest of the text: its arrays and the counts disagree.
+fn mismatch() {
+    LENGTHS.with(|l| l.borrow_mut().active = false);
+}
+
+/// Steps over one array that a caller decodes without the adapter, around adapted
+/// elements (the `items` of a list: the array itself is not decoded through
+/// [`Exact`], its elements are).
+pub(crate) fn skip_array() {
+    skip(1);
+}
+
+/// Appends to `lens` the element count of every array in `text`'s first JSON value, in
+/// the order of their `[`. Only structure is looked at (strings are jumped over): for
+/// valid JSON the counts are exact, for anything else they are only wrong hints, and
+/// the decoder reports the error.
+fn count_arrays(text: &[u8], lens: &mut Vec<u32>) {
+    const OBJECT: u32 = u32::MAX;
+    // Per open container: its index in `lens` (an array) or OBJECT.
+    let mut open: Vec<u32> = Vec::with_capacity(16);
+    // Whether the innermost open array has seen no element yet.
+    let mut first = false;
+    let mut i = 0;
+    while let Some(&b) = text.get(i) {
+        i += 1;
+        match b {
+            b' ' | b'\n' | b'\r' | b'\t' | b':' => {}
+            b',' => {
+                if let Some(&top) = open.last() {
+                    if let Some(n) = lens.get_mut(top as usize) {
+                        *n += 1;
+                    }
+                }
+            }
+            b']' | b'}' => {
+                open.pop();
+                first = false;
+                if open.is_empty() {
+                    return;
+                }
+            }
+            _ => {
+                if first {
+                    first = false;
+                    if let Some(n) = open.last().and_then(|&top| lens.get_mut(top as usize)) {
+                        *n += 1;
+                    }
+                }
+                match b {
+                    b'[' => {
+                        let Ok(at) = u32::try_from(lens.len()) else {
+                            return;
+                        };
+                        open.push(at);
+                        lens.push(0);
+                        first = true;
+                    }
+                    b'{' => open.push(OBJECT),
+                    b'"' => i = string_end(text, i),
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// The index after the closing quote of the string whose content starts at `i`.
+fn string_end(text: &[u8], mut i: usize) -> usize {
+    loop {
+        match text
+            .get(i..)
+            .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
+        {
+            None => return text.len(),
+            Some(at) => {
+                i += at;
+                if text[i] == b'"' {
+                    return i + 1;
+                }
+                // A backslash: the next byte is escaped.
+                i += 2;
+            }
+        }
+    }
+}
+
+/// How many arrays a skipped value's text holds.
+fn arrays_in(raw: &str) -> usize {
+    let bytes = raw.as_bytes();
+    let mut n = 0;
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        i += 1;
+        match b {
+            b'[' => n += 1,
+            b'"' => i = string_end(bytes, i),
+            _ => {}
+        }
+    }
+    n
+}
 
 /// The adapter (see the module documentation).
 pub(crate) struct Exact<D> {
@@ -46,14 +244,7 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<D> {
     }
 
     fn deserialize_seq<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
-        // Anything but an array fails here, as the inner deserializer's `deserialize_seq`
-        // would.
-        let items: Elements<'de> = self.de.deserialize_seq(ElementsVisitor)?;
-        visitor.visit_seq(Split {
-            items,
-            next: 0,
-            error: std::marker::PhantomData,
-        })
+        self.de.deserialize_seq(Wrap(visitor))
     }
 
     fn deserialize_map<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
@@ -78,95 +269,96 @@ impl<'de, D: Deserializer<'de>> Deserializer<'de> for Exact<D> {
         name: &'static str,
         visitor: V,
     ) -> Result<V::Value, Self::Error> {
+        if name.starts_with("$serde_json::private::") {
+            // A `RawValue` (or another serde_json token) takes its text whole, arrays
+            // and all, without the adapter seeing them.
+            mismatch();
+            return self.de.deserialize_newtype_struct(name, visitor);
+        }
         self.de.deserialize_newtype_struct(name, Wrap(visitor))
     }
 
-    forward_deserializer! { de;
+    fn deserialize_tuple<V: Visitor<'de>>(
+        self,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_tuple(len, Wrap(visitor))
+    }
+
+    fn deserialize_tuple_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        len: usize,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_tuple_struct(name, len, Wrap(visitor))
+    }
+
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_enum(name, variants, Wrap(visitor))
+    }
+
+    fn deserialize_bytes<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        // serde_json also accepts an array of numbers as bytes.
+        self.de.deserialize_bytes(Wrap(visitor))
+    }
+
+    fn deserialize_byte_buf<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_byte_buf(Wrap(visitor))
+    }
+
+    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Self::Error> {
+        if !active() {
+            return self.de.deserialize_ignored_any(visitor);
+        }
+        // What serde_json's own skipping does (scan the value, then `visit_unit`), with
+        // the text of the value kept to step over the arrays inside it.
+        let raw = <&'de RawValue as de::Deserialize<'de>>::deserialize(self.de)?;
+        skip(arrays_in(raw.get()));
+        visitor.visit_unit()
+    }
+
+    fn is_human_readable(&self) -> bool {
+        self.de.is_human_readable()
+    }
+
+    forward_deserializer! { @only de;
         deserialize_bool deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
         deserialize_i128 deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64
         deserialize_u128 deserialize_f32 deserialize_f64 deserialize_char deserialize_str
-        deserialize_string deserialize_bytes deserialize_byte_buf deserialize_unit
-        deserialize_identifier deserialize_ignored_any
+        deserialize_string deserialize_unit deserialize_identifier
+    }
+
+    fn deserialize_unit_struct<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, Self::Error> {
+        self.de.deserialize_unit_struct(name, visitor)
     }
 }
 
-/// How many elements of an array are held without an allocation: most arrays of
-/// Kubernetes objects are shorter.
-const INLINE_ELEMENTS: usize = 8;
+/// A seed that skips one value of the text through the adapter, keeping the counts in
+/// step (for callers that skip fields around adapted values).
+pub(crate) struct Ignore;
 
-/// The raw text of an array's elements, in order: the first [`INLINE_ELEMENTS`] inline,
-/// the rest in `spill`.
-struct Elements<'de> {
-    inline: [Option<&'de RawValue>; INLINE_ELEMENTS],
-    spill: Vec<&'de RawValue>,
-    len: usize,
-}
+impl<'de> DeserializeSeed<'de> for Ignore {
+    type Value = ();
 
-impl<'de> Elements<'de> {
-    fn get(&self, i: usize) -> Option<&'de RawValue> {
-        match i.checked_sub(INLINE_ELEMENTS) {
-            None => self.inline.get(i).copied().flatten(),
-            Some(j) => self.spill.get(j).copied(),
-        }
+    fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<(), D::Error> {
+        Exact::new(de).deserialize_ignored_any(de::IgnoredAny)?;
+        Ok(())
     }
 }
 
-struct ElementsVisitor;
-
-impl<'de> Visitor<'de> for ElementsVisitor {
-    type Value = Elements<'de>;
-
-    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("a sequence")
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Elements<'de>, A::Error> {
-        let mut items = Elements {
-            inline: [None; INLINE_ELEMENTS],
-            spill: Vec::new(),
-            len: 0,
-        };
-        while let Some(raw) = seq.next_element::<&'de RawValue>()? {
-            match items.inline.get_mut(items.len) {
-                Some(slot) => *slot = Some(raw),
-                None => items.spill.push(raw),
-            }
-            items.len += 1;
-        }
-        Ok(items)
-    }
-}
-
-/// The elements of one array, each decoded from its own text.
-struct Split<'de, E> {
-    items: Elements<'de>,
-    next: usize,
-    error: std::marker::PhantomData<fn() -> E>,
-}
-
-impl<'de, E: de::Error> SeqAccess<'de> for Split<'de, E> {
-    type Error = E;
-
-    fn next_element_seed<T: DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<Option<T::Value>, E> {
-        let Some(raw) = self.items.get(self.next) else {
-            return Ok(None);
-        };
-        self.next += 1;
-        let mut de = serde_json::Deserializer::from_str(raw.get());
-        let value = seed.deserialize(Exact::new(&mut de)).map_err(E::custom)?;
-        de.end().map_err(E::custom)?;
-        Ok(Some(value))
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.items.len - self.next)
-    }
-}
-
-/// A visitor whose maps, options and newtypes hand out wrapped deserializers.
+/// A visitor whose maps, arrays, options, newtypes and enums hand out wrapped
+/// deserializers.
 struct Wrap<V>(V);
 
 impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
@@ -181,7 +373,13 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        self.0.visit_seq(Seq(seq))
+        let len = take_next();
+        let mut seq = Seq { seq, len, seen: 0 };
+        let value = self.0.visit_seq(&mut seq)?;
+        if seq.len.is_some_and(|n| n != seq.seen) {
+            mismatch();
+        }
+        Ok(value)
     }
 
     fn visit_some<D: Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
@@ -192,7 +390,11 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
         self.0.visit_newtype_struct(Exact::new(de))
     }
 
-    forward_visitor!(0);
+    fn visit_enum<A: EnumAccess<'de>>(self, data: A) -> Result<Self::Value, A::Error> {
+        self.0.visit_enum(Enum(data))
+    }
+
+    forward_visitor!(@only 0);
 }
 
 /// A map whose values decode through the adapter (keys pass through).
@@ -217,21 +419,74 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
     }
 }
 
-/// An array reached through `deserialize_any`: its elements decode through the adapter.
-struct Seq<A>(A);
+/// An array whose elements decode through the adapter, with its counted length.
+struct Seq<A> {
+    seq: A,
+    /// The counted length, if known.
+    len: Option<usize>,
+    /// Elements handed out so far.
+    seen: usize,
+}
 
-impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for Seq<A> {
+impl<'de, A: SeqAccess<'de>> SeqAccess<'de> for &mut Seq<A> {
     type Error = A::Error;
 
     fn next_element_seed<T: DeserializeSeed<'de>>(
         &mut self,
         seed: T,
     ) -> Result<Option<T::Value>, A::Error> {
-        self.0.next_element_seed(Seed(seed))
+        let next = self.seq.next_element_seed(Seed(seed))?;
+        if next.is_some() {
+            self.seen += 1;
+        }
+        Ok(next)
     }
 
     fn size_hint(&self) -> Option<usize> {
-        self.0.size_hint()
+        match self.len {
+            Some(n) => Some(n.saturating_sub(self.seen)),
+            None => self.seq.size_hint(),
+        }
+    }
+}
+
+/// An enum whose variant's content decodes through the adapter.
+struct Enum<A>(A);
+
+impl<'de, A: EnumAccess<'de>> EnumAccess<'de> for Enum<A> {
+    type Error = A::Error;
+    type Variant = Enum<A::Variant>;
+
+    fn variant_seed<V: DeserializeSeed<'de>>(
+        self,
+        seed: V,
+    ) -> Result<(V::Value, Self::Variant), A::Error> {
+        let (value, variant) = self.0.variant_seed(seed)?;
+        Ok((value, Enum(variant)))
+    }
+}
+
+impl<'de, A: VariantAccess<'de>> VariantAccess<'de> for Enum<A> {
+    type Error = A::Error;
+
+    fn unit_variant(self) -> Result<(), A::Error> {
+        self.0.unit_variant()
+    }
+
+    fn newtype_variant_seed<T: DeserializeSeed<'de>>(self, seed: T) -> Result<T::Value, A::Error> {
+        self.0.newtype_variant_seed(Seed(seed))
+    }
+
+    fn tuple_variant<V: Visitor<'de>>(self, len: usize, visitor: V) -> Result<V::Value, A::Error> {
+        self.0.tuple_variant(len, Wrap(visitor))
+    }
+
+    fn struct_variant<V: Visitor<'de>>(
+        self,
+        fields: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, A::Error> {
+        self.0.struct_variant(fields, Wrap(visitor))
     }
 }
 
@@ -253,10 +508,234 @@ mod tests {
     use serde_json::{json, Value};
 
     fn exact<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let v = T::deserialize(Exact::new(&mut de))?;
-        de.end()?;
-        Ok(v)
+        with_lengths(text, || {
+            let mut de = serde_json::Deserializer::from_str(text);
+            let v = T::deserialize(Exact::new(&mut de))?;
+            de.end()?;
+            Ok(v)
+        })
+    }
+
+    fn lengths(text: &str) -> Vec<u32> {
+        let mut lens = Vec::new();
+        count_arrays(text.as_bytes(), &mut lens);
+        lens
+    }
+
+    #[test]
+    fn counts_every_array_of_the_first_value_in_order() {
+        assert_eq!(lengths("[]"), [0]);
+        assert_eq!(
+            lengths(" [ 1 , [2, 3], [], [[]], {\"a\": [true, null]} ] "),
+            [5, 2, 0, 1, 0, 2]
+        );
+        // Brackets, commas and escaped quotes inside strings are not structure.
+        assert_eq!(lengths(r#"{"a": ["x,]", "[\"", "\\"], "b": "]["}"#), [3]);
+        assert_eq!(
+            lengths(r#"{"a": [-1.5e3, "s", false]} ["not", "this"]"#),
+            [3]
+        );
+        assert_eq!(lengths(r#""[1, 2]""#), Vec::<u32>::new());
+        // Invalid or cut-off text gives counts, never a panic.
+        for text in ["[1, 2", "]]]", "\"abc", r#"{"a": ["x\"#, "[,,]"] {
+            let _ = lengths(text);
+        }
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Skipping {
+        #[serde(default)]
+        first: Vec<u8>,
+        last: Vec<String>,
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    enum Shape {
+        Unit,
+        Wrapped(Vec<u8>),
+        Pair(Vec<u8>, Vec<u8>),
+        Named { items: Vec<u8> },
+    }
+
+    #[derive(Debug, Deserialize, PartialEq)]
+    struct Shapes {
+        shapes: Vec<Shape>,
+        pair: (Vec<u8>, [u8; 2]),
+        after: Vec<u8>,
+    }
+
+    #[test]
+    fn skipped_values_enums_and_tuples_keep_the_counts_in_step() {
+        // An unknown field full of arrays between two decoded arrays.
+        let text = r#"{"first": [1, 2], "unknown": [[1], {"x": [2, 3]}, "[", []], "last": ["a", "b", "c"]}"#;
+        let got: Skipping = exact(text).unwrap();
+        assert_eq!(got, serde_json::from_str::<Skipping>(text).unwrap());
+        assert_eq!((got.first.capacity(), got.last.capacity()), (2, 3));
+
+        let text = r#"{"shapes": ["Unit", {"Wrapped": [1, 2, 3]}, {"Pair": [[1], [2, 3]]},
+            {"Named": {"items": [4, 5, 6, 7]}}], "pair": [[9, 8, 7, 6, 5], [1, 2]], "after": [1, 2, 3]}"#;
+        let got: Shapes = exact(text).unwrap();
+        assert_eq!(got, serde_json::from_str::<Shapes>(text).unwrap());
+        assert_eq!(got.shapes.capacity(), 4);
+        let caps: Vec<usize> = got
+            .shapes
+            .iter()
+            .flat_map(|s| match s {
+                Shape::Unit => vec![],
+                Shape::Wrapped(v) | Shape::Named { items: v } => vec![v.capacity()],
+                Shape::Pair(a, b) => vec![a.capacity(), b.capacity()],
+            })
+            .collect();
+        assert_eq!(caps, [3, 1, 2, 4]);
+        assert_eq!(got.pair.0.capacity(), 5);
+        assert_eq!(got.after.capacity(), 3);
+    }
+
+    /// A random JSON value: nested arrays and objects, strings full of the characters a
+    /// structural scan must not mistake (brackets, commas, quotes, backslashes).
+    fn random_value(rng: &mut impl rand::Rng, depth: u32) -> Value {
+        let pick = if depth == 0 {
+            rng.random_range(0..4)
+        } else {
+            rng.random_range(0..6)
+        };
+        match pick {
+            0 => Value::Null,
+            1 => Value::from(rng.random_range(-1000i64..1000)),
+            2 => Value::from(rng.random::<bool>()),
+            3 => {
+                const PARTS: [&str; 8] = ["[", "]", ",", "\"", "\\", "{}", "a", "\u{e9}"];
+                let n = rng.random_range(0..6);
+                Value::from(
+                    (0..n)
+                        .map(|_| PARTS[rng.random_range(0..PARTS.len())])
+                        .collect::<String>(),
+                )
+            }
+            4 => Value::Array(
+                (0..rng.random_range(0..5))
+                    .map(|_| random_value(rng, depth - 1))
+                    .collect(),
+            ),
+            _ => Value::Object(
+                (0..rng.random_range(0..4))
+                    .map(|i| (format!("k{i}["), random_value(rng, depth - 1)))
+                    .collect(),
+            ),
+        }
+    }
+
+    /// A JSON tree whose arrays are vectors sized by the `size_hint` they are given.
+    #[derive(Debug, PartialEq)]
+    enum Tree {
+        Leaf(Value),
+        List(Vec<Tree>),
+        Map(Vec<(String, Tree)>),
+    }
+
+    impl<'de> Deserialize<'de> for Tree {
+        fn deserialize<D: Deserializer<'de>>(de: D) -> Result<Tree, D::Error> {
+            struct V;
+            impl<'de> Visitor<'de> for V {
+                type Value = Tree;
+                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                    f.write_str("JSON")
+                }
+                fn visit_unit<E>(self) -> Result<Tree, E> {
+                    Ok(Tree::Leaf(Value::Null))
+                }
+                fn visit_bool<E>(self, v: bool) -> Result<Tree, E> {
+                    Ok(Tree::Leaf(Value::from(v)))
+                }
+                fn visit_i64<E>(self, v: i64) -> Result<Tree, E> {
+                    Ok(Tree::Leaf(Value::from(v)))
+                }
+                fn visit_u64<E>(self, v: u64) -> Result<Tree, E> {
+                    Ok(Tree::Leaf(Value::from(v)))
+                }
+                fn visit_str<E>(self, v: &str) -> Result<Tree, E> {
+                    Ok(Tree::Leaf(Value::from(v)))
+                }
+                fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Tree, A::Error> {
+                    let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+                    while let Some(t) = seq.next_element()? {
+                        items.push(t);
+                    }
+                    Ok(Tree::List(items))
+                }
+                fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Tree, A::Error> {
+                    let mut entries = Vec::new();
+                    while let Some(entry) = map.next_entry()? {
+                        entries.push(entry);
+                    }
+                    Ok(Tree::Map(entries))
+                }
+            }
+            de.deserialize_any(V)
+        }
+    }
+
+    fn assert_exact_capacities(t: &Tree, text: &str) {
+        match t {
+            Tree::List(items) => {
+                assert_eq!(items.capacity(), items.len(), "{text}");
+                items.iter().for_each(|t| assert_exact_capacities(t, text));
+            }
+            Tree::Map(entries) => entries
+                .iter()
+                .for_each(|(_, t)| assert_exact_capacities(t, text)),
+            Tree::Leaf(_) => {}
+        }
+    }
+
+    #[test]
+    fn random_documents_decode_identically_with_exact_capacities() {
+        use rand::SeedableRng;
+        let seed = 0x6b75_6265;
+        let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+        for _ in 0..2000 {
+            let v = random_value(&mut rng, 5);
+            for text in [v.to_string(), serde_json::to_string_pretty(&v).unwrap()] {
+                let got: Tree = exact(&text).unwrap_or_else(|e| panic!("seed {seed}: {e}: {text}"));
+                assert_eq!(
+                    got,
+                    serde_json::from_str::<Tree>(&text).unwrap(),
+                    "seed {seed}: {text}"
+                );
+                assert_exact_capacities(&got, &text);
+                // Unknown fields skipped through the adapter keep the counts in step.
+                let wrapped =
+                    format!(r#"{{"first": [1, 2], "unknown": {text}, "last": ["a", "b", "c"]}}"#);
+                let got: Skipping = exact(&wrapped).unwrap();
+                assert_eq!(
+                    (got.first.capacity(), got.last.capacity()),
+                    (2, 3),
+                    "{wrapped}"
+                );
+            }
+        }
+    }
+
+    #[derive(Debug, Deserialize)]
+    struct WithRaw {
+        raw: Box<RawValue>,
+        after: Vec<u8>,
+    }
+
+    #[test]
+    fn a_path_it_cannot_follow_only_turns_the_hints_off() {
+        // A RawValue takes its arrays without the adapter: the value is still exact, the
+        // later arrays only lose their hints.
+        let text = r#"{"raw": [[1], [2]], "after": [1, 2, 3, 4, 5]}"#;
+        let got: WithRaw = exact(text).unwrap();
+        assert_eq!(got.raw.get(), "[[1], [2]]");
+        assert_eq!(got.after, [1, 2, 3, 4, 5]);
+        // Without any counts (outside `with_lengths`) the adapter is transparent.
+        let mut de = serde_json::Deserializer::from_str(
+            r#"{"list": [], "maybe": [1, 2], "nested": [[]], "any": [1]}"#,
+        );
+        let got = Outer::deserialize(Exact::new(&mut de)).unwrap();
+        assert_eq!(got.maybe, Some(vec![1, 2]));
     }
 
     #[derive(Debug, Deserialize, PartialEq)]

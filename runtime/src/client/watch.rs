@@ -177,14 +177,14 @@ impl FrameDecoder {
         let rest = &self.buf[self.pos..];
         let line = &rest[..rest.iter().position(|b| *b == b'\n')?];
         // Validated once here, the line then decodes without a UTF-8 check per string
-        // (and its arrays split without one either, see `super::exact`).
+        // (and its arrays counted from the same text, see `super::exact`).
         let line = std::str::from_utf8(line).ok()?;
         let de = serde_json::Deserializer::from_str(line);
         let ((ty, object), used) = match (self.without_managed_fields, exact) {
             (false, false) => frame::<K, false, false>(de)?,
-            (false, true) => frame::<K, false, true>(de)?,
+            (false, true) => super::exact::with_lengths(line, || frame::<K, false, true>(de))?,
             (true, false) => frame::<K, true, false>(de)?,
-            (true, true) => frame::<K, true, true>(de)?,
+            (true, true) => super::exact::with_lengths(line, || frame::<K, true, true>(de))?,
         };
         let event = match object {
             FrameObject::Typed(obj) => match ty.as_ref() {
@@ -243,7 +243,7 @@ impl<'de, K: DeserializeOwned, const SKIP: bool, const EXACT: bool> Deserialize<
     for TypedFrame<'de, K, SKIP, EXACT>
 {
     fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        use serde::de::{Error, IgnoredAny, MapAccess, Visitor};
+        use serde::de::{Error, MapAccess, Visitor};
         use std::marker::PhantomData;
 
         struct FrameVisitor<K, const SKIP: bool, const EXACT: bool>(PhantomData<fn() -> K>);
@@ -279,7 +279,9 @@ impl<'de, K: DeserializeOwned, const SKIP: bool, const EXACT: bool> Deserialize<
                         }
                         "type" | "object" => return Err(A::Error::custom("duplicate field")),
                         _ => {
-                            map.next_value::<IgnoredAny>()?;
+                            // Through the exact adapter, which keeps its array counts in
+                            // step (when EXACT).
+                            map.next_value_seed(super::exact::Ignore)?;
                         }
                     }
                 }
