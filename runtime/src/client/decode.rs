@@ -35,11 +35,7 @@ pub(crate) fn decode_object<K: DeserializeOwned>(
         de.end()?;
         Ok(obj)
     };
-    if exact {
-        super::exact::with_lengths(json, decode)
-    } else {
-        decode()
-    }
+    super::exact::with_lengths_if(exact, json, decode)
 }
 
 /// `K::deserialize(de)`, through the adapters asked for: managedFields are skipped in
@@ -174,11 +170,7 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
         de.end()?;
         Ok(items)
     };
-    if exact {
-        super::exact::with_lengths(text, decode)
-    } else {
-        decode()
-    }
+    super::exact::with_lengths_if(exact, text, decode)
 }
 
 /// A list body's envelope, with the items left undecoded.

@@ -97,6 +97,15 @@ pub(crate) fn with_lengths<R>(text: &str, f: impl FnOnce() -> R) -> R {
     out
 }
 
+/// [`with_lengths`] when `exact`, else just `f()`.
+pub(crate) fn with_lengths_if<R>(exact: bool, text: &str, f: impl FnOnce() -> R) -> R {
+    if exact {
+        with_lengths(text, f)
+    } else {
+        f()
+    }
+}
+
 /// The next array's length, `None` when there are no hints.
 fn take_next() -> Option<usize> {
     LENGTHS.with(|l| {
