@@ -198,21 +198,36 @@ fn count_arrays(text: &[u8], lens: &mut Vec<u32>) {
 }
 
 /// The index after the closing quote of the string whose content starts at `i`.
+///
+/// Eight bytes at a time: most strings of an object (its keys) are short, where a
+/// `memchr` call costs more than the scan.
 fn string_end(text: &[u8], mut i: usize) -> usize {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGHS: u64 = 0x8080_8080_8080_8080;
+    const QUOTES: u64 = ONES * b'"' as u64;
+    const BACKSLASHES: u64 = ONES * b'\\' as u64;
     loop {
-        match text
-            .get(i..)
-            .and_then(|rest| memchr::memchr2(b'"', b'\\', rest))
-        {
-            None => return text.len(),
-            Some(at) => {
-                i += at;
-                if text[i] == b'"' {
-                    return i + 1;
-                }
-                // A backslash: the next byte is escaped.
-                i += 2;
+        while let Some(chunk) = text.get(i..i + 8) {
+            let Ok(bytes) = <[u8; 8]>::try_from(chunk) else {
+                break;
+            };
+            let x = u64::from_le_bytes(bytes);
+            let (q, b) = (x ^ QUOTES, x ^ BACKSLASHES);
+            // The high bit of each byte that is a quote or a backslash (exact up to the
+            // first such byte, which is all that is used).
+            let found = ((q.wrapping_sub(ONES) & !q) | (b.wrapping_sub(ONES) & !b)) & HIGHS;
+            if found != 0 {
+                i += (found.trailing_zeros() / 8) as usize;
+                break;
             }
+            i += 8;
+        }
+        match text.get(i) {
+            None => return text.len(),
+            Some(b'"') => return i + 1,
+            // A backslash: the next byte is escaped.
+            Some(b'\\') => i += 2,
+            Some(_) => i += 1,
         }
     }
 }
@@ -548,6 +563,31 @@ mod tests {
         // Invalid or cut-off text gives counts, never a panic.
         for text in ["[1, 2", "]]]", "\"abc", r#"{"a": ["x\"#, "[,,]"] {
             let _ = lengths(text);
+        }
+    }
+
+    #[test]
+    fn string_ends_are_found_across_eight_byte_chunks() {
+        for len in 0..40 {
+            for escape_at in 0..=len {
+                // `len` plain bytes with an escaped quote (or backslash) inserted at
+                // `escape_at`, then the closing quote and more text.
+                for escaped in ["\\\"", "\\\\"] {
+                    let body = format!(
+                        "{}{escaped}{}",
+                        "x".repeat(escape_at),
+                        "y".repeat(len - escape_at)
+                    );
+                    let text = format!("\"{body}\",\"next\"");
+                    assert_eq!(string_end(text.as_bytes(), 1), body.len() + 2, "{text}");
+                }
+            }
+            let text = format!("\"{}", "z".repeat(len));
+            assert_eq!(
+                string_end(text.as_bytes(), 1),
+                text.len(),
+                "unterminated {text}"
+            );
         }
     }
 

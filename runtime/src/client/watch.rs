@@ -175,7 +175,7 @@ impl FrameDecoder {
         exact: bool,
     ) -> Option<(Result<WatchEvent<K>, String>, usize)> {
         let rest = &self.buf[self.pos..];
-        let line = &rest[..rest.iter().position(|b| *b == b'\n')?];
+        let line = &rest[..memchr::memchr(b'\n', rest)?];
         // Validated once here, the line then decodes without a UTF-8 check per string
         // (and its arrays counted from the same text, see `super::exact`).
         let line = std::str::from_utf8(line).ok()?;
@@ -421,7 +421,7 @@ impl FrameDecoder {
     fn split_at_newline(&mut self) -> Option<FrameDecoder> {
         let rest = &self.buf[self.pos..];
         let mid = rest.len() / 2;
-        let at = mid + rest[mid..].iter().position(|b| *b == b'\n')? + 1;
+        let at = mid + memchr::memchr(b'\n', &rest[mid..])? + 1;
         if at >= rest.len() {
             return None;
         }
