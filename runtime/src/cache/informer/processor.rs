@@ -345,10 +345,11 @@ impl<K: Send + Sync + 'static> Processor<K> {
         self.flush();
     }
 
-    /// [`distribute`](Self::distribute) without waking the listeners' threads: a caller
-    /// delivering a run of notifications wakes them once, with [`flush`](Self::flush),
-    /// instead of once per notification (a handler that keeps up would otherwise sleep
-    /// and be woken for every one). The caller must flush before it goes idle.
+    /// Delivers a notification as `distribute` does, without waking the listeners'
+    /// threads: a caller delivering a run of notifications wakes them once, with
+    /// [`flush`](Self::flush), instead of once per notification (a handler that keeps up
+    /// would otherwise sleep and be woken for every one). The caller must flush before
+    /// it goes idle.
     pub(crate) fn distribute_deferred(&self, n: Notification<K>, sync: bool) {
         let st = self.state.lock();
         let targets = if sync { &st.syncing } else { &st.listeners };
@@ -435,6 +436,29 @@ mod tests {
         p.run();
         let got: Vec<String> = (0..3).map(|_| rx.recv().unwrap()).collect();
         assert_eq!(got, ["add a true", "add b true", "add c true"]);
+        p.stop();
+    }
+
+    #[test]
+    fn deferred_notifications_arrive_in_order_after_a_flush() {
+        let p = Processor::new();
+        let (l, rx) = chan_listener(Duration::ZERO);
+        p.add_listener(Arc::clone(&l));
+        p.run();
+        for name in ["a", "b", "c"] {
+            p.distribute_deferred(
+                Notification::Add {
+                    obj: Arc::new(name),
+                    is_in_initial_list: false,
+                },
+                false,
+            );
+        }
+        p.flush();
+        let got: Vec<String> = (0..3)
+            .map(|_| rx.recv_timeout(Duration::from_secs(10)).unwrap())
+            .collect();
+        assert_eq!(got, ["add a false", "add b false", "add c false"]);
         p.stop();
     }
 
