@@ -331,6 +331,16 @@ pub(crate) fn is_csr(reg: &Registration) -> bool {
 /// API server allows.
 pub fn builtin() -> Vec<Registration> {
     let core = |plural: &str, kind: &str| Registration::new("", "v1", plural, kind);
+    // Served at v2 (its storage version) and at v1.
+    let hpa = Registration::new(
+        "autoscaling",
+        "v2",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+    )
+    .categories(&["all"])
+    .short_names(&["hpa"])
+    .status_subresource();
     vec![
         core("pods", "Pod")
             .categories(&["all"])
@@ -452,30 +462,15 @@ pub fn builtin() -> Vec<Registration> {
             .short_names(&["quota"])
             .status_subresource(),
         Registration::new("apps", "v1", "controllerrevisions", "ControllerRevision"),
-        Registration::new(
-            "autoscaling",
-            "v2",
-            "horizontalpodautoscalers",
-            "HorizontalPodAutoscaler",
-        )
-        .categories(&["all"])
-        .short_names(&["hpa"])
-        .status_subresource(),
+        hpa.clone(),
         // kubectl autoscale writes v1; objects are stored at v2 and converted.
         Registration {
-            storage_version: "v2".into(),
+            version: "v1".into(),
+            storage_version: hpa.version.clone(),
             conversion: super::Conversion::Builtin(
                 super::BuiltinConversion::HorizontalPodAutoscaler,
             ),
-            ..Registration::new(
-                "autoscaling",
-                "v1",
-                "horizontalpodautoscalers",
-                "HorizontalPodAutoscaler",
-            )
-            .categories(&["all"])
-            .short_names(&["hpa"])
-            .status_subresource()
+            ..hpa
         },
         Registration::new(
             "policy",
