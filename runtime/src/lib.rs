@@ -99,10 +99,6 @@
 pub use k8s_openapi;
 pub use kube;
 pub use kubegen_apimachinery::{fields, labels, types};
-/// The in-memory Kubernetes API server (feature `testing`): the `kubegen-apiserver`
-/// crate, at the path generated fake clientsets name.
-#[cfg(feature = "testing")]
-pub use kubegen_apiserver as testing;
 pub use serde;
 pub use serde_json;
 pub use tokio_util;
@@ -137,5 +133,7 @@ pub mod object;
 pub mod pager;
 pub mod record;
 pub mod retry;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod watch;
 pub mod workqueue;
