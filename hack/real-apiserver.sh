@@ -41,7 +41,12 @@ built() {
 }
 
 build() {
-  if built; then echo "real-apiserver: $kv + etcd $ev already built in $bin"; return; fi
+  mkdir -p "$cache"
+  # One build at a time (CI starts one in the background early; a later `build` waits
+  # for it here and then finds the binaries).
+  exec 9>"$cache/.build.lock"
+  flock 9
+  if built; then echo "real-apiserver: $kv + etcd $ev already built in $bin"; flock -u 9; return; fi
   command -v go >/dev/null || die "Go is needed to build the control plane (https://go.dev/dl, 1.25 or newer); or set KUBEGEN_ENVTEST_ASSETS to a directory holding kube-apiserver and etcd"
   local start=$SECONDS
   local minor=${kv#v1.}; minor=${minor%%.*}
@@ -76,6 +81,7 @@ build() {
     echo "real-apiserver: built $b in $((SECONDS - t))s"
   done
   echo "$kv $ev" >"$bin/stamp"
+  flock -u 9
   cd "$root"
   echo "real-apiserver: built $kv + etcd $ev into $bin in $((SECONDS - start))s"
 }

@@ -3,18 +3,22 @@
 # `hack/test.sh all` is the README's test command; .ci/run runs it after the fmt and
 # clippy checks.
 #
-# Usage: hack/test.sh [fast|corpus|all]   (default all: what CI runs)
+# Usage: hack/test.sh [fast|corpus|real|all]   (default all: what CI runs)
 #   fast:   SEMANTICS coverage, unit and integration tests (goldens included), kubectl
 #           against kubegen-apiserver (hack/kubectl-e2e.sh), client-go against it
 #           (hack/go-conformance.sh), kubegen crd against controller-gen
 #           (hack/controller-gen-compare.sh), a short fuzz run (hack/fuzz.sh), verify.
 #   corpus: hack/check-corpus.sh on the real-CRD corpus, CORPUS_DIR (default
 #           ../shared/crds): generate, compile, doctest, round-trip every file and version.
-#   all:    fast, then corpus.
+#   real:   a real kube-apiserver + etcd + controller manager (hack/real-apiserver.sh,
+#           built once into target/ from the Go module proxy): every CRD kubegen writes
+#           created on it (hack/real-crds.sh), the end-to-end suites' real-server tests
+#           (the `#[ignore]`d ones, `-- --ignored`), the differential suite.
+#   all:    fast, then corpus, then real.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
-case $what in fast|corpus|all) ;; *) echo "usage: hack/test.sh [fast|corpus|all]" >&2; exit 2;; esac
+case $what in fast|corpus|real|all) ;; *) echo "usage: hack/test.sh [fast|corpus|real|all]" >&2; exit 2;; esac
 
 stage() {
   local name=$1; shift
@@ -31,7 +35,7 @@ PUBLISHED="-p kubegen-apimachinery -p kubegen-apiserver -p kubegen-templates -p 
 
 # Every SEMANTICS case of the sections built so far is named in a test or listed in
 # docs/SEMANTICS-NA.md.
-if [ "$what" != corpus ]; then
+if [ "$what" = fast ] || [ "$what" = all ]; then
   stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9 10 11 12 13
   stage "unit and integration tests" cargo test --workspace --locked --features "$FEATURES"
   # Build scripts depend on kubegen with default-features = false: the library must
@@ -53,8 +57,21 @@ if [ "$what" != corpus ]; then
   fi
 fi
 
-if [ "$what" != fast ]; then
-  corpus=${CORPUS_DIR:-../shared/crds}
+corpus=${CORPUS_DIR:-../shared/crds}
+if [ "$what" = corpus ] || [ "$what" = all ]; then
   [ -d "$corpus" ] || { echo "corpus directory $corpus not found (from $PWD); set CORPUS_DIR" >&2; exit 1; }
   stage "corpus (hack/check-corpus.sh)" hack/check-corpus.sh "$corpus"
+fi
+
+if [ "$what" = real ] || [ "$what" = all ]; then
+  # Built once per pinned version into target/real-apiserver (cold: ~5 min on 2 cores;
+  # cached: nothing to do).
+  stage "real control plane (hack/real-apiserver.sh build)" hack/real-apiserver.sh build
+  eval "$(hack/real-apiserver.sh env)"
+  export KUBEGEN_ENVTEST_ASSETS
+  stage "every CRD kubegen writes, on kube-apiserver (hack/real-crds.sh)" hack/real-crds.sh "$corpus"
+  # The tests that need a control plane are #[ignore]d in a plain `cargo test` and are
+  # exactly the ignored ones: each starts its own (testing::envtest).
+  stage "end-to-end suites on a real kube-apiserver" \
+    cargo test --workspace --tests --locked --features "$FEATURES" -- --ignored
 fi

@@ -1,6 +1,7 @@
 //! The tree generated from hand-written Rust types (fixtures/rust -> fixtures/golden-rust)
 //! run against the in-memory API server, over its tower Service (the fake clientset) and
-//! over TCP: create, the informer sees it, the lister gets it, update_status, delete. Once
+//! over TCP, and against a real kube-apiserver with the CRDs `kubegen crd` wrote
+//! (fixtures/golden-crd; `hack/test.sh real` runs those, they are ignored otherwise): create, the informer sees it, the lister gets it, update_status, delete. Once
 //! for a `+genclient` kind (sample-controller's `Foo`) and once for a kube-derive kind
 //! (`Document`), plus the read-only, cluster-scoped and scale kinds.
 
@@ -18,35 +19,26 @@ use kubegen_tests::apis::widgets::v1beta1::{Color, Gizmo, GizmoSpec, Shape};
 use kubegen_tests::golden_rust::clientset::Clientset;
 use kubegen_tests::golden_rust::fake::{new_simple_clientset, FakeClientset};
 use kubegen_tests::golden_rust::informers::SharedInformerFactory;
+use kubegen_runtime::testing::transport::{Connection, Transport};
 use tokio::sync::mpsc;
 
-/// How the clientset reaches the server.
-#[derive(Clone, Copy, Debug)]
-enum Transport {
-    Tower,
-    Tcp,
-}
+/// The CRDs `kubegen crd` writes for these types: what the real control plane serves.
+const GOLDEN_CRD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/golden-crd");
 
-/// A fake clientset and, over TCP, a clientset on the same server through a real port.
-async fn clientset(
-    transport: Transport,
-) -> (
-    FakeClientset,
-    Clientset,
-    Option<kubegen_runtime::testing::TcpServer>,
-) {
+/// A fake clientset and the clientset a test drives: the fake's own (tower), one on the
+/// same server through a real port (TCP), or one on a real control plane with the CRDs
+/// `kubegen crd` wrote for these types installed (Real).
+async fn clientset(transport: Transport) -> (FakeClientset, Clientset, Connection) {
     let fake = new_simple_clientset(Vec::new()).await.unwrap();
-    match transport {
-        Transport::Tower => {
-            let cs = fake.clientset().clone();
-            (fake, cs, None)
-        }
-        Transport::Tcp => {
-            let tcp = fake.server().serve_tcp().await.unwrap();
-            let cs = Clientset::new(tcp.client().await.unwrap());
-            (fake, cs, Some(tcp))
-        }
-    }
+    let conn = transport
+        .connect(fake.server(), [GOLDEN_CRD])
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    let cs = match transport {
+        Transport::Tower => fake.clientset().clone(),
+        _ => Clientset::new(conn.client()),
+    };
+    (fake, cs, conn)
 }
 
 fn new_foo(name: &str) -> Foo {
@@ -63,7 +55,7 @@ fn new_foo(name: &str) -> Foo {
 }
 
 async fn foo_lifecycle(transport: Transport) {
-    let (_fake, cs, tcp) = clientset(transport).await;
+    let (_fake, cs, conn) = clientset(transport).await;
     let factory = SharedInformerFactory::new(cs.clone(), Duration::ZERO);
     let informer = factory.samplecontroller().v1alpha1().foos();
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -113,13 +105,11 @@ async fn foo_lifecycle(transport: Transport) {
         .unwrap_err()
         .is_not_found());
     factory.shutdown().await;
-    if let Some(tcp) = tcp {
-        tcp.shutdown().await;
-    }
+    conn.close().await;
 }
 
 async fn document_lifecycle(transport: Transport) {
-    let (_fake, cs, tcp) = clientset(transport).await;
+    let (_fake, cs, conn) = clientset(transport).await;
     let factory = SharedInformerFactory::new(cs.clone(), Duration::ZERO);
     let informer = factory.documents().v1().documents();
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -176,9 +166,7 @@ async fn document_lifecycle(transport: Transport) {
         .unwrap()
         .is_not_found());
     factory.shutdown().await;
-    if let Some(tcp) = tcp {
-        tcp.shutdown().await;
-    }
+    conn.close().await;
 }
 
 #[tokio::test]
@@ -192,6 +180,12 @@ async fn marker_kind_lifecycle_over_tcp() {
 }
 
 #[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn marker_kind_lifecycle_on_a_real_apiserver() {
+    foo_lifecycle(Transport::Real).await;
+}
+
+#[tokio::test]
 async fn kube_derive_kind_lifecycle_over_tower() {
     document_lifecycle(Transport::Tower).await;
 }
@@ -199,6 +193,12 @@ async fn kube_derive_kind_lifecycle_over_tower() {
 #[tokio::test]
 async fn kube_derive_kind_lifecycle_over_tcp() {
     document_lifecycle(Transport::Tcp).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn kube_derive_kind_lifecycle_on_a_real_apiserver() {
+    document_lifecycle(Transport::Real).await;
 }
 
 #[tokio::test]

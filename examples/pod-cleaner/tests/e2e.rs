@@ -9,6 +9,7 @@ use std::time::Duration;
 use kubegen_kubernetes::clientset::Clientset;
 use kubegen_runtime::client::ListOptions;
 use kubegen_runtime::errors::StatusError;
+use kubegen_runtime::testing::transport::Transport;
 use kubegen_runtime::testing::{ApiServer, Reactor};
 use pod_cleaner::controller::{run, Options, Outcomes};
 use pod_cleaner::scenario::{self, NAMESPACE};
@@ -83,22 +84,30 @@ async fn handles_the_scenario(cs: Clientset) {
     );
 }
 
+async fn scenario_on(transport: Transport) {
+    let server = server();
+    let conn = transport
+        .connect(&server, Vec::<std::path::PathBuf>::new())
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    handles_the_scenario(Clientset::new(conn.client())).await;
+    conn.close().await;
+}
+
 #[tokio::test]
 async fn handles_the_scenario_over_tower() {
-    let server = server();
-    handles_the_scenario(Clientset::new(kube::Client::new(
-        server.service(),
-        "default",
-    )))
-    .await;
+    scenario_on(Transport::Tower).await;
 }
 
 #[tokio::test]
 async fn handles_the_scenario_over_tcp() {
-    let server = server();
-    let tcp = server.serve_tcp().await.unwrap();
-    handles_the_scenario(Clientset::new(tcp.client().await.unwrap())).await;
-    tcp.shutdown().await;
+    scenario_on(Transport::Tcp).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn handles_the_scenario_on_a_real_apiserver() {
+    scenario_on(Transport::Real).await;
 }
 
 #[tokio::test]

@@ -349,6 +349,8 @@ impl EnvironmentBuilder {
         config.root_cert = Some(pem_blocks(&ca, "CERTIFICATE"));
         config.auth_info.token = Some(token.clone().into());
         config.default_namespace = "default".into();
+        // As the in-memory server's TCP client: every error reaches the test as sent.
+        config.default_retry = false;
         let client = kube::Client::try_from(config).map_err(|source| Error::Kube {
             context: "building the client".into(),
             source,

@@ -6,3 +6,4 @@
 pub use kubegen_apiserver::*;
 
 pub mod envtest;
+pub mod transport;

@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# Every CRD kubegen writes, held to a real kube-apiserver: created with dryRun=All (the
+# server runs its whole CRD validation and stores nothing), and the sample-controller's
+# CRD applied for real with kubectl, as its README tells users to.
+#
+# Usage: hack/real-crds.sh [CORPUS_DIR]     (default ../shared/crds)
+#   1. fixtures/golden-crd (kubegen crd over fixtures/rust) and examples/*/crd
+#   2. the CRD -> Rust -> CRD round trip of fixtures/crds and of every corpus file
+#      (the corpus sources themselves first: a source the server refuses is listed
+#      apart, as its round trip cannot do better)
+#   3. kubectl apply -f examples/sample-controller/crd/ (then delete)
+# Starts the control plane with hack/real-apiserver.sh (building it if needed) unless one
+# runs; stops it again if it started it. Exits 1 on any refusal, listing each.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+corpus=${1:-../shared/crds}
+target=${CARGO_TARGET_DIR:-$root/target}
+work=$target/real-crds
+started=
+if ! hack/real-apiserver.sh status >/dev/null 2>&1; then
+  hack/real-apiserver.sh start
+  started=1
+fi
+cleanup() { [ -z "$started" ] || hack/real-apiserver.sh stop; }
+trap cleanup EXIT
+eval "$(hack/real-apiserver.sh env)"
+
+rm -rf "$work"; mkdir -p "$work/fixtures" "$work/corpus"
+echo "real-crds: writing the round trips"
+cargo build --release --locked -q -p kubegen --example crd_roundtrip
+rt=$target/release/examples/crd_roundtrip
+# The round trip's own verdict (identical or not) is check-corpus.sh's; here only the
+# files it writes matter.
+"$rt" --write-crds "$work/fixtures" fixtures/crds >"$work/fixtures.txt" 2>&1 || true
+"$rt" --write-crds "$work/corpus" "$corpus" >"$work/corpus.txt" 2>&1 || true
+
+failures=0
+# dry_run LABEL FILE...: one kubectl call per file, so one refusal names its file.
+dry_run() {
+  local label=$1; shift
+  local ok=0 total=0
+  for f in "$@"; do
+    total=$((total + 1))
+    if out=$(kubectl create --dry-run=server -f "$f" 2>&1); then
+      ok=$((ok + 1))
+    else
+      echo "  REFUSED $f:"; echo "$out" | sed 's/^/    /'
+      [ "$label" = "corpus sources" ] || failures=$((failures + 1))
+      [ "$label" != "corpus sources" ] || echo "$(basename "$f")" >>"$work/refused-sources.txt"
+    fi
+  done
+  echo "real-crds: $label: $ok/$total accepted"
+}
+
+: >"$work/refused-sources.txt"
+mapfile -t written < <(ls fixtures/golden-crd/*.yaml examples/*/crd/*.yaml)
+dry_run "kubegen crd (fixtures/golden-crd, examples)" "${written[@]}"
+mapfile -t fixture_rt < <(ls "$work"/fixtures/*.yaml)
+dry_run "round trip of fixtures/crds" "${fixture_rt[@]}"
+mapfile -t sources < <(ls "$corpus"/*.yaml)
+dry_run "corpus sources" "${sources[@]}"
+corpus_rt=()
+for f in "$work"/corpus/*.yaml; do
+  src=$(basename "$f"); src=${src%%.rt.*}.yaml
+  grep -qxF "$src" "$work/refused-sources.txt" || corpus_rt+=("$f")
+done
+dry_run "round trip of the corpus (sources the server accepts)" "${corpus_rt[@]}"
+
+echo "real-crds: kubectl apply -f examples/sample-controller/crd/"
+if kubectl apply -f examples/sample-controller/crd/; then
+  kubectl wait --for condition=Established --timeout 60s -f examples/sample-controller/crd/
+  kubectl delete -f examples/sample-controller/crd/ --wait=false
+else
+  failures=$((failures + 1))
+fi
+[ "$failures" = 0 ] || { echo "real-crds: $failures CRDs kubegen writes were refused by kube-apiserver"; exit 1; }
+echo "real-crds: every CRD kubegen writes is accepted by kube-apiserver"
