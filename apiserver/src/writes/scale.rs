@@ -34,11 +34,20 @@ impl Inner {
                 status["selector"] = Value::String(format_selector(sel));
             }
         }
+        // Go's `ScaleSpec.Replicas` is `omitempty`: kube-apiserver answers `spec: {}` for
+        // zero replicas (and `status.replicas: 0`, which is not).
+        let mut spec = Map::new();
+        match at_path(obj, &p.spec_replicas) {
+            Some(r) if r.as_i64() != Some(0) => {
+                spec.insert("replicas".into(), r.clone());
+            }
+            _ => {}
+        }
         serde_json::json!({
             "kind": "Scale",
             "apiVersion": "autoscaling/v1",
             "metadata": Value::Object(m),
-            "spec": {"replicas": at_path(obj, &p.spec_replicas).cloned().unwrap_or(Value::from(0))},
+            "spec": Value::Object(spec),
             "status": status,
         })
     }

@@ -77,7 +77,9 @@ async fn handles_the_scenario(cs: Clientset) {
         .get_scale("web")
         .await
         .unwrap();
-    assert_eq!(scale.spec.unwrap().replicas, Some(0));
+    // Zero replicas: absent from the Scale's spec, as kube-apiserver writes it (Go's
+    // `omitempty`).
+    assert_eq!(scale.spec.unwrap().replicas, None);
     assert_eq!(
         outcomes.snapshot().reported[&format!("{NAMESPACE}/flaky-1")],
         7
