@@ -101,9 +101,18 @@ fn main() -> ExitCode {
 }
 
 /// Saves the CRDs `kubegen crd` writes from the tree generated for `source` (in `out`).
-fn write_crds(source: &std::path::Path, out: &std::path::Path, dir: &std::path::Path) -> Result<(), String> {
-    let crds = kubegen::crds(&[out.join("apis")])
-        .map_err(|errors| errors.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))?;
+fn write_crds(
+    source: &std::path::Path,
+    out: &std::path::Path,
+    dir: &std::path::Path,
+) -> Result<(), String> {
+    let crds = kubegen::crds(&[out.join("apis")]).map_err(|errors| {
+        errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; ")
+    })?;
     let stem = source
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())

@@ -1,6 +1,6 @@
 //! The golden tree's generated clientset, fake clientset, listers and informer factory,
-//! run against the in-memory API server: what a controller written on generated code
-//! does, end to end.
+//! run against the in-memory API server (CRUD also over TCP and on a real kube-apiserver):
+//! what a controller written on generated code does, end to end.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -11,11 +11,13 @@ use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
 use kubegen_runtime::client::{DeleteOptions, ListOptions, Patch, PatchParams, WriteParams};
 use kubegen_runtime::errors::StatusError;
 use kubegen_runtime::labels::Selector;
+use kubegen_runtime::testing::transport::Transport;
 use kubegen_runtime::testing::{Answer, Reactor, SeedObject};
 use kubegen_tests::golden::apis::multi::{v1 as multi_v1, v2 as multi_v2};
 use kubegen_tests::golden::apis::samplecontroller::v1alpha1::{Foo, FooSpec, FooStatus};
 use kubegen_tests::golden::apis::scaling::v1::{ReplicaSet, ReplicaSetSpec, ReplicaSetStatus};
 use kubegen_tests::golden::apis::widgets::v1::{ClusterWidget, ClusterWidgetSpec};
+use kubegen_tests::golden::clientset::Clientset;
 use kubegen_tests::golden::fake::new_simple_clientset;
 use kubegen_tests::golden::informers::SharedInformerFactory;
 
@@ -45,9 +47,37 @@ fn names<'a>(objs: impl IntoIterator<Item = &'a Foo>) -> BTreeSet<String> {
         .collect()
 }
 
+/// The CRD the golden tree was generated from: what the real control plane serves.
+const SAMPLE_CRD: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../fixtures/crds/samplecontroller.yaml"
+);
+
 #[tokio::test]
 async fn foo_create_get_list_update_status_apply_delete_through_the_clientset() {
-    let cs = new_simple_clientset(Vec::new()).await.unwrap();
+    foo_crud(Transport::Tower).await;
+}
+
+#[tokio::test]
+async fn foo_crud_over_tcp() {
+    foo_crud(Transport::Tcp).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn foo_crud_on_a_real_apiserver() {
+    foo_crud(Transport::Real).await;
+}
+
+/// Create, get, list by label, update (and a stale one), update_status, merge patch,
+/// server-side apply, delete, list across namespaces: through the generated clientset.
+async fn foo_crud(transport: Transport) {
+    let fake = new_simple_clientset(Vec::new()).await.unwrap();
+    let conn = transport
+        .connect(fake.server(), [SAMPLE_CRD])
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    let cs = Clientset::new(conn.client());
     let foos = cs.samplecontroller_v1alpha1().foos("default");
     let params = WriteParams::default();
 
@@ -120,6 +150,7 @@ async fn foo_create_get_list_update_status_apply_delete_through_the_clientset() 
         names(&all.items),
         BTreeSet::from(["db".to_owned(), "cache".to_owned()])
     );
+    conn.close().await;
 }
 
 #[tokio::test]

@@ -116,7 +116,10 @@ async fn one_factory(transport: Transport) {
     for r in kubegen_tests::golden::fake::registrations().unwrap() {
         server.register_if_absent(r);
     }
-    let crd = concat!(env!("CARGO_MANIFEST_DIR"), "/../fixtures/crds/samplecontroller.yaml");
+    let crd = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/crds/samplecontroller.yaml"
+    );
     let conn = transport
         .connect(&server, [crd])
         .await

@@ -12,6 +12,7 @@ use kubegen_runtime::cache::delta_fifo::DeltaObject;
 use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
 use kubegen_runtime::client::{DeleteOptions, Patch, PatchParams, WriteParams};
 use kubegen_runtime::labels::Selector;
+use kubegen_runtime::testing::transport::{Connection, Transport};
 use kubegen_tests::apis::documents::v1::{Document, DocumentSpec, DocumentStatus};
 use kubegen_tests::apis::samplecontroller::v1alpha1::{Bar, Foo, FooSpec, FooStatus};
 use kubegen_tests::apis::scaling::v1::{Pool, PoolSpec, PoolStatus};
@@ -19,7 +20,6 @@ use kubegen_tests::apis::widgets::v1beta1::{Color, Gizmo, GizmoSpec, Shape};
 use kubegen_tests::golden_rust::clientset::Clientset;
 use kubegen_tests::golden_rust::fake::{new_simple_clientset, FakeClientset};
 use kubegen_tests::golden_rust::informers::SharedInformerFactory;
-use kubegen_runtime::testing::transport::{Connection, Transport};
 use tokio::sync::mpsc;
 
 /// The CRDs `kubegen crd` writes for these types: what the real control plane serves.

@@ -63,7 +63,9 @@ impl std::fmt::Debug for Keep {
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Connection").field("transport", &self.keep).finish_non_exhaustive()
+        f.debug_struct("Connection")
+            .field("transport", &self.keep)
+            .finish_non_exhaustive()
     }
 }
 
