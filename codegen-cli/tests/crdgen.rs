@@ -232,3 +232,22 @@ fn names_kube_apiserver_rejects_are_errors() {
         "{e:?}"
     );
 }
+
+/// kube-apiserver forbids every key on the root `metadata` schema but `type`
+/// ("must not specify anything other than name and generateName"): the field's doc
+/// comment does not become a description there, as controller-gen writes it.
+#[test]
+fn root_metadata_schema_is_only_its_type() {
+    let types = ROOT.replace(
+        "    #[serde(default)]\n    pub metadata",
+        "    /// Standard object metadata.\n    #[serde(default)]\n    pub metadata",
+    ) + "\n#[derive(serde::Serialize, serde::Deserialize)]\npub struct WidgetSpec { pub a: i32 }\n";
+    assert!(types.contains("/// Standard object metadata."));
+    let crds = crds(&types).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        crds[0]
+            .crd
+            .pointer("/spec/versions/0/schema/openAPIV3Schema/properties/metadata"),
+        Some(&json!({"type": "object"}))
+    );
+}
