@@ -281,30 +281,80 @@ fn version_json(v: &KindVersion) -> Value {
     Value::Object(m)
 }
 
-/// YAML with every mapping's keys sorted.
+/// YAML with every mapping's keys sorted, readable by YAML 1.1 readers too: kubectl
+/// (sigs.k8s.io/yaml, go-yaml v2) reads an unquoted `on`, `off`, `y`, `n`, `yes`, `no`
+/// as a boolean, which serde_yaml (YAML 1.2) writes unquoted; such strings, as values
+/// and as mapping keys, are written single-quoted. Block scalars are never touched.
 pub fn to_yaml(v: &Value) -> Result<String, Error> {
-    serde_yaml::to_string(&sorted(v)).map_err(|e| {
-        Error::at(
-            "",
-            format!("cannot write YAML: {e}"),
-            "report this as a kubegen bug",
-        )
-    })
+    let bug = |problem: String| Error::at("", problem, "report this as a kubegen bug");
+    // serde_yaml has no way to ask for a quoted scalar: such strings go through it
+    // behind a private-use character (plain, since libyaml prints it), which is then
+    // replaced with the quotes. The character is one no string of `v` contains.
+    let marker = ('\u{E000}'..='\u{F8FF}')
+        .find(|c| !contains_char(v, *c))
+        .ok_or_else(|| bug("every private-use character occurs in the CRD".into()))?;
+    let text = serde_yaml::to_string(&sorted(v, marker))
+        .map_err(|e| bug(format!("cannot write YAML: {e}")))?;
+    if !text.contains(marker) {
+        return Ok(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(marker) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + marker.len_utf8()..];
+        let end = rest
+            .find(|c: char| !c.is_ascii_alphabetic())
+            .unwrap_or(rest.len());
+        out.push('\'');
+        out.push_str(&rest[..end]);
+        out.push('\'');
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
-fn sorted(v: &Value) -> serde_yaml::Value {
+/// Whether go-yaml v2 (YAML 1.1) reads the plain scalar `s` as a boolean. Its table
+/// has three spellings of each word (`on`, `On`, `ON`); any case is quoted here, which
+/// costs nothing and holds for readers less strict about case.
+pub fn is_yaml11_bool(s: &str) -> bool {
+    const WORDS: [&str; 8] = ["y", "n", "yes", "no", "on", "off", "true", "false"];
+    WORDS.iter().any(|w| s.eq_ignore_ascii_case(w))
+}
+
+fn contains_char(v: &Value, c: char) -> bool {
+    match v {
+        Value::String(s) => s.contains(c),
+        Value::Array(a) => a.iter().any(|x| contains_char(x, c)),
+        Value::Object(m) => m.iter().any(|(k, x)| k.contains(c) || contains_char(x, c)),
+        _ => false,
+    }
+}
+
+fn yaml_string(s: &str, marker: char) -> serde_yaml::Value {
+    if is_yaml11_bool(s) {
+        serde_yaml::Value::String(format!("{marker}{s}"))
+    } else {
+        serde_yaml::Value::String(s.to_owned())
+    }
+}
+
+fn sorted(v: &Value, marker: char) -> serde_yaml::Value {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
             let mut out = serde_yaml::Mapping::new();
             for k in keys {
-                out.insert(serde_yaml::Value::String(k.clone()), sorted(&m[k]));
+                out.insert(yaml_string(k, marker), sorted(&m[k], marker));
             }
             serde_yaml::Value::Mapping(out)
         }
-        Value::Array(a) => serde_yaml::Value::Sequence(a.iter().map(sorted).collect()),
-        Value::String(s) => serde_yaml::Value::String(s.clone()),
+        Value::Array(a) => {
+            serde_yaml::Value::Sequence(a.iter().map(|x| sorted(x, marker)).collect())
+        }
+        Value::String(s) => yaml_string(s, marker),
         Value::Bool(b) => serde_yaml::Value::Bool(*b),
         Value::Null => serde_yaml::Value::Null,
         Value::Number(n) => serde_yaml::to_value(n).unwrap_or(serde_yaml::Value::Null),
