@@ -39,8 +39,9 @@
 
 use std::collections::BTreeMap;
 
+use kubegen_apimachinery::crd_validation;
 use kubegen_templates::model::{
-    EnumDef, Field, PrinterColumn, Scale, Scope, StructDef, Ty, TypeDef, Variant,
+    CrdMetadata, EnumDef, Field, PrinterColumn, Scale, Scope, StructDef, Ty, TypeDef, Variant,
 };
 use kubegen_templates::schema::{self, MarkerSet, SchemaExtra, Types};
 use quote::ToTokens;
@@ -81,6 +82,9 @@ struct KindVersion {
     scale: Option<Scale>,
     columns: Vec<PrinterColumn>,
     selectable: Vec<String>,
+    /// From `+kubebuilder:metadata:annotations=` / `labels=`, with the line of each
+    /// marker for errors.
+    metadata: CrdMetadata,
     schema: Value,
     origin: Error,
 }
@@ -182,10 +186,35 @@ fn assemble(group: &str, kind: &str, vs: &mut [KindVersion]) -> Result<CrdFile, 
         names.insert("categories".into(), json!(first.categories));
     }
     let versions: Vec<Value> = vs.iter().map(version_json).collect();
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), json!(format!("{}.{group}", first.plural)));
+    // Every version's root type may carry them, as with controller-gen.
+    let mut meta = CrdMetadata::default();
+    for v in vs.iter() {
+        meta.annotations.extend(v.metadata.annotations.clone());
+        meta.labels.extend(v.metadata.labels.clone());
+    }
+    if !meta.annotations.is_empty() {
+        metadata.insert("annotations".into(), json!(meta.annotations));
+    }
+    if !meta.labels.is_empty() {
+        metadata.insert("labels".into(), json!(meta.labels));
+    }
+    if let Some(e) = crd_validation::api_approval(group, metadata.get("annotations")) {
+        let problem = format!(
+            "{kind}.{group} is in a protected group (*.k8s.io, *.kubernetes.io): kube-apiserver rejects its CRD: {e}"
+        );
+        return Err(first.origin.clone().with_problem(
+            problem,
+            format!(
+                "add the line `/// +kubebuilder:metadata:annotations=\"api-approved.kubernetes.io=https://github.com/kubernetes/kubernetes/pull/<number>\"` (the PR that approved the API) to {kind}'s doc comment, or `/// +kubebuilder:metadata:annotations=\"api-approved.kubernetes.io=unapproved, <reason>\"` for an API outside kubernetes/kubernetes; or use a group outside k8s.io and kubernetes.io"
+            ),
+        ));
+    }
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{}.{group}", first.plural)},
+        "metadata": metadata,
         "spec": {
             "group": group,
             "names": names,
@@ -400,6 +429,7 @@ fn kind_version(item: &Item, found: &FoundKind, source: &Source) -> Result<KindV
         scale: kind.scale.clone(),
         columns: kind.printer_columns.clone(),
         selectable: kind.selectable_fields.clone(),
+        metadata: CrdMetadata::default(),
         schema,
         origin,
     };
@@ -529,6 +559,37 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
             }
             v.columns.push(c);
         }
+        name if name.starts_with("kubebuilder:metadata:") => {
+            let text = m.text();
+            let rest = text
+                .strip_prefix("+kubebuilder:metadata:")
+                .unwrap_or_default();
+            let args = metadata_args(rest).map_err(|(p, f)| bad(p, &f))?;
+            for (key, entries) in args {
+                let into = match key.as_str() {
+                    "annotations" => &mut v.metadata.annotations,
+                    "labels" => &mut v.metadata.labels,
+                    other => {
+                        return Err(bad(
+                            format!("`+kubebuilder:metadata` has no argument `{other}`"),
+                            "write `+kubebuilder:metadata:annotations=\"key=value\"` or `+kubebuilder:metadata:labels=\"key=value\"`",
+                        ))
+                    }
+                };
+                for entry in entries {
+                    let Some((k, val)) = entry.split_once('=') else {
+                        return Err(bad(
+                            format!(
+                                "{} {entry:?} is not in 'xxx=xxx' format",
+                                &key[..key.len() - 1]
+                            ),
+                            "write the entry as \"key=value\"",
+                        ));
+                    };
+                    into.insert(k.to_owned(), val.to_owned());
+                }
+            }
+        }
         name if name.starts_with("kubebuilder:selectablefield:") => {
             for (k, val) in args("kubebuilder:selectablefield")? {
                 if k != "JSONPath" {
@@ -548,6 +609,82 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
         _ => {}
     }
     Ok(())
+}
+
+/// The arguments of `+kubebuilder:metadata:` (`annotations=...,labels=...`), each a
+/// list in controller-gen's syntax: one string, strings separated by `;`, or
+/// `{"a", "b"}`; a string is quoted (`"..."`, JSON escapes), backquoted, or bare.
+fn metadata_args(text: &str) -> Result<Vec<(String, Vec<String>)>, (String, String)> {
+    let bad = |problem: String| {
+        (
+            problem,
+            "write `+kubebuilder:metadata:annotations=\"key=value\"` (repeat the marker for more)"
+                .to_owned(),
+        )
+    };
+    let mut out = Vec::new();
+    let mut rest = text.trim();
+    while !rest.is_empty() {
+        let Some((key, after)) = rest.split_once('=') else {
+            return Err(bad(format!("`{rest}` has no `=`")));
+        };
+        rest = after.trim_start();
+        let braced = rest.starts_with('{');
+        if braced {
+            rest = &rest[1..];
+        }
+        let mut items = Vec::new();
+        loop {
+            rest = rest.trim_start();
+            let (item, after) = list_item(rest).map_err(bad)?;
+            items.push(item);
+            rest = after.trim_start();
+            match (braced, rest.chars().next()) {
+                (true, Some(',')) | (false, Some(';')) => rest = &rest[1..],
+                (true, Some('}')) => {
+                    rest = rest[1..].trim_start();
+                    break;
+                }
+                (true, _) => return Err(bad(format!("`{text}` opens `{{` and never closes it"))),
+                (false, _) => break,
+            }
+        }
+        out.push((key.trim().to_owned(), items));
+        match rest.strip_prefix(',') {
+            Some(r) => rest = r.trim_start(),
+            None if rest.is_empty() => {}
+            None => return Err(bad(format!("unexpected `{rest}` in `{text}`"))),
+        }
+    }
+    Ok(out)
+}
+
+/// One string at the start of `s` and what follows it.
+fn list_item(s: &str) -> Result<(String, &str), String> {
+    if let Some(body) = s.strip_prefix('"') {
+        let mut escaped = false;
+        for (i, c) in body.char_indices() {
+            match (escaped, c) {
+                (false, '\\') => escaped = true,
+                (false, '"') => {
+                    let quoted = &s[..i + 2];
+                    let value = serde_json::from_str(quoted)
+                        .map_err(|e| format!("`{quoted}` is not a valid quoted string: {e}"))?;
+                    return Ok((value, &body[i + 1..]));
+                }
+                _ => escaped = false,
+            }
+        }
+        return Err(format!("`{s}` opens a quote and never closes it"));
+    }
+    if let Some(body) = s.strip_prefix('`') {
+        return match body.split_once('`') {
+            Some((value, after)) => Ok((value.to_owned(), after)),
+            None => Err(format!("`{s}` opens a backquote and never closes it")),
+        };
+    }
+    let end = s.find([';', ',', '}']).unwrap_or(s.len());
+    Ok((s[..end].trim().to_owned(), &s[end..]))
 }
 
 fn resource_arg(k: &str, val: &str, v: &mut KindVersion) -> Result<(), (String, &'static str)> {
@@ -1028,6 +1165,7 @@ fn is_resource_marker(name: &str) -> bool {
         || name.starts_with("kubebuilder:subresource")
         || name.starts_with("kubebuilder:printcolumn")
         || name.starts_with("kubebuilder:selectablefield")
+        || name.starts_with("kubebuilder:metadata")
         || name.starts_with("kubebuilder:storageversion")
         || name.starts_with("kubebuilder:unservedversion")
         || name.starts_with("kubebuilder:deprecatedversion")
