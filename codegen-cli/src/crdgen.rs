@@ -53,6 +53,9 @@ use crate::input::rust::kinds::FoundKind;
 use crate::input::rust::markers::{self, Marker};
 use crate::input::rust::source::{self, Item, ItemKind, Source, SourceFile};
 
+mod locate;
+mod metadata;
+
 /// One CRD `kubegen crd` writes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct CrdFile {
@@ -87,6 +90,9 @@ struct KindVersion {
     metadata: CrdMetadata,
     schema: Value,
     origin: Error,
+    /// The root type and its package, to point errors at the line that caused them.
+    item: Item,
+    package: Vec<String>,
 }
 
 /// Reads `files` (Rust input, as `kubegen generate` takes it) and returns one CRD per
@@ -129,7 +135,7 @@ pub fn generate(files: &[SourceFile]) -> Result<Vec<CrdFile>, Vec<Error>> {
     }
     let mut out = Vec::new();
     for ((group, kind), mut vs) in by_kind {
-        match assemble(&group, &kind, &mut vs) {
+        match assemble(&group, &kind, &mut vs, &source) {
             Ok(f) => out.push(f),
             Err(e) => errors.push(e),
         }
@@ -141,7 +147,12 @@ pub fn generate(files: &[SourceFile]) -> Result<Vec<CrdFile>, Vec<Error>> {
     Ok(out)
 }
 
-fn assemble(group: &str, kind: &str, vs: &mut [KindVersion]) -> Result<CrdFile, Error> {
+fn assemble(
+    group: &str,
+    kind: &str,
+    vs: &mut [KindVersion],
+    source: &Source,
+) -> Result<CrdFile, Error> {
     // By name, as controller-gen orders them (the API server orders versions by
     // priority itself wherever it lists them).
     vs.sort_by(|a, b| a.version.cmp(&b.version));
@@ -222,6 +233,31 @@ fn assemble(group: &str, kind: &str, vs: &mut [KindVersion]) -> Result<CrdFile, 
             "versions": versions,
         }
     });
+    // kube-apiserver's rules for schemas, printer columns and CEL (shared with the
+    // in-memory server), reported at the marker or field that broke them.
+    if let Some(e) = crd_validation::validate(&crd).into_iter().next() {
+        let version = vs
+            .iter()
+            .enumerate()
+            .find(|(i, _)| e.field.starts_with(&format!("spec.versions[{i}]")))
+            .map_or(first, |(_, v)| v);
+        let problem = format!(
+            "kube-apiserver would reject the CRD for {kind}.{group}: {}: {}",
+            e.field,
+            e.body()
+        );
+        let fix = crate::input::crd::validate::rule_fix(&e);
+        return Err(locate::locate(
+            &e,
+            &crd,
+            source,
+            &version.package,
+            &version.item,
+            &problem,
+            &fix,
+        )
+        .unwrap_or_else(|| version.origin.clone().with_problem(problem, fix)));
+    }
     let yaml = to_yaml(&crd)?;
     let file_name = format!("{group}_{}.yaml", first.plural);
     // The CRD reader holds kube-apiserver's rules for a CRD (DNS-1035 names, structural
@@ -432,6 +468,8 @@ fn kind_version(item: &Item, found: &FoundKind, source: &Source) -> Result<KindV
         metadata: CrdMetadata::default(),
         schema,
         origin,
+        item: item.clone(),
+        package: found.package.clone(),
     };
     if item.derives("CustomResource") {
         // kube-derive's attributes say it (storage defaults to true there, as in kube-derive).
@@ -564,7 +602,7 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
             let rest = text
                 .strip_prefix("+kubebuilder:metadata:")
                 .unwrap_or_default();
-            let args = metadata_args(rest).map_err(|(p, f)| bad(p, &f))?;
+            let args = metadata::metadata_args(rest).map_err(|(p, f)| bad(p, &f))?;
             for (key, entries) in args {
                 let into = match key.as_str() {
                     "annotations" => &mut v.metadata.annotations,
@@ -609,82 +647,6 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
         _ => {}
     }
     Ok(())
-}
-
-/// The arguments of `+kubebuilder:metadata:` (`annotations=...,labels=...`), each a
-/// list in controller-gen's syntax: one string, strings separated by `;`, or
-/// `{"a", "b"}`; a string is quoted (`"..."`, JSON escapes), backquoted, or bare.
-fn metadata_args(text: &str) -> Result<Vec<(String, Vec<String>)>, (String, String)> {
-    let bad = |problem: String| {
-        (
-            problem,
-            "write `+kubebuilder:metadata:annotations=\"key=value\"` (repeat the marker for more)"
-                .to_owned(),
-        )
-    };
-    let mut out = Vec::new();
-    let mut rest = text.trim();
-    while !rest.is_empty() {
-        let Some((key, after)) = rest.split_once('=') else {
-            return Err(bad(format!("`{rest}` has no `=`")));
-        };
-        rest = after.trim_start();
-        let braced = rest.starts_with('{');
-        if braced {
-            rest = &rest[1..];
-        }
-        let mut items = Vec::new();
-        loop {
-            rest = rest.trim_start();
-            let (item, after) = list_item(rest).map_err(bad)?;
-            items.push(item);
-            rest = after.trim_start();
-            match (braced, rest.chars().next()) {
-                (true, Some(',')) | (false, Some(';')) => rest = &rest[1..],
-                (true, Some('}')) => {
-                    rest = rest[1..].trim_start();
-                    break;
-                }
-                (true, _) => return Err(bad(format!("`{text}` opens `{{` and never closes it"))),
-                (false, _) => break,
-            }
-        }
-        out.push((key.trim().to_owned(), items));
-        match rest.strip_prefix(',') {
-            Some(r) => rest = r.trim_start(),
-            None if rest.is_empty() => {}
-            None => return Err(bad(format!("unexpected `{rest}` in `{text}`"))),
-        }
-    }
-    Ok(out)
-}
-
-/// One string at the start of `s` and what follows it.
-fn list_item(s: &str) -> Result<(String, &str), String> {
-    if let Some(body) = s.strip_prefix('"') {
-        let mut escaped = false;
-        for (i, c) in body.char_indices() {
-            match (escaped, c) {
-                (false, '\\') => escaped = true,
-                (false, '"') => {
-                    let quoted = &s[..i + 2];
-                    let value = serde_json::from_str(quoted)
-                        .map_err(|e| format!("`{quoted}` is not a valid quoted string: {e}"))?;
-                    return Ok((value, &body[i + 1..]));
-                }
-                _ => escaped = false,
-            }
-        }
-        return Err(format!("`{s}` opens a quote and never closes it"));
-    }
-    if let Some(body) = s.strip_prefix('`') {
-        return match body.split_once('`') {
-            Some((value, after)) => Ok((value.to_owned(), after)),
-            None => Err(format!("`{s}` opens a backquote and never closes it")),
-        };
-    }
-    let end = s.find([';', ',', '}']).unwrap_or(s.len());
-    Ok((s[..end].trim().to_owned(), &s[end..]))
 }
 
 fn resource_arg(k: &str, val: &str, v: &mut KindVersion) -> Result<(), (String, &'static str)> {

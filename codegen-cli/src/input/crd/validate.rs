@@ -218,7 +218,7 @@ pub fn rule_fix(e: &FieldError) -> String {
         "annotate the CRD `api-approved.kubernetes.io: <URL of the PR that approved the API>`, or `unapproved, <reason>` for an API outside kubernetes/kubernetes (kubegen crd: `+kubebuilder:metadata:annotations=\"api-approved.kubernetes.io=...\"` on the root type)"
     } else if d.contains("other than name and generateName") {
         "give the root `metadata` property only `type: object`"
-    } else if d.contains("x-kubernetes-list-map-keys") || d.contains("x-kubernetes-list-type") {
+    } else if e.field.contains("x-kubernetes-list") || d.contains("x-kubernetes-list") {
         "for `x-kubernetes-list-type: map`, list `x-kubernetes-list-map-keys` naming scalar properties of the items that are required or have a default (or use `x-kubernetes-list-type: atomic`/`set` for lists of scalars)"
     } else if e.field.ends_with(".rule") && e.error_type == ErrorType::Invalid {
         "fix the CEL expression's syntax (https://kubernetes.io/docs/reference/using-api/cel/)"
