@@ -1,10 +1,13 @@
 //! controller-gen's `+kubebuilder:metadata:annotations=...,labels=...`: the CRD's own
 //! annotations and labels, each argument a list of `key=value` strings.
 
+/// One argument: its name (`annotations`) and its list of `key=value` strings.
+pub(super) type Arg = (String, Vec<String>);
+
 /// The arguments of `+kubebuilder:metadata:` (`annotations=...,labels=...`), each a
 /// list in controller-gen's syntax: one string, strings separated by `;`, or
 /// `{"a", "b"}`; a string is quoted (`"..."`, JSON escapes), backquoted, or bare.
-pub(super) fn metadata_args(text: &str) -> Result<Vec<(String, Vec<String>)>, (String, String)> {
+pub(super) fn metadata_args(text: &str) -> Result<Vec<Arg>, (String, String)> {
     let bad = |problem: String| {
         (
             problem,
