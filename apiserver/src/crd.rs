@@ -15,7 +15,11 @@
 //!   exclusive forms), `minLength`/`maxLength`, `pattern`, `minItems`/`maxItems`,
 //!   `items`. Violations make a 422 Invalid whose causes carry the field path
 //!   (`spec.replicas`, `spec.ports[0].name`) and apimachinery's cause types.
-//! - Not done: CEL rules (`x-kubernetes-validations`), `format`, `oneOf`/`anyOf`/`allOf`/
+//! - A CRD kube-apiserver would reject for its CEL rules' syntax, list-map keys, printer
+//!   column types, default types, root `metadata` schema or a protected group's missing
+//!   approval is a 422 Invalid with kube-apiserver's causes (`crd_rule_causes`, the
+//!   rules `kubegen_apimachinery::crd_validation` shares with the generator).
+//! - Not done: evaluating CEL rules (`x-kubernetes-validations`) on objects, `format`, `oneOf`/`anyOf`/`allOf`/
 //!   `not`, list-type and map-type uniqueness. Conversion between versions is the
 //!   `conversion` and `versions` modules'.
 
@@ -61,7 +65,7 @@ impl Registration {
 
     /// [`Registration::from_crd`] for a CRD already parsed. A CRD that breaks
     /// kube-apiserver's rules for schemas, CEL rules, list-map keys, printer columns,
-    /// defaults or API approval ([`crd_rule_causes`]) is a 422 Invalid with its causes.
+    /// defaults or API approval (the rules of `kubegen_apimachinery::crd_validation`) is a 422 Invalid with its causes.
     pub fn from_crd_value(crd: &Value) -> Result<Vec<Registration>, StatusError> {
         let bad =
             |m: &str| StatusError::bad_request(format!("invalid CustomResourceDefinition: {m}"));

@@ -15,7 +15,9 @@
 //!   `+kubebuilder:printcolumn:name=,type=,JSONPath=,description=,format=,priority=`,
 //!   `+kubebuilder:selectablefield:JSONPath=`, `+kubebuilder:storageversion`,
 //!   `+kubebuilder:unservedversion`, `+kubebuilder:deprecatedversion:warning=`,
-//!   `+kubebuilder:skipversion`; kubegen's `+kubegen:resource:listKind=` and
+//!   `+kubebuilder:skipversion`, `+kubebuilder:metadata:annotations=,labels=` (the CRD's
+//!   own `metadata`, merged over every version's root type); kubegen's
+//!   `+kubegen:resource:listKind=` and
 //!   `+kubegen:resource:kind=` where the names are not the conventional ones.
 //! - **The schema** from the types and their serde attributes: `Option<T>` is optional,
 //!   other fields required unless `#[serde(default)]`, `+optional` or a default marker;
@@ -35,7 +37,10 @@
 //!
 //! Errors name file:line:col and the fix: an unknown marker, a malformed value, a
 //! marker on a field of the wrong type (`Pattern` on an integer), a recursive type (CRD
-//! schemas cannot recurse), a type with no schema kubegen knows.
+//! schemas cannot recurse), a type with no schema kubegen knows, and a CRD kube-apiserver
+//! would reject (`kubegen_apimachinery::crd_validation`: CEL syntax, list-map keys,
+//! printer column types, default types, API approval of protected groups), at the
+//! marker or field that caused it (`locate`).
 
 use std::collections::BTreeMap;
 
