@@ -64,8 +64,9 @@ impl Registration {
     }
 
     /// [`Registration::from_crd`] for a CRD already parsed. A CRD that breaks
-    /// kube-apiserver's rules for schemas, CEL rules, list-map keys, printer columns,
-    /// defaults or API approval (the rules of `kubegen_apimachinery::crd_validation`) is a 422 Invalid with its causes.
+    /// kube-apiserver's rules for CEL rules, list-map keys, printer columns, defaults,
+    /// the root `metadata` schema or API approval (the rules of
+    /// `kubegen_apimachinery::crd_validation`) is a 422 Invalid with its causes.
     pub fn from_crd_value(crd: &Value) -> Result<Vec<Registration>, StatusError> {
         let bad =
             |m: &str| StatusError::bad_request(format!("invalid CustomResourceDefinition: {m}"));
