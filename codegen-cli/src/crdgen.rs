@@ -353,8 +353,9 @@ fn version_json(v: &KindVersion) -> Value {
 
 /// YAML with every mapping's keys sorted, readable by YAML 1.1 readers too: kubectl
 /// (sigs.k8s.io/yaml, go-yaml v2) reads an unquoted `on`, `off`, `y`, `n`, `yes`, `no`
-/// as a boolean, which serde_yaml (YAML 1.2) writes unquoted; such strings, as values
-/// and as mapping keys, are written single-quoted. Block scalars are never touched.
+/// as a boolean (and `1_000`, `0b101` as integers), which serde_yaml (YAML 1.2) writes
+/// unquoted; such strings ([`yaml11_needs_quotes`]), as values and as mapping keys, are
+/// written single-quoted. Block scalars are never touched.
 pub fn to_yaml(v: &Value) -> Result<String, Error> {
     let bug = |problem: String| Error::at("", problem, "report this as a kubegen bug");
     // serde_yaml has no way to ask for a quoted scalar: such strings go through it
@@ -374,7 +375,7 @@ pub fn to_yaml(v: &Value) -> Result<String, Error> {
         out.push_str(&rest[..at]);
         rest = &rest[at + marker.len_utf8()..];
         let end = rest
-            .find(|c: char| !c.is_ascii_alphabetic())
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '+' | '-')))
             .unwrap_or(rest.len());
         out.push('\'');
         out.push_str(&rest[..end]);
@@ -393,6 +394,30 @@ pub fn is_yaml11_bool(s: &str) -> bool {
     WORDS.iter().any(|w| s.eq_ignore_ascii_case(w))
 }
 
+/// Whether go-yaml v2 reads the plain scalar `s` as something other than the string:
+/// a YAML 1.1 boolean, or an integer YAML 1.2 does not have (`1_000`, `0b101`, `0o17`,
+/// `+12`: go-yaml v2 drops `_` and parses with Go's `ParseInt(s, 0, 64)`).
+pub fn yaml11_needs_quotes(s: &str) -> bool {
+    if is_yaml11_bool(s) {
+        return true;
+    }
+    let plain = s.replace('_', "");
+    let digits = plain.strip_prefix(['+', '-']).unwrap_or(&plain);
+    let radix = |p: &str, ok: fn(char) -> bool| {
+        digits
+            .strip_prefix(p)
+            .is_some_and(|d| !d.is_empty() && d.chars().all(ok))
+    };
+    !digits.is_empty()
+        && (digits.chars().all(|c| c.is_ascii_digit())
+            || radix("0x", |c| c.is_ascii_hexdigit())
+            || radix("0X", |c| c.is_ascii_hexdigit())
+            || radix("0o", |c| c.is_digit(8))
+            || radix("0O", |c| c.is_digit(8))
+            || radix("0b", |c| c.is_digit(2))
+            || radix("0B", |c| c.is_digit(2)))
+}
+
 fn contains_char(v: &Value, c: char) -> bool {
     match v {
         Value::String(s) => s.contains(c),
@@ -403,7 +428,7 @@ fn contains_char(v: &Value, c: char) -> bool {
 }
 
 fn yaml_string(s: &str, marker: char) -> serde_yaml::Value {
-    if is_yaml11_bool(s) {
+    if yaml11_needs_quotes(s) {
         serde_yaml::Value::String(format!("{marker}{s}"))
     } else {
         serde_yaml::Value::String(s.to_owned())

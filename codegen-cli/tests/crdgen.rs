@@ -263,7 +263,7 @@ fn yaml11_booleans_are_quoted() {
     /// on
     /// off
     ///
-    /// +kubebuilder:validation:Enum=on;OFF;y;No;yes;n;maybe
+    /// +kubebuilder:validation:Enum=on;OFF;y;No;yes;n;maybe;1_000;0b101;"12"
     pub mode: String,
     pub y: i32,
     #[serde(rename = "On")]
@@ -273,7 +273,17 @@ fn yaml11_booleans_are_quoted() {
     let crds = crds(&types).unwrap_or_else(|e| panic!("{e:?}"));
     let yaml = &crds[0].yaml;
     for quoted in [
-        "- 'on'", "- 'OFF'", "- 'y'", "- 'No'", "- 'yes'", "- 'n'", "'y':", "'On':",
+        "- 'on'",
+        "- 'OFF'",
+        "- 'y'",
+        "- 'No'",
+        "- 'yes'",
+        "- 'n'",
+        "'y':",
+        "'On':",
+        "- '1_000'",
+        "- '0b101'",
+        "- '12'",
     ] {
         assert!(yaml.contains(quoted), "{quoted} in\n{yaml}");
     }
@@ -286,5 +296,8 @@ fn yaml11_booleans_are_quoted() {
     assert_eq!(back, crds[0].crd, "the quotes change no value");
     let mode = &crds[0].crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
         ["spec"]["properties"]["mode"]["enum"];
-    assert_eq!(mode, &json!(["on", "OFF", "y", "No", "yes", "n", "maybe"]));
+    assert_eq!(
+        mode,
+        &json!(["on", "OFF", "y", "No", "yes", "n", "maybe", "1_000", "0b101", "12"])
+    );
 }
