@@ -253,3 +253,18 @@ fn a_metadata_entry_without_equals_is_an_error() {
         "annotation \"no-value\" is not in 'xxx=xxx' format",
     );
 }
+
+#[test]
+fn an_approval_that_is_neither_a_url_nor_unapproved() {
+    let text = types(
+        "/// +kubebuilder:metadata:annotations=\"api-approved.kubernetes.io=yes please\"\n",
+        "    pub size: i32,",
+    );
+    assert_rejected(
+        "samplecontroller.k8s.io",
+        &text,
+        "pub struct Widget",
+        12,
+        "metadata.annotations[api-approved.kubernetes.io]: Invalid value: \"yes please\": protected groups must have approval annotation \"api-approved.kubernetes.io\" with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111",
+    );
+}
