@@ -556,11 +556,48 @@ fn validations(s: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
 /// Whether `rule` is CEL as kube-apiserver parses it (optional syntax `a.?b`, `[?x]`
 /// and backquoted identifiers enabled), and the syntax errors as cel-go prints them:
 /// `ERROR: <input>:1:10: Syntax error: ...` with the line and a caret under the column.
+///
+/// The parser recurses once per level of the expression's tree, so it runs on a thread
+/// of its own with a large stack, after [`nesting`] has refused what cel-go refuses for
+/// depth (which also bounds that recursion).
 pub fn cel_syntax(rule: &str) -> Result<(), String> {
-    let parsed = cel::parser::Parser::new()
-        .enable_optional_syntax(true)
-        .enable_ident_escape_syntax(true)
-        .parse(rule);
+    let size = rule.chars().count();
+    if size > CEL_SIZE_LIMIT {
+        return Err(format!(
+            "ERROR: <input>:-1:0: expression code point size exceeds limit: size: {size}, limit {CEL_SIZE_LIMIT}"
+        ));
+    }
+    match nesting(rule) {
+        Nesting::Brackets => {
+            return Err(format!(
+                "ERROR: <input>:-1:0: expression recursion limit exceeded: {CEL_DEPTH_LIMIT}"
+            ))
+        }
+        Nesting::Chain => return Err("ERROR: <input>:-1:0: max recursion depth exceeded".into()),
+        Nesting::Within => {}
+    }
+    let parse = || {
+        cel::parser::Parser::new()
+            .max_recursion_depth(CEL_DEPTH_LIMIT as u16)
+            .enable_optional_syntax(true)
+            .enable_ident_escape_syntax(true)
+            .parse(rule)
+            .map(drop)
+    };
+    let parsed = std::thread::scope(|s| {
+        std::thread::Builder::new()
+            .name("cel-parse".into())
+            .stack_size(256 << 20)
+            .spawn_scoped(s, parse)
+            .ok()
+            .map(|h| h.join())
+    });
+    let parsed = match parsed {
+        Some(Ok(result)) => result,
+        // No thread to be had, or the parser panicked: nothing is known against the
+        // rule, and kube-apiserver is the judge.
+        _ => return Ok(()),
+    };
     let Err(errors) = parsed else { return Ok(()) };
     let lines: Vec<&str> = rule.split('\n').collect();
     let issues: Vec<String> = errors
@@ -576,6 +613,98 @@ pub fn cel_syntax(rule: &str) -> Result<(), String> {
         })
         .collect();
     Err(issues.join("\n"))
+}
+
+/// cel-go's limits, which kube-apiserver keeps: 250 levels of nesting, 100,000 code
+/// points.
+const CEL_DEPTH_LIMIT: usize = 250;
+const CEL_SIZE_LIMIT: usize = 100_000;
+
+/// How deep a rule nests, as far as cel-go's limits go.
+#[derive(Debug, PartialEq, Eq)]
+enum Nesting {
+    /// Within the limits.
+    Within,
+    /// More than 250 levels of brackets (cel-go: "expression recursion limit exceeded").
+    Brackets,
+    /// A chain of left-associative operators and member accesses deeper than 250
+    /// levels (cel-go: "max recursion depth exceeded"). Counted over-generously (every
+    /// `.`, `[` and arithmetic or relational operator between two `&&`, `||`, `?`, `:`
+    /// or `,`), which kube-apiserver's rules stay far below.
+    Chain,
+}
+
+/// Scans `rule` (strings and backquoted names skipped) for [`Nesting`].
+fn nesting(rule: &str) -> Nesting {
+    let chars: Vec<char> = rule.chars().collect();
+    // The chain count of each open bracket level, outermost first.
+    let mut levels = vec![0usize];
+    let mut i = 0;
+    while i < chars.len() {
+        let c = chars[i];
+        match c {
+            '\'' | '"' => {
+                let raw = i > 0 && matches!(chars[i - 1], 'r' | 'R');
+                let triple = chars.get(i + 1) == Some(&c) && chars.get(i + 2) == Some(&c);
+                let quote = if triple { 3 } else { 1 };
+                i += quote;
+                while i < chars.len() {
+                    if chars[i] == '\\' && !raw {
+                        i += 2;
+                        continue;
+                    }
+                    if chars[i] == c && (!triple || chars[i..].starts_with(&[c, c, c])) {
+                        i += quote;
+                        break;
+                    }
+                    i += 1;
+                }
+                continue;
+            }
+            '`' => {
+                i += 1;
+                while i < chars.len() && chars[i] != '`' {
+                    i += 1;
+                }
+            }
+            '(' | '[' | '{' => {
+                if c == '[' {
+                    if let Some(n) = levels.last_mut() {
+                        *n += 1;
+                    }
+                }
+                levels.push(0);
+                if levels.len() - 1 > CEL_DEPTH_LIMIT {
+                    return Nesting::Brackets;
+                }
+            }
+            ')' | ']' | '}' if levels.len() > 1 => {
+                levels.pop();
+            }
+            '&' | '|' | '?' | ':' | ',' => {
+                if let Some(n) = levels.last_mut() {
+                    *n = 0;
+                }
+            }
+            '=' if i > 0 && matches!(chars[i - 1], '<' | '>' | '=' | '!') => {}
+            '.' | '+' | '-' | '*' | '/' | '%' | '<' | '>' | '=' => {
+                if let Some(n) = levels.last_mut() {
+                    *n += 1;
+                }
+            }
+            '!' if chars.get(i + 1) == Some(&'=') => {
+                if let Some(n) = levels.last_mut() {
+                    *n += 1;
+                }
+            }
+            _ => {}
+        }
+        if levels.iter().sum::<usize>() + levels.len() - 1 > CEL_DEPTH_LIMIT {
+            return Nesting::Chain;
+        }
+        i += 1;
+    }
+    Nesting::Within
 }
 
 /// A rule as kube-apiserver prints it in an `Invalid value`: Go's JSON of its

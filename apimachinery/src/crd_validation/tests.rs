@@ -114,6 +114,35 @@ fn cel_rules_kube_apiserver_accepts_parse() {
     ] {
         assert_eq!(cel_syntax(rule), Ok(()), "{rule}");
     }
+    // cel-go (and so kube-apiserver) allows 250 levels of nesting; the cel crate's
+    // default is 96.
+    // What kube-apiserver 1.36.3 accepts and refuses for depth (its answers).
+    let parens = |n: usize| format!("{}true{}", "(".repeat(n), ")".repeat(n));
+    assert_eq!(cel_syntax(&parens(200)), Ok(()));
+    assert_eq!(
+        cel_syntax(&parens(260)),
+        Err("ERROR: <input>:-1:0: expression recursion limit exceeded: 250".into())
+    );
+    assert_eq!(cel_syntax(&format!("1{} > 0", " + 1".repeat(100))), Ok(()));
+    assert_eq!(cel_syntax(&vec!["true"; 300].join(" || ")), Ok(()));
+    assert_eq!(cel_syntax(&format!("{}true", "!".repeat(300))), Ok(()));
+    assert_eq!(
+        cel_syntax(&format!("has(self{})", ".a".repeat(200))),
+        Ok(())
+    );
+    for refused in [
+        format!("1{} > 0", " + 1".repeat(300)),
+        format!("has(self{})", ".a".repeat(300)),
+    ] {
+        assert_eq!(
+            cel_syntax(&refused),
+            Err("ERROR: <input>:-1:0: max recursion depth exceeded".into())
+        );
+    }
+    // Nothing a fuzzer writes takes the process down.
+    assert!(cel_syntax(&"(".repeat(100_000)).is_err());
+    assert!(cel_syntax(&"-".repeat(99_000)).is_err());
+    assert!(cel_syntax(&"'".repeat(7)).is_err());
 }
 
 #[test]
