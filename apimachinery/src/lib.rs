@@ -10,6 +10,8 @@
 //!
 //! - [`errors`]: the API `Status` as an error, classified by reason first, with the
 //!   constructors the API server and listers share;
+//! - `crd_validation` (feature `crd-validation`): kube-apiserver's rules for a
+//!   CustomResourceDefinition, shared by the generator and the in-memory server;
 //! - [`labels`] and [`fields`]: selector parsing and matching (apimachinery's grammar);
 //! - [`types`]: wire types that keep what standard types would lose (timestamps,
 //!   numbers, conditions, explicit nulls) and the constant resource descriptions
@@ -20,6 +22,8 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "crd-validation")]
+pub mod crd_validation;
 pub mod errors;
 pub mod fields;
 pub mod labels;

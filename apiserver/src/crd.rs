@@ -15,11 +15,17 @@
 //!   exclusive forms), `minLength`/`maxLength`, `pattern`, `minItems`/`maxItems`,
 //!   `items`. Violations make a 422 Invalid whose causes carry the field path
 //!   (`spec.replicas`, `spec.ports[0].name`) and apimachinery's cause types.
-//! - Not done: CEL rules (`x-kubernetes-validations`), `format`, `oneOf`/`anyOf`/`allOf`/
+//! - A CRD kube-apiserver would reject for its CEL rules' syntax, list-map keys, printer
+//!   column types, default types, root `metadata` schema or a protected group's missing
+//!   approval is a 422 Invalid with kube-apiserver's causes (`crd_rule_causes`, the
+//!   rules `kubegen_apimachinery::crd_validation` shares with the generator).
+//! - Not done: evaluating CEL rules (`x-kubernetes-validations`) on objects, `format`, `oneOf`/`anyOf`/`allOf`/
 //!   `not`, list-type and map-type uniqueness. Conversion between versions is the
 //!   `conversion` and `versions` modules'.
 
 use serde_json::{Map, Value};
+
+use kubegen_apimachinery::crd_validation;
 
 use crate::errors::{cause, StatusCause, StatusError};
 
@@ -57,10 +63,26 @@ impl Registration {
         Self::from_crd_value(&v)
     }
 
-    /// [`Registration::from_crd`] for a CRD already parsed.
+    /// [`Registration::from_crd`] for a CRD already parsed. A CRD that breaks
+    /// kube-apiserver's rules for CEL rules, list-map keys, printer columns, defaults,
+    /// the root `metadata` schema or API approval (the rules of
+    /// `kubegen_apimachinery::crd_validation`) is a 422 Invalid with its causes.
     pub fn from_crd_value(crd: &Value) -> Result<Vec<Registration>, StatusError> {
         let bad =
             |m: &str| StatusError::bad_request(format!("invalid CustomResourceDefinition: {m}"));
+        let causes = crd_rule_causes(crd);
+        if !causes.is_empty() {
+            let name = crd
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            return Err(StatusError::invalid(
+                "apiextensions.k8s.io",
+                "CustomResourceDefinition",
+                name,
+                causes,
+            ));
+        }
         let spec = crd.get("spec").ok_or_else(|| bad("no spec"))?;
         let s = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
         let group = s(spec, "group").ok_or_else(|| bad("spec.group is required"))?;
@@ -505,6 +527,21 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
     }
 }
 
+/// kube-apiserver's rules for a CRD that `kubegen crd` and the CRD reader hold too
+/// (`kubegen_apimachinery::crd_validation`), as causes with kube-apiserver's field
+/// paths (its internal version's: a schema every version shares is
+/// `spec.validation.openAPIV3Schema`) and messages.
+pub(crate) fn crd_rule_causes(crd: &Value) -> Vec<StatusCause> {
+    crd_validation::validate(crd)
+        .into_iter()
+        .map(|e| StatusCause {
+            reason: e.error_type.cause().to_owned(),
+            message: e.body(),
+            field: crd_validation::internal_path(crd, &e.field),
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -544,5 +581,86 @@ mod tests {
         let mut big = json!({"metadata": {"name": "x"}, "spec": {"size": 9}});
         let err = admit(&reg, &schema, big.as_object_mut().unwrap()).unwrap_err();
         assert!(err.message().contains("spec.size"));
+    }
+
+    /// A one-version CRD whose root schema has `properties`, in `group`.
+    fn crd(group: &str, properties: Value) -> Value {
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": format!("foos.{group}")},
+            "spec": {
+                "group": group,
+                "scope": "Namespaced",
+                "names": {"plural": "foos", "singular": "foo", "kind": "Foo", "listKind": "FooList"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": properties}}}]
+            }
+        })
+    }
+
+    /// The 422's message, as `kubectl` shows it after "The ".
+    fn rejected(crd: &Value) -> String {
+        let by_registration = Registration::from_crd_value(crd).unwrap_err();
+        assert_eq!(by_registration.code(), 422);
+        let obj = crd.as_object().unwrap();
+        let by_create = crate::crd_lifecycle::validate(obj).unwrap_err();
+        assert_eq!(by_create.message(), by_registration.message());
+        let causes = &by_registration.details().unwrap().causes;
+        assert!(causes.iter().all(|c| c.reason.starts_with("FieldValue")));
+        by_registration.message().to_owned()
+    }
+
+    /// The CRDs kube-apiserver rejects, with its messages (kube-apiserver 1.36.3,
+    /// `kubectl create --dry-run=server`).
+    #[test]
+    fn crds_kube_apiserver_rejects_are_rejected_with_its_messages() {
+        let pre = "CustomResourceDefinition.apiextensions.k8s.io \"foos.example.com\" is invalid: ";
+        let cel = crd(
+            "example.com",
+            json!({"spec": {"type": "object", "x-kubernetes-validations": [{"rule": "self.a =="}]}}),
+        );
+        assert_eq!(rejected(&cel), format!("{pre}spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {{\"Rule\":\"self.a ==\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}}: compilation failed: ERROR: <input>:1:10: Syntax error: mismatched input '<EOF>' expecting {{'[', '{{', '(', '.', '-', '!', 'true', 'false', 'null', NUM_FLOAT, NUM_INT, NUM_UINT, STRING, BYTES, IDENTIFIER}}\n | self.a ==\n | .........^"));
+        let item = json!({"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]});
+        let no_keys = crd(
+            "example.com",
+            json!({"items": {"type": "array", "x-kubernetes-list-type": "map", "items": item}}),
+        );
+        assert_eq!(rejected(&no_keys), format!("{pre}spec.validation.openAPIV3Schema.properties[items].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map"));
+        let bad_key = crd(
+            "example.com",
+            json!({"items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["nme"], "items": item}}),
+        );
+        assert_eq!(rejected(&bad_key), format!("{pre}spec.validation.openAPIV3Schema.properties[items].x-kubernetes-list-map-keys: Invalid value: [\"nme\"]: entries must all be names of item properties"));
+        let optional = crd(
+            "example.com",
+            json!({"items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "object", "properties": {"name": {"type": "string"}}}}}),
+        );
+        assert_eq!(rejected(&optional), format!("{pre}spec.validation.openAPIV3Schema.properties[items].items.properties[name].default: Required value: this property is in x-kubernetes-list-map-keys, so it must have a default or be a required property"));
+        let strings = crd(
+            "example.com",
+            json!({"items": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"], "items": {"type": "string"}}}),
+        );
+        assert_eq!(rejected(&strings), format!("{pre}spec.validation.openAPIV3Schema.properties[items].items.type: Invalid value: \"string\": must be object if parent array's x-kubernetes-list-type is map"));
+        let mut column = crd("example.com", json!({}));
+        column["spec"]["versions"][0]["additionalPrinterColumns"] =
+            json!([{"name": "Size", "type": "int", "jsonPath": ".spec.size"}]);
+        assert_eq!(rejected(&column), format!("{pre}spec.additionalPrinterColumns[0].type: Invalid value: \"int\": must be one of boolean,date,integer,number,string"));
+        let default = crd(
+            "example.com",
+            json!({"spec": {"type": "object", "properties": {"size": {"type": "integer", "default": "big"}}}}),
+        );
+        assert_eq!(rejected(&default), format!("{pre}spec.validation.openAPIV3Schema.properties[spec].properties[size].default: Invalid value: \"string\":  in body must be of type integer: \"string\""));
+        let meta = crd(
+            "example.com",
+            json!({"metadata": {"type": "object", "description": "meta"}}),
+        );
+        assert_eq!(rejected(&meta), format!("{pre}spec.validation.openAPIV3Schema.properties[metadata]: Forbidden: must not specify anything other than name and generateName, but metadata is implicitly specified"));
+        let protected = crd("samplecontroller.k8s.io", json!({}));
+        assert_eq!(rejected(&protected), "CustomResourceDefinition.apiextensions.k8s.io \"foos.samplecontroller.k8s.io\" is invalid: metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111");
+        let mut approved = protected.clone();
+        approved["metadata"]["annotations"] =
+            json!({"api-approved.kubernetes.io": "unapproved, experimental-only"});
+        assert_eq!(Registration::from_crd_value(&approved).unwrap().len(), 1);
     }
 }

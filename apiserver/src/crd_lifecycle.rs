@@ -150,6 +150,7 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
     if let Some(c) = spec.get("conversion") {
         conversion_causes(c, &mut causes);
     }
+    causes.extend(super::crd::crd_rule_causes(&Value::Object(obj.clone())));
     if causes.is_empty() {
         Ok(())
     } else {

@@ -15,7 +15,9 @@
 //!   `+kubebuilder:printcolumn:name=,type=,JSONPath=,description=,format=,priority=`,
 //!   `+kubebuilder:selectablefield:JSONPath=`, `+kubebuilder:storageversion`,
 //!   `+kubebuilder:unservedversion`, `+kubebuilder:deprecatedversion:warning=`,
-//!   `+kubebuilder:skipversion`; kubegen's `+kubegen:resource:listKind=` and
+//!   `+kubebuilder:skipversion`, `+kubebuilder:metadata:annotations=,labels=` (the CRD's
+//!   own `metadata`, merged over every version's root type); kubegen's
+//!   `+kubegen:resource:listKind=` and
 //!   `+kubegen:resource:kind=` where the names are not the conventional ones.
 //! - **The schema** from the types and their serde attributes: `Option<T>` is optional,
 //!   other fields required unless `#[serde(default)]`, `+optional` or a default marker;
@@ -35,12 +37,16 @@
 //!
 //! Errors name file:line:col and the fix: an unknown marker, a malformed value, a
 //! marker on a field of the wrong type (`Pattern` on an integer), a recursive type (CRD
-//! schemas cannot recurse), a type with no schema kubegen knows.
+//! schemas cannot recurse), a type with no schema kubegen knows, and a CRD kube-apiserver
+//! would reject (`kubegen_apimachinery::crd_validation`: CEL syntax, list-map keys,
+//! printer column types, default types, API approval of protected groups), at the
+//! marker or field that caused it (`locate`).
 
 use std::collections::BTreeMap;
 
+use kubegen_apimachinery::crd_validation;
 use kubegen_templates::model::{
-    EnumDef, Field, PrinterColumn, Scale, Scope, StructDef, Ty, TypeDef, Variant,
+    CrdMetadata, EnumDef, Field, PrinterColumn, Scale, Scope, StructDef, Ty, TypeDef, Variant,
 };
 use kubegen_templates::schema::{self, MarkerSet, SchemaExtra, Types};
 use quote::ToTokens;
@@ -51,6 +57,9 @@ use crate::input::rust::fields::{convert_case, option_inner, serde_attrs};
 use crate::input::rust::kinds::FoundKind;
 use crate::input::rust::markers::{self, Marker};
 use crate::input::rust::source::{self, Item, ItemKind, Source, SourceFile};
+
+mod locate;
+mod metadata;
 
 /// One CRD `kubegen crd` writes.
 #[derive(Debug, Clone, PartialEq)]
@@ -81,8 +90,14 @@ struct KindVersion {
     scale: Option<Scale>,
     columns: Vec<PrinterColumn>,
     selectable: Vec<String>,
+    /// From `+kubebuilder:metadata:annotations=` / `labels=`, with the line of each
+    /// marker for errors.
+    metadata: CrdMetadata,
     schema: Value,
     origin: Error,
+    /// The root type and its package, to point errors at the line that caused them.
+    item: Item,
+    package: Vec<String>,
 }
 
 /// Reads `files` (Rust input, as `kubegen generate` takes it) and returns one CRD per
@@ -125,7 +140,7 @@ pub fn generate(files: &[SourceFile]) -> Result<Vec<CrdFile>, Vec<Error>> {
     }
     let mut out = Vec::new();
     for ((group, kind), mut vs) in by_kind {
-        match assemble(&group, &kind, &mut vs) {
+        match assemble(&group, &kind, &mut vs, &source) {
             Ok(f) => out.push(f),
             Err(e) => errors.push(e),
         }
@@ -137,7 +152,12 @@ pub fn generate(files: &[SourceFile]) -> Result<Vec<CrdFile>, Vec<Error>> {
     Ok(out)
 }
 
-fn assemble(group: &str, kind: &str, vs: &mut [KindVersion]) -> Result<CrdFile, Error> {
+fn assemble(
+    group: &str,
+    kind: &str,
+    vs: &mut [KindVersion],
+    source: &Source,
+) -> Result<CrdFile, Error> {
     // By name, as controller-gen orders them (the API server orders versions by
     // priority itself wherever it lists them).
     vs.sort_by(|a, b| a.version.cmp(&b.version));
@@ -182,10 +202,35 @@ fn assemble(group: &str, kind: &str, vs: &mut [KindVersion]) -> Result<CrdFile, 
         names.insert("categories".into(), json!(first.categories));
     }
     let versions: Vec<Value> = vs.iter().map(version_json).collect();
+    let mut metadata = Map::new();
+    metadata.insert("name".into(), json!(format!("{}.{group}", first.plural)));
+    // Every version's root type may carry them, as with controller-gen.
+    let mut meta = CrdMetadata::default();
+    for v in vs.iter() {
+        meta.annotations.extend(v.metadata.annotations.clone());
+        meta.labels.extend(v.metadata.labels.clone());
+    }
+    if !meta.annotations.is_empty() {
+        metadata.insert("annotations".into(), json!(meta.annotations));
+    }
+    if !meta.labels.is_empty() {
+        metadata.insert("labels".into(), json!(meta.labels));
+    }
+    if let Some(e) = crd_validation::api_approval(group, metadata.get("annotations")) {
+        let problem = format!(
+            "{kind}.{group} is in a protected group (*.k8s.io, *.kubernetes.io): kube-apiserver rejects its CRD: {e}"
+        );
+        return Err(first.origin.clone().with_problem(
+            problem,
+            format!(
+                "add the line `/// +kubebuilder:metadata:annotations=\"api-approved.kubernetes.io=https://github.com/kubernetes/kubernetes/pull/<number>\"` (the PR that approved the API) to {kind}'s doc comment, or `/// +kubebuilder:metadata:annotations=\"api-approved.kubernetes.io=unapproved, <reason>\"` for an API outside kubernetes/kubernetes; or use a group outside k8s.io and kubernetes.io"
+            ),
+        ));
+    }
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
-        "metadata": {"name": format!("{}.{group}", first.plural)},
+        "metadata": metadata,
         "spec": {
             "group": group,
             "names": names,
@@ -193,6 +238,31 @@ fn assemble(group: &str, kind: &str, vs: &mut [KindVersion]) -> Result<CrdFile, 
             "versions": versions,
         }
     });
+    // kube-apiserver's rules for schemas, printer columns and CEL (shared with the
+    // in-memory server), reported at the marker or field that broke them.
+    if let Some(e) = crd_validation::validate(&crd).into_iter().next() {
+        let version = vs
+            .iter()
+            .enumerate()
+            .find(|(i, _)| e.field.starts_with(&format!("spec.versions[{i}]")))
+            .map_or(first, |(_, v)| v);
+        let problem = format!(
+            "kube-apiserver would reject the CRD for {kind}.{group}: {}: {}",
+            e.field,
+            e.body()
+        );
+        let fix = crate::input::crd::validate::rule_fix(&e);
+        return Err(locate::locate(
+            &e,
+            &crd,
+            source,
+            &version.package,
+            &version.item,
+            &problem,
+            &fix,
+        )
+        .unwrap_or_else(|| version.origin.clone().with_problem(problem, fix)));
+    }
     let yaml = to_yaml(&crd)?;
     let file_name = format!("{group}_{}.yaml", first.plural);
     // The CRD reader holds kube-apiserver's rules for a CRD (DNS-1035 names, structural
@@ -281,30 +351,105 @@ fn version_json(v: &KindVersion) -> Value {
     Value::Object(m)
 }
 
-/// YAML with every mapping's keys sorted.
+/// YAML with every mapping's keys sorted, readable by YAML 1.1 readers too: kubectl
+/// (sigs.k8s.io/yaml, go-yaml v2) reads an unquoted `on`, `off`, `y`, `n`, `yes`, `no`
+/// as a boolean (and `1_000`, `0b101` as integers), which serde_yaml (YAML 1.2) writes
+/// unquoted; such strings ([`yaml11_needs_quotes`]), as values and as mapping keys, are
+/// written single-quoted. Block scalars are never touched.
 pub fn to_yaml(v: &Value) -> Result<String, Error> {
-    serde_yaml::to_string(&sorted(v)).map_err(|e| {
-        Error::at(
-            "",
-            format!("cannot write YAML: {e}"),
-            "report this as a kubegen bug",
-        )
-    })
+    let bug = |problem: String| Error::at("", problem, "report this as a kubegen bug");
+    // serde_yaml has no way to ask for a quoted scalar: such strings go through it
+    // behind a private-use character (plain, since libyaml prints it), which is then
+    // replaced with the quotes. The character is one no string of `v` contains.
+    let marker = ('\u{E000}'..='\u{F8FF}')
+        .find(|c| !contains_char(v, *c))
+        .ok_or_else(|| bug("every private-use character occurs in the CRD".into()))?;
+    let text = serde_yaml::to_string(&sorted(v, marker))
+        .map_err(|e| bug(format!("cannot write YAML: {e}")))?;
+    if !text.contains(marker) {
+        return Ok(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find(marker) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at + marker.len_utf8()..];
+        let end = rest
+            .find(|c: char| !(c.is_ascii_alphanumeric() || matches!(c, '_' | '+' | '-')))
+            .unwrap_or(rest.len());
+        out.push('\'');
+        out.push_str(&rest[..end]);
+        out.push('\'');
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    Ok(out)
 }
 
-fn sorted(v: &Value) -> serde_yaml::Value {
+/// Whether go-yaml v2 (YAML 1.1) reads the plain scalar `s` as a boolean. Its table
+/// has three spellings of each word (`on`, `On`, `ON`); any case is quoted here, which
+/// costs nothing and holds for readers less strict about case.
+pub fn is_yaml11_bool(s: &str) -> bool {
+    const WORDS: [&str; 8] = ["y", "n", "yes", "no", "on", "off", "true", "false"];
+    WORDS.iter().any(|w| s.eq_ignore_ascii_case(w))
+}
+
+/// Whether go-yaml v2 reads the plain scalar `s` as something other than the string:
+/// a YAML 1.1 boolean, or an integer YAML 1.2 does not have (`1_000`, `0b101`, `0o17`,
+/// `+12`: go-yaml v2 drops `_` and parses with Go's `ParseInt(s, 0, 64)`).
+pub fn yaml11_needs_quotes(s: &str) -> bool {
+    if is_yaml11_bool(s) {
+        return true;
+    }
+    let plain = s.replace('_', "");
+    let digits = plain.strip_prefix(['+', '-']).unwrap_or(&plain);
+    let radix = |p: &str, ok: fn(char) -> bool| {
+        digits
+            .strip_prefix(p)
+            .is_some_and(|d| !d.is_empty() && d.chars().all(ok))
+    };
+    !digits.is_empty()
+        && (digits.chars().all(|c| c.is_ascii_digit())
+            || radix("0x", |c| c.is_ascii_hexdigit())
+            || radix("0X", |c| c.is_ascii_hexdigit())
+            || radix("0o", |c| c.is_digit(8))
+            || radix("0O", |c| c.is_digit(8))
+            || radix("0b", |c| c.is_digit(2))
+            || radix("0B", |c| c.is_digit(2)))
+}
+
+fn contains_char(v: &Value, c: char) -> bool {
+    match v {
+        Value::String(s) => s.contains(c),
+        Value::Array(a) => a.iter().any(|x| contains_char(x, c)),
+        Value::Object(m) => m.iter().any(|(k, x)| k.contains(c) || contains_char(x, c)),
+        _ => false,
+    }
+}
+
+fn yaml_string(s: &str, marker: char) -> serde_yaml::Value {
+    if yaml11_needs_quotes(s) {
+        serde_yaml::Value::String(format!("{marker}{s}"))
+    } else {
+        serde_yaml::Value::String(s.to_owned())
+    }
+}
+
+fn sorted(v: &Value, marker: char) -> serde_yaml::Value {
     match v {
         Value::Object(m) => {
             let mut keys: Vec<&String> = m.keys().collect();
             keys.sort();
             let mut out = serde_yaml::Mapping::new();
             for k in keys {
-                out.insert(serde_yaml::Value::String(k.clone()), sorted(&m[k]));
+                out.insert(yaml_string(k, marker), sorted(&m[k], marker));
             }
             serde_yaml::Value::Mapping(out)
         }
-        Value::Array(a) => serde_yaml::Value::Sequence(a.iter().map(sorted).collect()),
-        Value::String(s) => serde_yaml::Value::String(s.clone()),
+        Value::Array(a) => {
+            serde_yaml::Value::Sequence(a.iter().map(|x| sorted(x, marker)).collect())
+        }
+        Value::String(s) => yaml_string(s, marker),
         Value::Bool(b) => serde_yaml::Value::Bool(*b),
         Value::Null => serde_yaml::Value::Null,
         Value::Number(n) => serde_yaml::to_value(n).unwrap_or(serde_yaml::Value::Null),
@@ -350,8 +495,11 @@ fn kind_version(item: &Item, found: &FoundKind, source: &Source) -> Result<KindV
         scale: kind.scale.clone(),
         columns: kind.printer_columns.clone(),
         selectable: kind.selectable_fields.clone(),
+        metadata: CrdMetadata::default(),
         schema,
         origin,
+        item: item.clone(),
+        package: found.package.clone(),
     };
     if item.derives("CustomResource") {
         // kube-derive's attributes say it (storage defaults to true there, as in kube-derive).
@@ -478,6 +626,37 @@ fn resource_marker(m: &Marker, item: &Item, v: &mut KindVersion) -> Result<(), E
                 return Err(bad("a printcolumn needs name, type and JSONPath".into(), "write `+kubebuilder:printcolumn:name=\"Ready\",type=\"string\",JSONPath=\".status.ready\"`"));
             }
             v.columns.push(c);
+        }
+        name if name.starts_with("kubebuilder:metadata:") => {
+            let text = m.text();
+            let rest = text
+                .strip_prefix("+kubebuilder:metadata:")
+                .unwrap_or_default();
+            let args = metadata::metadata_args(rest).map_err(|(p, f)| bad(p, &f))?;
+            for (key, entries) in args {
+                let into = match key.as_str() {
+                    "annotations" => &mut v.metadata.annotations,
+                    "labels" => &mut v.metadata.labels,
+                    other => {
+                        return Err(bad(
+                            format!("`+kubebuilder:metadata` has no argument `{other}`"),
+                            "write `+kubebuilder:metadata:annotations=\"key=value\"` or `+kubebuilder:metadata:labels=\"key=value\"`",
+                        ))
+                    }
+                };
+                for entry in entries {
+                    let Some((k, val)) = entry.split_once('=') else {
+                        return Err(bad(
+                            format!(
+                                "{} {entry:?} is not in 'xxx=xxx' format",
+                                &key[..key.len() - 1]
+                            ),
+                            "write the entry as \"key=value\"",
+                        ));
+                    };
+                    into.insert(k.to_owned(), val.to_owned());
+                }
+            }
         }
         name if name.starts_with("kubebuilder:selectablefield:") => {
             for (k, val) in args("kubebuilder:selectablefield")? {
@@ -978,6 +1157,7 @@ fn is_resource_marker(name: &str) -> bool {
         || name.starts_with("kubebuilder:subresource")
         || name.starts_with("kubebuilder:printcolumn")
         || name.starts_with("kubebuilder:selectablefield")
+        || name.starts_with("kubebuilder:metadata")
         || name.starts_with("kubebuilder:storageversion")
         || name.starts_with("kubebuilder:unservedversion")
         || name.starts_with("kubebuilder:deprecatedversion")

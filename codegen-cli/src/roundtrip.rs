@@ -4,7 +4,7 @@
 //! # Normalization
 //!
 //! Only key order is normalized (objects compare as maps). Everything else must be
-//! identical: every schema keyword, description, default, CEL rule, list and map type,
+//! identical: the CRD's `metadata.annotations` and `metadata.labels`, every schema keyword, description, default, CEL rule, list and map type,
 //! printer column, short name, category, selectable field and subresource; `served`,
 //! `storage`, `deprecated` and `deprecationWarning`; group, scope and names. A few values
 //! outside the schema are read as the API server reads them, since the generated types
@@ -64,6 +64,20 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
             match back {
                 None => differences.push(format!("no CRD named {name} was written")),
                 Some(back) => {
+                    // The CRD's own annotations and labels (API approval, bundle
+                    // versions): an empty map is none, as the server stores it.
+                    for key in ["annotations", "labels"] {
+                        let non_empty = |v: Option<&Value>| {
+                            v.filter(|m| m.as_object().is_none_or(|m| !m.is_empty()))
+                                .cloned()
+                        };
+                        compare(
+                            &format!("metadata.{key}"),
+                            non_empty(source.pointer(&format!("/metadata/{key}"))).as_ref(),
+                            non_empty(back.crd.pointer(&format!("/metadata/{key}"))).as_ref(),
+                            &mut differences,
+                        );
+                    }
                     for key in ["group", "scope"] {
                         compare(
                             &format!("spec.{key}"),

@@ -232,3 +232,72 @@ fn names_kube_apiserver_rejects_are_errors() {
         "{e:?}"
     );
 }
+
+/// kube-apiserver forbids every key on the root `metadata` schema but `type`
+/// ("must not specify anything other than name and generateName"): the field's doc
+/// comment does not become a description there, as controller-gen writes it.
+#[test]
+fn root_metadata_schema_is_only_its_type() {
+    let types = ROOT.replace(
+        "    #[serde(default)]\n    pub metadata",
+        "    /// Standard object metadata.\n    #[serde(default)]\n    pub metadata",
+    ) + "\n#[derive(serde::Serialize, serde::Deserialize)]\npub struct WidgetSpec { pub a: i32 }\n";
+    assert!(types.contains("/// Standard object metadata."));
+    let crds = crds(&types).unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(
+        crds[0]
+            .crd
+            .pointer("/spec/versions/0/schema/openAPIV3Schema/properties/metadata"),
+        Some(&json!({"type": "object"}))
+    );
+}
+
+/// kubectl reads YAML 1.1 (go-yaml v2), where an unquoted `on`, `off`, `y`, `n`, `yes`,
+/// `no` (in any of their spellings) is a boolean: `kubegen crd` quotes such strings, as
+/// values (an enum) and as mapping keys (a property named `y`), and leaves block scalars
+/// (descriptions) alone.
+#[test]
+fn yaml11_booleans_are_quoted() {
+    let types = spec(
+        r#"
+    /// on
+    /// off
+    ///
+    /// +kubebuilder:validation:Enum=on;OFF;y;No;yes;n;maybe;1_000;0b101;"12"
+    pub mode: String,
+    pub y: i32,
+    #[serde(rename = "On")]
+    pub on: Option<bool>,
+"#,
+    );
+    let crds = crds(&types).unwrap_or_else(|e| panic!("{e:?}"));
+    let yaml = &crds[0].yaml;
+    for quoted in [
+        "- 'on'",
+        "- 'OFF'",
+        "- 'y'",
+        "- 'No'",
+        "- 'yes'",
+        "- 'n'",
+        "'y':",
+        "'On':",
+        "- '1_000'",
+        "- '0b101'",
+        "- '12'",
+    ] {
+        assert!(yaml.contains(quoted), "{quoted} in\n{yaml}");
+    }
+    assert!(yaml.contains("- maybe"), "{yaml}");
+    assert!(
+        yaml.contains("description: |-\n                  on\n                  off"),
+        "block scalars untouched:\n{yaml}"
+    );
+    let back: Value = serde_yaml::from_str(yaml).unwrap();
+    assert_eq!(back, crds[0].crd, "the quotes change no value");
+    let mode = &crds[0].crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]
+        ["spec"]["properties"]["mode"]["enum"];
+    assert_eq!(
+        mode,
+        &json!(["on", "OFF", "y", "No", "yes", "n", "maybe", "1_000", "0b101", "12"])
+    );
+}

@@ -1496,6 +1496,57 @@ async fn crd_validation_errors() {
     .await;
 }
 
+/// CRDs kube-apiserver rejects for a CEL rule that does not parse, a list-map key, a
+/// printer column type or a protected group's missing approval are rejected over HTTP
+/// with its message (kube-apiserver 1.36.3's answers to the same CRDs, `kubectl create
+/// --dry-run=server`; the rules are `kubegen_apimachinery::crd_validation`'s).
+#[tokio::test]
+async fn crds_kube_apiserver_rejects_get_its_messages() {
+    both(async |env: Env| {
+        let message = async |crd: Value| -> String {
+            let r = post(&env, CRDS, crd).await;
+            assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY, "{}", r.text());
+            let st = r.json();
+            assert!(st["details"]["causes"][0]["reason"]
+                .as_str()
+                .unwrap()
+                .starts_with("FieldValue"));
+            st["message"].as_str().unwrap().to_owned()
+        };
+        let pre = "CustomResourceDefinition.apiextensions.k8s.io \"foos.example.com\" is invalid: ";
+        let mut cel = foo_crd("foos.example.com", "example.com");
+        cel["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["x-kubernetes-validations"] = json!([{"rule": "self.size >"}]);
+        assert!(message(cel).await.starts_with(&format!(
+            "{pre}spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].rule: Invalid value: {{\"Rule\":\"self.size \\u003e\",\"Message\":\"\",\"MessageExpression\":\"\",\"Reason\":null,\"FieldPath\":\"\",\"OptionalOldSelf\":null}}: compilation failed: ERROR: <input>:1:12: Syntax error: mismatched input '<EOF>'"
+        )));
+        let mut keys = foo_crd("foos.example.com", "example.com");
+        keys["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]
+            ["properties"]["ports"] = json!({"type": "array", "x-kubernetes-list-type": "map",
+                "items": {"type": "object", "required": ["name"], "properties": {"name": {"type": "string"}}}});
+        assert_eq!(
+            message(keys).await,
+            format!("{pre}spec.validation.openAPIV3Schema.properties[spec].properties[ports].x-kubernetes-list-map-keys: Required value: must not be empty if x-kubernetes-list-type is map")
+        );
+        let mut column = foo_crd("foos.example.com", "example.com");
+        column["spec"]["versions"][0]["additionalPrinterColumns"] =
+            json!([{"name": "Size", "type": "int", "jsonPath": ".spec.size"}]);
+        assert_eq!(
+            message(column).await,
+            format!("{pre}spec.additionalPrinterColumns[0].type: Invalid value: \"int\": must be one of boolean,date,integer,number,string")
+        );
+        assert_eq!(
+            message(foo_crd("foos.samplecontroller.k8s.io", "samplecontroller.k8s.io")).await,
+            "CustomResourceDefinition.apiextensions.k8s.io \"foos.samplecontroller.k8s.io\" is invalid: metadata.annotations[api-approved.kubernetes.io]: Required value: protected groups must have approval annotation \"api-approved.kubernetes.io\", see https://github.com/kubernetes/enhancements/pull/1111"
+        );
+        let mut approved = foo_crd("foos.samplecontroller.k8s.io", "samplecontroller.k8s.io");
+        approved["metadata"]["annotations"] =
+            json!({"api-approved.kubernetes.io": "unapproved, experimental-only"});
+        assert_eq!(post(&env, CRDS, approved).await.code, StatusCode::CREATED);
+    })
+    .await;
+}
+
 #[tokio::test]
 async fn crd_gets_stored_versions_then_names_accepted_and_established() {
     // SEMANTICS 13.13

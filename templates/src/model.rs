@@ -89,6 +89,21 @@ pub struct Kind {
     pub list_type_name: String,
     /// The CRD's `selectableFields` JSON paths, in order.
     pub selectable_fields: Vec<String>,
+    /// The CRD's own `metadata.annotations` and `metadata.labels` (the
+    /// `api-approved.kubernetes.io` approval, a bundle version), carried through the
+    /// generated types as `+kubebuilder:metadata` markers.
+    pub crd_metadata: CrdMetadata,
+}
+
+/// Annotations and labels of a CustomResourceDefinition object itself (not of its
+/// custom resources): controller-gen's `+kubebuilder:metadata:annotations=` and
+/// `labels=`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CrdMetadata {
+    /// `metadata.annotations`, by key.
+    pub annotations: std::collections::BTreeMap<String, String>,
+    /// `metadata.labels`, by key.
+    pub labels: std::collections::BTreeMap<String, String>,
 }
 
 /// Where a kind's Rust type comes from.

@@ -285,7 +285,10 @@ pub fn implied_field_schema(f: &Field, types: &Types<'_>) -> Value {
         },
         _ => None,
     });
-    if let Some(doc) = doc {
+    // kube-apiserver forbids every key on the root `metadata` schema but `type` (and
+    // `name`/`generateName` properties): a description there makes the CRD invalid, so
+    // the field's doc comment stays in Rust, as controller-gen leaves it in Go.
+    if let (Some(doc), false) = (doc, matches!(f.ty, Ty::ObjectMeta)) {
         m.insert(
             "description".into(),
             Value::String(crate::docs::read_back(&doc)),

@@ -260,6 +260,7 @@ fn resource_kind(crate_path: &str, r: &Resource) -> Result<Kind, (&'static str, 
         },
         list_type_name: format!("{}List", r.kind),
         selectable_fields: Vec::new(),
+        crd_metadata: Default::default(),
     })
 }
 

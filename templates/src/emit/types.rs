@@ -232,6 +232,18 @@ pub fn resource_markers(kind: &Kind) -> Vec<String> {
             None => "+kubebuilder:deprecatedversion".to_owned(),
         });
     }
+    // controller-gen's `+kubebuilder:metadata`, one entry per marker (it repeats).
+    for (key, map) in [
+        ("annotations", &kind.crd_metadata.annotations),
+        ("labels", &kind.crd_metadata.labels),
+    ] {
+        for (k, v) in map {
+            out.push(format!(
+                "+kubebuilder:metadata:{key}={}",
+                q(&format!("{k}={v}"))
+            ));
+        }
+    }
     out
 }
 

@@ -109,6 +109,7 @@ impl VersionBuilder {
             source: KindSource::Generated { type_name },
             list_type_name: list_type_name(crd),
             selectable_fields: version.selectable_fields.clone(),
+            crd_metadata: crd.metadata.clone(),
         });
         Ok(())
     }

@@ -22,6 +22,8 @@ pub struct Crd {
     pub document: usize,
     /// `metadata.name`.
     pub name: String,
+    /// `metadata.annotations` and `metadata.labels`.
+    pub metadata: kubegen_templates::model::CrdMetadata,
     /// `spec.group`.
     pub group: String,
     /// `spec.names`.
@@ -181,6 +183,7 @@ fn parse_crd(v: &Yaml, file: &Path, document: usize, prefix: &str) -> Result<Crd
         .and_then(Yaml::as_str)
         .unwrap_or_default()
         .to_owned();
+    let metadata = crd_metadata(v, prefix)?;
     let spec_path = format!("{prefix}spec");
     let spec = required(v, "spec", prefix, "add the CRD's `spec`")?;
     let sp = format!("{spec_path}.");
@@ -279,6 +282,7 @@ fn parse_crd(v: &Yaml, file: &Path, document: usize, prefix: &str) -> Result<Crd
         file: file.to_owned(),
         document,
         name,
+        metadata,
         group,
         names: kubegen_templates::model::Names {
             kind: kind_name,
@@ -292,7 +296,39 @@ fn parse_crd(v: &Yaml, file: &Path, document: usize, prefix: &str) -> Result<Crd
         versions,
     };
     super::validate::validate(&crd, prefix)?;
+    super::validate::validate_rules(v, prefix)?;
     Ok(crd)
+}
+
+/// `metadata.annotations` and `metadata.labels`: maps of strings.
+fn crd_metadata(v: &Yaml, prefix: &str) -> Result<kubegen_templates::model::CrdMetadata, Error> {
+    let mut out = kubegen_templates::model::CrdMetadata::default();
+    let Some(meta) = get(v, "metadata") else {
+        return Ok(out);
+    };
+    for (key, into) in [
+        ("annotations", &mut out.annotations),
+        ("labels", &mut out.labels),
+    ] {
+        let path = format!("{prefix}metadata.{key}");
+        let Some(map) = get(meta, key) else { continue };
+        if map.is_null() {
+            continue;
+        }
+        let map = map.as_mapping().ok_or_else(|| {
+            Error::at(
+                &path,
+                format!("expected a map of strings, found {}", describe(map)),
+                format!("write `metadata.{key}` as `key: value` lines"),
+            )
+        })?;
+        for (k, val) in map {
+            let k = string(k, &path)?;
+            let val = string(val, &format!("{path}.{k}"))?;
+            into.insert(k, val);
+        }
+    }
+    Ok(out)
 }
 
 fn parse_version(v: &Yaml, path: &str) -> Result<CrdVersion, Error> {

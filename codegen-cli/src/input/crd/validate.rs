@@ -11,8 +11,14 @@
 //! - `spec.versions`: at least one, each name a DNS-1035 label, no name twice, exactly
 //!   one marked `storage: true`.
 //!
+//! The rules kube-apiserver applies to schemas, printer columns and API approval are
+//! `kubegen_apimachinery::crd_validation`'s, shared with the in-memory server:
+//! [`validate_rules`] runs them and turns the first violation into an error here.
+//!
 //! Errors name the YAML path (relative to the document; the caller adds the document
 //! index and the file).
+
+use kubegen_apimachinery::crd_validation::{self, ErrorType, FieldError};
 
 use super::document::Crd;
 use crate::error::Error;
@@ -161,6 +167,73 @@ fn validate_versions(crd: &Crd, sp: &str) -> Result<(), Error> {
     }
 }
 
+/// kube-apiserver's rules for schemas, printer columns and API approval
+/// (`crd_validation`) over one CRD document `v`; `prefix` as for [`validate`].
+pub fn validate_rules(v: &serde_yaml::Value, prefix: &str) -> Result<(), Error> {
+    let Ok(json) = serde_json::to_value(v) else {
+        // Keys that are not strings: the schema reader reports them with their path.
+        return Ok(());
+    };
+    match crd_validation::validate(&json).into_iter().next() {
+        None => Ok(()),
+        Some(e) => Err(Error::at(
+            format!("{prefix}{}", yaml_path(&e.field)),
+            kube_message(&e),
+            rule_fix(&e),
+        )),
+    }
+}
+
+/// A field path (`properties[spec].items`) as the YAML path errors name
+/// (`properties.spec.items`).
+pub fn yaml_path(field: &str) -> String {
+    let mut out = String::with_capacity(field.len());
+    let mut rest = field;
+    while let Some(at) = rest.find('[') {
+        out.push_str(&rest[..at]);
+        let inner = &rest[at + 1..];
+        let end = inner.find(']').unwrap_or(inner.len());
+        let key = &inner[..end];
+        if key.chars().all(|c| c.is_ascii_digit()) {
+            out.push_str(&format!("[{key}]"));
+        } else {
+            out.push('.');
+            out.push_str(key);
+        }
+        rest = inner.get(end + 1..).unwrap_or_default();
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The violation in kube-apiserver's words, said to be its.
+pub fn kube_message(e: &FieldError) -> String {
+    format!("kube-apiserver rejects this CRD: {}", e.body())
+}
+
+/// How to fix a violation of a `crd_validation` rule.
+pub fn rule_fix(e: &FieldError) -> String {
+    let d = e.detail.as_str();
+    let fix = if e.field.starts_with("metadata.annotations") {
+        "annotate the CRD `api-approved.kubernetes.io: <URL of the PR that approved the API>`, or `unapproved, <reason>` for an API outside kubernetes/kubernetes (kubegen crd: `+kubebuilder:metadata:annotations=\"api-approved.kubernetes.io=...\"` on the root type)"
+    } else if d.contains("other than name and generateName") {
+        "give the root `metadata` property only `type: object`"
+    } else if e.field.contains("x-kubernetes-list") || d.contains("x-kubernetes-list") {
+        "for `x-kubernetes-list-type: map`, list `x-kubernetes-list-map-keys` naming scalar properties of the items that are required or have a default (or use `x-kubernetes-list-type: atomic`/`set` for lists of scalars)"
+    } else if e.field.ends_with(".rule") && e.error_type == ErrorType::Invalid {
+        "fix the CEL expression's syntax (https://kubernetes.io/docs/reference/using-api/cel/)"
+    } else if e.field.contains(".x-kubernetes-validations[") {
+        "give every validation rule a `rule`, and a one-line `message` when the rule spans lines"
+    } else if e.field.contains("additionalPrinterColumns") {
+        "use a printer column type kube-apiserver knows: integer, number, string, boolean or date (and a format among int32, int64, float, double, byte, date, date-time, password)"
+    } else if d.contains("in body must be of type") {
+        "give the default a value of the schema's type"
+    } else {
+        "change the CRD as kube-apiserver's message says"
+    };
+    fix.to_owned()
+}
+
 /// A DNS-1035 label close to `s`, for the fix.
 fn suggest_label(s: &str) -> String {
     let mut out: String = s
@@ -199,6 +272,18 @@ mod tests {
         assert!(!is_dns1123_subdomain("example..com"));
         assert!(!is_dns1123_subdomain("Example.com"));
         assert!(!is_dns1123_subdomain(""));
+    }
+
+    #[test]
+    fn field_paths_become_yaml_paths() {
+        assert_eq!(
+            yaml_path("spec.versions[0].schema.openAPIV3Schema.properties[spec].x-kubernetes-validations[1].rule"),
+            "spec.versions[0].schema.openAPIV3Schema.properties.spec.x-kubernetes-validations[1].rule"
+        );
+        assert_eq!(
+            yaml_path("metadata.annotations[api-approved.kubernetes.io]"),
+            "metadata.annotations.api-approved.kubernetes.io"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 ///
 /// +genclient
 /// +kubebuilder:subresource:status
+/// +kubebuilder:metadata:annotations="api-approved.kubernetes.io=unapproved, experimental-only; please get an approval from Kubernetes API reviewers if you're trying to develop a CRD in the *.k8s.io or *.kubernetes.io groups"
 /// +kubebuilder:printcolumn:name="Deployment",type="string",JSONPath=".spec.deploymentName"
 /// +kubebuilder:printcolumn:name="Available",type="integer",JSONPath=".status.availableReplicas"
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
