@@ -28,8 +28,13 @@
 //! - a `default` has the type its schema says (`type`, nullable, int-or-string;
 //!   neither enum nor pattern nor bounds).
 //!
-//! Not checked here: names, versions and the rest of the structural-schema rules, which
-//! the CRD reader and the server each check on their own terms.
+//! - the schema is structural (the `structural` module: every specified node has a
+//!   type, junctors (`allOf`, `anyOf`, `oneOf`, `not`) only restrict what the structural
+//!   part specifies, the embedded-resource and int-or-string invariants), and
+//!   `x-kubernetes-preserve-unknown-fields` is never `false`.
+//!
+//! Not checked here: names and versions, which the CRD reader and the server each check
+//! on their own terms; `pattern` as an RE2 expression; CEL types and cost.
 
 use std::fmt;
 
@@ -37,6 +42,10 @@ use serde_json::{Map, Value};
 
 /// The annotation a CRD in a protected group must carry.
 pub const API_APPROVED_ANNOTATION: &str = "api-approved.kubernetes.io";
+
+/// How a structural-schema error names the value validation that restricts a field the
+/// structural part does not specify.
+const DEFINED_IN: &str = "because it is defined in ";
 
 /// Printer column types kube-apiserver accepts, in the order its messages list them.
 pub const PRINTER_COLUMN_TYPES: [&str; 5] = ["boolean", "date", "integer", "number", "string"];
@@ -102,6 +111,16 @@ impl FieldError {
         }
     }
 
+    /// The error with kube-apiserver's paths ([`internal_path`]): its field's, and the
+    /// one a structural-schema detail names (`because it is defined in <path>`).
+    pub fn internal(mut self, crd: &Value) -> FieldError {
+        self.field = internal_path(crd, &self.field);
+        if let Some(p) = self.detail.strip_prefix(DEFINED_IN) {
+            self.detail = format!("{DEFINED_IN}{}", internal_path(crd, p));
+        }
+        self
+    }
+
     /// The message without the path, as a `StatusCause` carries it
     /// (`Invalid value: "int": must be one of ...`).
     pub fn body(&self) -> String {
@@ -157,7 +176,9 @@ pub fn validate(crd: &Value) -> Vec<FieldError> {
         }
         if let Some(schema) = v.pointer("/schema/openAPIV3Schema") {
             let sp = format!("{vp}.schema.openAPIV3Schema");
-            root_metadata(schema, &sp, &mut errs);
+            // kube-apiserver's order: the structural checks (the root metadata among
+            // them), sorted, then the schema's own rules.
+            structural::check(schema, &sp, &mut errs);
             walk(schema, &sp, &mut errs);
         }
     }
@@ -308,6 +329,57 @@ fn root_metadata(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
 /// The per-node rules, then the node's children.
 fn walk(schema: &Value, path: &str, errs: &mut Vec<FieldError>) {
     let Value::Object(s) = schema else { return };
+    if s.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
+        errs.push(FieldError::new(
+            format!("{path}.x-kubernetes-preserve-unknown-fields"),
+            ErrorType::Invalid,
+            Some("false".into()),
+            "must be true or undefined".into(),
+        ));
+    }
+    if s.get("uniqueItems") == Some(&Value::Bool(true)) {
+        errs.push(FieldError::new(
+            format!("{path}.uniqueItems"),
+            ErrorType::Forbidden,
+            None,
+            "uniqueItems cannot be set to true since the runtime complexity becomes quadratic"
+                .into(),
+        ));
+    }
+    let has_properties = s
+        .get("properties")
+        .and_then(Value::as_object)
+        .is_some_and(|p| !p.is_empty());
+    match s.get("additionalProperties") {
+        Some(Value::Bool(true)) | None => {}
+        Some(_) if has_properties => errs.push(FieldError::new(
+            format!("{path}.additionalProperties"),
+            ErrorType::Forbidden,
+            None,
+            "additionalProperties and properties are mutual exclusive".into(),
+        )),
+        Some(_) => {}
+    }
+    if s.get("x-kubernetes-map-type").is_some_and(|t| !t.is_null()) {
+        let ty = s.get("type").and_then(Value::as_str).unwrap_or_default();
+        let detail = "must be object if x-kubernetes-map-type is specified".to_owned();
+        if ty.is_empty() {
+            errs.push(FieldError::new(
+                format!("{path}.type"),
+                ErrorType::Required,
+                None,
+                detail,
+            ));
+        } else if ty != "object" {
+            let value = Some(go_quote(ty));
+            errs.push(FieldError::new(
+                format!("{path}.type"),
+                ErrorType::Invalid,
+                value,
+                detail,
+            ));
+        }
+    }
     list_type(s, path, errs);
     validations(s, path, errs);
     if let Some(d) = s.get("default") {
@@ -549,8 +621,39 @@ fn validations(s: &Map<String, Value>, path: &str, errs: &mut Vec<FieldError>) {
                 Some(rule_value(r)),
                 format!("compilation failed: {issues}"),
             ));
+        } else if r.get("optionalOldSelf") == Some(&Value::Bool(true)) && !uses_old_self(rule) {
+            errs.push(FieldError::new(
+                format!("{rp}.optionalOldSelf"),
+                ErrorType::Invalid,
+                Some("true".into()),
+                "may not be set if oldSelf is not used in rule".into(),
+            ));
         }
     }
+}
+
+/// Whether a rule names the `oldSelf` variable (outside string literals): what makes it
+/// a transition rule.
+fn uses_old_self(rule: &str) -> bool {
+    let mut code = String::with_capacity(rule.len());
+    let mut chars = rule.chars();
+    while let Some(c) = chars.next() {
+        if c == '"' || c == '\'' {
+            // A string literal: skipped, escapes included.
+            while let Some(d) = chars.next() {
+                if d == '\\' {
+                    chars.next();
+                } else if d == c {
+                    break;
+                }
+            }
+            code.push(' ');
+        } else {
+            code.push(c);
+        }
+    }
+    code.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .any(|word| word == "oldSelf")
 }
 
 /// Whether `rule` is CEL as kube-apiserver parses it (optional syntax `a.?b`, `[?x]`
@@ -820,6 +923,8 @@ fn type_error(path: &str, sub: &str, want: &str, actual: &str) -> FieldError {
         format!("{sub} in body must be of type {want}: {}", go_quote(actual)),
     )
 }
+
+mod structural;
 
 #[cfg(test)]
 mod tests;

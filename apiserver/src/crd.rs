@@ -534,10 +534,11 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
 pub(crate) fn crd_rule_causes(crd: &Value) -> Vec<StatusCause> {
     crd_validation::validate(crd)
         .into_iter()
+        .map(|e| e.internal(crd))
         .map(|e| StatusCause {
             reason: e.error_type.cause().to_owned(),
             message: e.body(),
-            field: crd_validation::internal_path(crd, &e.field),
+            field: e.field,
         })
         .collect()
 }

@@ -127,17 +127,12 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
         if v.get("storage").and_then(Value::as_bool) == Some(true) {
             storage += 1;
         }
-        match v.pointer("/schema/openAPIV3Schema") {
-            None => causes.push(required_cause(
+        // The schema's structural rules are crd_validation's (crd_rule_causes below).
+        if v.pointer("/schema/openAPIV3Schema").is_none() {
+            causes.push(required_cause(
                 &format!("spec.versions[{i}].schema.openAPIV3Schema"),
                 "",
-            )),
-            Some(schema) => structural(
-                schema,
-                &format!("spec.versions[{i}].schema.openAPIV3Schema"),
-                true,
-                &mut causes,
-            ),
+            ));
         }
     }
     if !versions.is_empty() && storage != 1 {
@@ -231,63 +226,6 @@ fn conversion_causes(c: &Value, causes: &mut Vec<StatusCause>) {
             field: "spec.conversion.strategy".into(),
         }),
     }
-}
-
-/// A structural schema names a type for every specified node.
-fn structural(s: &Value, path: &str, root: bool, causes: &mut Vec<StatusCause>) {
-    let flag = |k: &str| s.get(k).and_then(Value::as_bool) == Some(true);
-    let ty = s.get("type").and_then(Value::as_str).unwrap_or_default();
-    if root {
-        if ty.is_empty() {
-            causes.push(required_cause(
-                &format!("{path}.type"),
-                "must not be empty at the root",
-            ));
-        } else if ty != "object" {
-            causes.push(invalid_cause(
-                &format!("{path}.type"),
-                ty,
-                "must be object at the root",
-            ));
-        }
-    }
-    if let Some(props) = s.get("properties").and_then(Value::as_object) {
-        for (k, p) in props {
-            let at = format!("{path}.properties[{k}]");
-            let exempt = p.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true)
-                || p.get("x-kubernetes-preserve-unknown-fields")
-                    .and_then(Value::as_bool)
-                    == Some(true);
-            if p.get("type").is_none() && !exempt {
-                causes.push(required_cause(
-                    &format!("{at}.type"),
-                    "must not be empty for specified object fields",
-                ));
-            }
-            structural(p, &at, false, causes);
-        }
-    }
-    if let Some(items) = s.get("items").filter(|i| i.is_object()) {
-        let exempt = items
-            .get("x-kubernetes-int-or-string")
-            .and_then(Value::as_bool)
-            == Some(true)
-            || items
-                .get("x-kubernetes-preserve-unknown-fields")
-                .and_then(Value::as_bool)
-                == Some(true);
-        if items.get("type").is_none() && !exempt {
-            causes.push(required_cause(
-                &format!("{path}.items.type"),
-                "must not be empty for specified array items",
-            ));
-        }
-        structural(items, &format!("{path}.items"), false, causes);
-    }
-    if let Some(a) = s.get("additionalProperties").filter(|a| a.is_object()) {
-        structural(a, &format!("{path}.additionalProperties"), false, causes);
-    }
-    let _ = flag;
 }
 
 fn storage_version(obj: &Map<String, Value>) -> Option<String> {

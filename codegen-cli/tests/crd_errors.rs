@@ -368,3 +368,30 @@ fn verify_names_each_file_kubegen_would_not_keep_and_why() {
         "{stdout}"
     );
 }
+
+/// A schema kube-apiserver refuses as not structural (a property without a type, a type
+/// inside anyOf) is refused here too, at its YAML path, in kube-apiserver's words.
+#[test]
+fn non_structural_schemas_are_refused_as_kube_apiserver_refuses_them() {
+    let untyped = foo_with(
+        "replicas: {type: integer}",
+        "replicas: {type: integer}, free: {}",
+    );
+    let err = generate_error(&[("foo.yaml", &untyped)]);
+    assert!(
+        err.contains("properties.spec.properties.free.type")
+            && err.contains("Required value: must not be empty for specified object fields")
+            && err.contains("x-kubernetes-preserve-unknown-fields: true"),
+        "{err}"
+    );
+    let typed_branch = foo_with(
+        "replicas: {type: integer}",
+        "replicas: {type: integer, anyOf: [{type: integer}, {minimum: 1}]}",
+    );
+    let err = generate_error(&[("foo.yaml", &typed_branch)]);
+    assert!(
+        err.contains("properties.replicas.anyOf[0].type")
+            && err.contains("Forbidden: must be empty to be structural"),
+        "{err}"
+    );
+}

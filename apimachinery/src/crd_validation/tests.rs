@@ -26,8 +26,8 @@ fn crd(group: &str, properties: Value) -> Value {
 /// The errors as kube-apiserver prints them (its paths), sorted.
 fn messages(crd: &Value) -> Vec<String> {
     let mut out: Vec<String> = validate(crd)
-        .iter()
-        .map(|e| format!("{}: {}", internal_path(crd, &e.field), e.body()))
+        .into_iter()
+        .map(|e| e.internal(crd).to_string())
         .collect();
     out.sort();
     out
@@ -220,5 +220,93 @@ fn defaults_have_their_schemas_type() {
             "spec.validation.openAPIV3Schema.properties[spec].properties[size].default: Invalid value: \"string\":  in body must be of type integer: \"string\"",
             "spec.validation.openAPIV3Schema.properties[spec].properties[tags].default.[0]: Invalid value: \"integer\": [0] in body must be of type string: \"integer\"",
         ]
+    );
+}
+
+/// Structural-schema violations of every kind, as kube-apiserver 1.36.3 listed them for
+/// this CRD (`kubectl create --dry-run=server`): the structural ones first, sorted by
+/// their text as it sorts them, then the schema's own rules (kube-apiserver lists those
+/// in Go's map order, which varies between runs; ours are by property name).
+#[test]
+fn non_structural_schemas_get_kube_apiserver_messages() {
+    let mut c = crd(
+        "s.example.com",
+        json!({"spec": {"type": "object", "properties": {
+            "untyped": {},
+            "list": {"type": "array"},
+            "intOrList": {"anyOf": [{"type": "integer"}, {"type": "array", "items": {"type": "string"}}]},
+            "choice": {"type": "string", "oneOf": [
+                {"description": "hi", "nullable": true},
+                {"x-kubernetes-map-type": "atomic", "properties": {"metadata": {"maxLength": 1}}},
+            ]},
+            "embedded": {"type": "string", "x-kubernetes-embedded-resource": true},
+            "ios": {"x-kubernetes-int-or-string": true, "x-kubernetes-preserve-unknown-fields": true},
+            "fine": {"x-kubernetes-int-or-string": true, "anyOf": [{"type": "integer"}, {"type": "string"}]},
+            "both": {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": {"type": "string"}},
+            "open": {"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": true},
+            "unique": {"type": "array", "items": {"type": "string"}, "uniqueItems": true},
+        }}}),
+    );
+    c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["anyOf"] =
+        json!([{"properties": {"ghost": {"minLength": 1}}}]);
+    let at = "spec.validation.openAPIV3Schema";
+    let spec = format!("{at}.properties[spec].properties");
+    let mut want = vec![
+        format!("{at}.properties[ghost]: Required value: because it is defined in {at}.anyOf[0].properties[ghost]"),
+        format!("{spec}[choice].oneOf[0].description: Forbidden: must be empty to be structural"),
+        format!("{spec}[choice].oneOf[0].nullable: Forbidden: must be false to be structural"),
+        format!("{spec}[choice].oneOf[1].properties[metadata]: Forbidden: must not be specified in a nested context"),
+        format!("{spec}[choice].oneOf[1].x-kubernetes-map-type: Forbidden: must be undefined to be structural"),
+        format!("{spec}[embedded].properties: Required value: must not be empty if x-kubernetes-embedded-resource is true without x-kubernetes-preserve-unknown-fields"),
+        format!("{spec}[embedded].type: Invalid value: \"string\": must be object if x-kubernetes-embedded-resource is true"),
+        format!("{spec}[intOrList].anyOf[0].type: Forbidden: must be empty to be structural"),
+        format!("{spec}[intOrList].anyOf[1].items.type: Forbidden: must be empty to be structural"),
+        format!("{spec}[intOrList].anyOf[1].type: Forbidden: must be empty to be structural"),
+        format!("{spec}[intOrList].type: Required value: must not be empty for specified object fields"),
+        format!("{spec}[ios].x-kubernetes-preserve-unknown-fields: Invalid value: true: must be false if x-kubernetes-int-or-string is true"),
+        format!("{spec}[list].items: Required value: must be specified"),
+        format!("{spec}[untyped].type: Required value: must not be empty for specified object fields"),
+        // Then the schema's own rules.
+        format!("{spec}[both].additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive"),
+        format!("{spec}[choice].oneOf[1].type: Required value: must be object if x-kubernetes-map-type is specified"),
+        format!("{spec}[unique].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"),
+    ];
+    let got: Vec<String> = validate(&c)
+        .into_iter()
+        .map(|e| e.internal(&c).to_string())
+        .collect();
+    assert_eq!(got, want);
+    // A schema error the structural conversion stops at hides the structural ones
+    // (`messages` sorts).
+    c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]
+        ["closed"] = json!({"type": "object", "x-kubernetes-preserve-unknown-fields": false});
+    want = vec![
+        format!("{spec}[both].additionalProperties: Forbidden: additionalProperties and properties are mutual exclusive"),
+        format!("{spec}[choice].oneOf[1].type: Required value: must be object if x-kubernetes-map-type is specified"),
+        format!("{spec}[closed].x-kubernetes-preserve-unknown-fields: Invalid value: false: must be true or undefined"),
+        format!("{spec}[unique].uniqueItems: Forbidden: uniqueItems cannot be set to true since the runtime complexity becomes quadratic"),
+    ];
+    assert_eq!(messages(&c), want);
+}
+
+#[test]
+fn optional_old_self_needs_a_transition_rule() {
+    let rules = |rule: &str| {
+        crd(
+            "example.com",
+            json!({"spec": {"type": "object", "x-kubernetes-validations": [
+                {"rule": rule, "optionalOldSelf": true}
+            ]}}),
+        )
+    };
+    // kube-apiserver 1.36.3: "...x-kubernetes-validations[0].optionalOldSelf: Invalid
+    // value: true: may not be set if oldSelf is not used in rule".
+    assert_eq!(
+        messages(&rules("self.mode != 'oldSelf'")),
+        vec!["spec.validation.openAPIV3Schema.properties[spec].x-kubernetes-validations[0].optionalOldSelf: Invalid value: true: may not be set if oldSelf is not used in rule"]
+    );
+    assert_eq!(
+        messages(&rules("!oldSelf.hasValue() || self.mode != 'x'")),
+        Vec::<String>::new()
     );
 }

@@ -226,6 +226,12 @@ pub fn rule_fix(e: &FieldError) -> String {
         "give every validation rule a `rule`, and a one-line `message` when the rule spans lines"
     } else if e.field.contains("additionalPrinterColumns") {
         "use a printer column type kube-apiserver knows: integer, number, string, boolean or date (and a format among int32, int64, float, double, byte, date, date-time, password)"
+    } else if d.contains("structural")
+        || d.starts_with("must not be empty for specified")
+        || d.starts_with("because it is defined in")
+        || (d == "must be specified" && e.field.ends_with(".items"))
+    {
+        "make the schema structural: give every property a `type` (or `x-kubernetes-preserve-unknown-fields: true` for any JSON), every array `items`, and keep `type`, `default`, `description`, `nullable` and `x-kubernetes-*` out of allOf/anyOf/oneOf/not, which may only restrict fields the schema already specifies (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema)"
     } else if d.contains("in body must be of type") {
         "give the default a value of the schema's type"
     } else {
