@@ -73,5 +73,5 @@ if [ "$what" = real ] || [ "$what" = all ]; then
   # The tests that need a control plane are #[ignore]d in a plain `cargo test` and are
   # exactly the ignored ones: each starts its own (testing::envtest).
   stage "end-to-end suites on a real kube-apiserver" \
-    cargo test --workspace --tests --locked --features "$FEATURES" -- --ignored
+    cargo test --workspace --tests --locked --no-fail-fast --features "$FEATURES" -- --ignored
 fi
