@@ -22,7 +22,14 @@ const PER_VERSION: usize = 14;
 const PARALLEL: usize = 3;
 
 pub async fn run(ctx: Ctx) -> Vec<Case> {
-    let (_server, pair) = crate::fresh_pair(&ctx.real);
+    let (_server, pair) = match crate::fresh_pair(&ctx.real).await {
+        Ok(x) => x,
+        Err(e) => {
+            let mut c = Case::new(FAMILY, "setup");
+            c.fail(e);
+            return vec![c];
+        }
+    };
     let ns = format!("d-crd-{}", crate::run_id());
     if let Err(e) = create_namespace(&pair, &ns).await {
         let mut c = Case::new(FAMILY, "setup");
@@ -109,7 +116,9 @@ async fn file_cases(p: &Pair, ns: &str, path: &std::path::Path) -> Vec<Case> {
 
 async fn crd_cases(p: &Pair, ns: &str, crd: &Value) -> Vec<Case> {
     let name = crd["metadata"]["name"].as_str().unwrap_or("?").to_owned();
+    eprintln!("differential: crd-corpus: {name}");
     let mut reg = Case::new(FAMILY, format!("{name}: create the CRD"));
+    reg.tag = Some("create the CRD".into());
     let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
     let create = Req::post(crds, crd);
     let (a, b) = p.both(&create).await;
@@ -154,6 +163,7 @@ async fn crd_cases(p: &Pair, ns: &str, crd: &Value) -> Vec<Case> {
         base["kind"] = json!(kind);
         base["metadata"] = json!({"name": "corpus-obj"});
         let mut c = Case::new(FAMILY, format!("{name} {version}: a valid object"));
+        c.tag = Some("valid object".into());
         let req = Req::post(&coll, &base);
         let (a, b) = p.both(&req).await;
         c.check(&req, &a, &b, Cmp::Body);
@@ -167,6 +177,7 @@ async fn crd_cases(p: &Pair, ns: &str, crd: &Value) -> Vec<Case> {
         out.push(c);
         for m in synth::pick(synth::mutations(schema), PER_VERSION) {
             let mut c = Case::new(FAMILY, format!("{name} {version}: {} at {}", m.kind, m.at));
+            c.tag = Some(m.kind.into());
             let req = Req::post(&coll, &m.apply(&base));
             let (a, b) = p.both(&req).await;
             c.check(&req, &a, &b, Cmp::Outcome);

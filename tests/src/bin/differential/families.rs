@@ -64,7 +64,14 @@ pub type CaseFn = fn(Pair, String, Case) -> Pin<Box<dyn Future<Output = Case> + 
 
 /// Runs each case in a fresh namespace of one fresh in-memory server.
 pub async fn run_cases(ctx: &Ctx, family: &str, cases: &[(&str, CaseFn)]) -> Vec<Case> {
-    let (_server, pair) = crate::fresh_pair(&ctx.real);
+    let (_server, pair) = match crate::fresh_pair(&ctx.real).await {
+        Ok(x) => x,
+        Err(e) => {
+            let mut c = Case::new(family, "setup");
+            c.fail(e);
+            return vec![c];
+        }
+    };
     let mut out = Vec::new();
     for (i, (name, f)) in cases.iter().enumerate() {
         let ns = format!("d-{family}-{i}-{}", crate::run_id());
@@ -188,8 +195,14 @@ pub fn with(obj: &Value, f: impl FnOnce(&mut Value)) -> Value {
     v
 }
 
+/// A ConfigMap; an empty `data` is left out (kube-apiserver drops empty maps when it
+/// serializes, the in-memory server keeps them: one case shows that, the rest avoid it).
 pub fn configmap(name: &str, data: Value) -> Value {
-    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+    let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    if data.as_object().is_some_and(|m| !m.is_empty()) {
+        cm["data"] = data;
+    }
+    cm
 }
 
 pub fn pod(name: &str) -> Value {

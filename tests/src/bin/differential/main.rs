@@ -4,7 +4,7 @@
 //! ```text
 //! differential --kubeconfig REAL_KUBECONFIG --report docs/differential.md
 //!              [--known tests/differential/known-differences.txt] [--crds DIR]
-//!              [--families crd-corpus,crud,...] [--crd-limit N]
+//!              [--families crd-corpus,crud,...] [--crd-limit N] [--write-known PATH]
 //! ```
 //!
 //! Each family gets a fresh in-memory server (strict namespaces, as on a cluster) and
@@ -15,7 +15,8 @@
 //! Exit status: 0 when the suite ran (and, with `--known`, every disagreeing case is
 //! listed there); 1 with `--known` when a case disagrees that the file does not list;
 //! 2 when the harness itself failed (no real server, report not written). A case that
-//! errors is reported as an error, never a crash.
+//! errors is reported as an error, never a crash. `--write-known PATH` writes the
+//! disagreeing cases of this run as the new known-differences list instead.
 
 mod case;
 mod crd_corpus;
@@ -41,6 +42,7 @@ struct Args {
     crds: String,
     families: Option<Vec<String>>,
     crd_limit: Option<usize>,
+    write_known: Option<String>,
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -50,6 +52,7 @@ fn parse_args() -> Result<Args, String> {
     let mut crds = None;
     let mut families = None;
     let mut crd_limit = None;
+    let mut write_known = None;
     let mut it = std::env::args().skip(1);
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or(format!("{a} needs a value"));
@@ -57,6 +60,7 @@ fn parse_args() -> Result<Args, String> {
             "--kubeconfig" => kubeconfig = Some(val()?),
             "--report" => report = Some(val()?),
             "--known" => known = Some(val()?),
+            "--write-known" => write_known = Some(val()?),
             "--crds" => crds = Some(val()?),
             "--families" => {
                 families = Some(val()?.split(',').map(str::to_owned).collect());
@@ -74,28 +78,81 @@ fn parse_args() -> Result<Args, String> {
         crds: crds.unwrap_or_else(|| "../shared/crds".into()),
         families,
         crd_limit,
+        write_known,
     })
 }
 
 async fn real_client(path: &str) -> Result<kube::Client, String> {
     let kc = kube::config::Kubeconfig::read_from(path).map_err(|e| format!("{path}: {e}"))?;
-    let config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
+    let mut config = kube::Config::from_custom_kubeconfig(kc, &Default::default())
         .await
         .map_err(|e| format!("{path}: {e}"))?;
+    // Every answer as the server sent it: no retries of 429/503/504.
+    config.default_retry = false;
     kube::Client::try_from(config).map_err(|e| format!("{path}: {e}"))
 }
 
+/// A fresh in-memory server, on its own thread and runtime and reached over TCP, so
+/// that a server that stalls (a lock held, a busy loop) makes requests time out instead
+/// of stopping the harness. Stopped when dropped.
+pub struct MemServer {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl Drop for MemServer {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+    }
+}
+
 /// A fresh in-memory server and the pair it makes with the real one.
-pub fn fresh_pair(real: &Side) -> (ApiServer, Pair) {
-    let server = ApiServer::builder().strict_namespaces(true).build();
-    let mem = Side {
-        client: kube::Client::new(server.service(), "default"),
-    };
+pub async fn fresh_pair(real: &Side) -> Result<(MemServer, Pair), String> {
+    let (config_tx, config_rx) = tokio::sync::oneshot::channel();
+    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let rt = match tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .enable_all()
+            .build()
+        {
+            Ok(rt) => rt,
+            Err(e) => {
+                let _ = config_tx.send(Err(format!("a runtime for the in-memory server: {e}")));
+                return;
+            }
+        };
+        rt.block_on(async move {
+            let server = ApiServer::builder().strict_namespaces(true).build();
+            let tcp = match server.serve_tcp().await {
+                Ok(t) => t,
+                Err(e) => {
+                    let _ = config_tx.send(Err(format!("serving the in-memory server: {e}")));
+                    return;
+                }
+            };
+            let config = tcp.config().await.map_err(|e| e.to_string());
+            let _ = config_tx.send(config);
+            let _ = stop_rx.await;
+            tcp.shutdown().await;
+        });
+    });
+    let mut config = config_rx
+        .await
+        .map_err(|_| "the in-memory server's thread ended".to_owned())??;
+    config.default_retry = false;
+    let client = kube::Client::try_from(config).map_err(|e| e.to_string())?;
     let pair = Pair {
-        mem,
+        mem: Side { client },
         real: real.clone(),
     };
-    (server, pair)
+    Ok((
+        MemServer {
+            stop: Some(stop_tx),
+        },
+        pair,
+    ))
 }
 
 /// The per-run suffix of namespace names on the real server.
@@ -185,14 +242,25 @@ async fn main() -> ExitCode {
         args.report,
         started.elapsed().as_secs_f64()
     );
-    let Some(known) = known else {
-        return ExitCode::SUCCESS;
-    };
     let disagreeing: BTreeSet<String> = cases
         .iter()
         .filter(|c| !c.agrees())
         .map(report::key)
         .collect();
+    if let Some(path) = &args.write_known {
+        if let Err(e) = std::fs::write(path, report::render_known(&disagreeing)) {
+            eprintln!("differential: writing {path}: {e}");
+            return ExitCode::from(2);
+        }
+        eprintln!(
+            "differential: wrote {} known differences to {path}",
+            disagreeing.len()
+        );
+        return ExitCode::SUCCESS;
+    }
+    let Some(known) = known else {
+        return ExitCode::SUCCESS;
+    };
     let new: Vec<&String> = disagreeing.difference(&known).collect();
     for k in known.difference(&disagreeing) {
         eprintln!("differential: now agrees (remove from the known list): {k}");

@@ -24,6 +24,48 @@ pub fn parse_known(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// A difference line with list indices and long values cut, to count alike lines.
+fn signature(detail: &str) -> String {
+    let mut out = String::new();
+    let mut in_index = false;
+    for ch in detail.chars() {
+        match ch {
+            '[' => {
+                in_index = true;
+                out.push('[');
+            }
+            ']' if in_index => {
+                in_index = false;
+                out.push_str("*]");
+            }
+            c if in_index && c.is_ascii_digit() => {}
+            c => {
+                if in_index {
+                    in_index = false;
+                }
+                out.push(c);
+            }
+        }
+    }
+    crate::harness::shorten(&out, 110)
+}
+
+/// The known-differences file for these keys.
+pub fn render_known(keys: &BTreeSet<String>) -> String {
+    let mut out = String::from(
+        "# Cases of the differential suite (hack/differential.sh) where the in-memory API server\n\
+         # and kube-apiserver disagree today, one `family: case` a line. A case that disagrees\n\
+         # and is not listed fails the run; regenerate with\n\
+         # hack/differential.sh --write-known tests/differential/known-differences.txt\n\
+         # after fixing a difference (see docs/differential.md for what each one is).\n",
+    );
+    for k in keys {
+        out.push_str(k);
+        out.push('\n');
+    }
+    out
+}
+
 /// Takes the per-run suffix out of names.
 fn scrub(s: &str) -> String {
     s.replace(crate::run_id(), "R")
@@ -92,6 +134,75 @@ pub fn render(
         );
     }
     out.push_str(").\n\n");
+
+    out.push_str(
+        "## Set aside\n\nDifferences so pervasive that they would fail nearly every step and hide \
+         the rest. Steps that have them still agree when nothing else differs; the \
+         `full comparison` cases of the crud family show each as a difference once.\n\n\
+         | difference | steps | first seen in |\n|---|---|---|\n",
+    );
+    for (i, what) in crate::case::SET_ASIDE.iter().enumerate() {
+        let hits: Vec<(&Case, &crate::case::Step)> = cases
+            .iter()
+            .flat_map(|c| c.steps.iter().map(move |s| (c, s)))
+            .filter(|(_, s)| s.set_aside.contains(&i))
+            .collect();
+        let first = hits
+            .first()
+            .map(|(c, s)| {
+                format!(
+                    "{} / {}: `{}`",
+                    c.family,
+                    md(&c.name),
+                    md(&crate::harness::shorten(&s.request, 120)).replace('`', "'")
+                )
+            })
+            .unwrap_or_default();
+        let _ = writeln!(out, "| {} | {} | {first} |", md(what), hits.len());
+    }
+    out.push('\n');
+
+    let tagged: Vec<&Case> = cases.iter().filter(|c| c.tag.is_some()).collect();
+    if !tagged.is_empty() {
+        out.push_str(
+            "### By constraint kind (crd-corpus)\n\n| kind | agreeing / cases |\n|---|---|\n",
+        );
+        let mut by: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+        for c in &tagged {
+            let e = by.entry(c.tag.as_deref().unwrap_or("")).or_default();
+            e.1 += 1;
+            if c.agrees() {
+                e.0 += 1;
+            }
+        }
+        for (k, (a, t)) in by {
+            let _ = writeln!(out, "| {k} | {a} / {t} |");
+        }
+        out.push('\n');
+    }
+    out.push_str("### Recurring differences\n\nThe most frequent difference lines per family (list indices as `[*]`), \
+                  and in how many compared requests each appears.\n\n");
+    for f in &order {
+        let mut count: BTreeMap<String, usize> = BTreeMap::new();
+        for c in cases.iter().filter(|c| c.family == *f) {
+            for s in c.steps.iter().filter(|s| s.verdict == Verdict::Differ) {
+                let sigs: BTreeSet<String> = s.details.iter().map(|d| signature(d)).collect();
+                for sig in sigs {
+                    *count.entry(sig).or_default() += 1;
+                }
+            }
+        }
+        let mut top: Vec<(String, usize)> = count.into_iter().collect();
+        top.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        if top.is_empty() {
+            continue;
+        }
+        let _ = writeln!(out, "- **{f}**");
+        for (sig, n) in top.into_iter().take(12) {
+            let _ = writeln!(out, "  - {n}× {}", md(&sig));
+        }
+    }
+    out.push('\n');
 
     out.push_str("## Differences\n\n");
     for f in &order {

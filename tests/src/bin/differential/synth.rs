@@ -299,13 +299,13 @@ pub enum Action {
 }
 
 #[derive(Clone, Debug)]
-pub struct Mutation {
+pub struct Mutation<'a> {
     /// The constraint kind broken (`type`, `enum`, `pattern`, ...).
     pub kind: &'static str,
     /// Where, as a field path (`.spec.ports[0].name`).
     pub at: String,
     /// The path, each step with the schema of the node it reaches.
-    path: Vec<(Seg, Value)>,
+    path: Vec<(Seg, &'a Value)>,
     action: Action,
 }
 
@@ -333,18 +333,14 @@ pub const KINDS: &[&str] = &[
 ];
 
 /// The mutations of a schema, each breaking one constraint.
-pub fn mutations(root: &Value) -> Vec<Mutation> {
+pub fn mutations(root: &Value) -> Vec<Mutation<'_>> {
     let mut out = Vec::new();
     let props = root.get("properties").and_then(Value::as_object);
     for (name, child) in props.into_iter().flatten() {
         if matches!(name.as_str(), "apiVersion" | "kind" | "metadata") {
             continue;
         }
-        walk(
-            child,
-            vec![(Seg::Key(name.clone()), child.clone())],
-            &mut out,
-        );
+        walk(child, vec![(Seg::Key(name.clone()), child)], &mut out);
     }
     if let Some(req) = required(root)
         .into_iter()
@@ -360,7 +356,7 @@ pub fn mutations(root: &Value) -> Vec<Mutation> {
     out
 }
 
-fn at(path: &[(Seg, Value)]) -> String {
+fn at(path: &[(Seg, &Value)]) -> String {
     let mut s = String::new();
     for (seg, _) in path {
         match seg {
@@ -374,7 +370,7 @@ fn at(path: &[(Seg, Value)]) -> String {
     s
 }
 
-fn walk(s: &Value, path: Vec<(Seg, Value)>, out: &mut Vec<Mutation>) {
+fn walk<'a>(s: &'a Value, path: Vec<(Seg, &'a Value)>, out: &mut Vec<Mutation<'a>>) {
     if path.len() > MAX_DEPTH {
         return;
     }
@@ -480,7 +476,7 @@ fn walk(s: &Value, path: Vec<(Seg, Value)>, out: &mut Vec<Mutation>) {
         }
         if let Some(i) = items {
             let mut p = path.clone();
-            p.push((Seg::First, i.clone()));
+            p.push((Seg::First, i));
             walk(i, p, out);
         }
     }
@@ -494,7 +490,7 @@ fn walk(s: &Value, path: Vec<(Seg, Value)>, out: &mut Vec<Mutation>) {
                 out.push(m("maxProperties", Action::Set(Value::Object(map))));
             }
             let mut p = path.clone();
-            p.push((Seg::Key("k".into()), add.clone()));
+            p.push((Seg::Key("k".into()), add));
             walk(add, p, out);
         }
         if let Some(n) = uint(s, "minProperties").filter(|n| *n > 0 && *n < 64) {
@@ -548,7 +544,7 @@ fn walk(s: &Value, path: Vec<(Seg, Value)>, out: &mut Vec<Mutation>) {
             .flatten()
         {
             let mut p = path.clone();
-            p.push((Seg::Key(name.clone()), child.clone()));
+            p.push((Seg::Key(name.clone()), child));
             walk(child, p, out);
         }
     }
@@ -582,7 +578,7 @@ fn number(v: f64, t: Option<&str>) -> Value {
     }
 }
 
-impl Mutation {
+impl Mutation<'_> {
     /// `base` with the mutation applied (missing parents created valid).
     pub fn apply(&self, base: &Value) -> Value {
         let mut obj = base.clone();
@@ -637,8 +633,8 @@ impl Mutation {
 
 /// At most `n` mutations, taken round-robin over [`KINDS`] so that every kind present
 /// appears before any kind appears twice.
-pub fn pick(all: Vec<Mutation>, n: usize) -> Vec<Mutation> {
-    let mut by_kind: Vec<std::collections::VecDeque<Mutation>> = KINDS
+pub fn pick(all: Vec<Mutation<'_>>, n: usize) -> Vec<Mutation<'_>> {
+    let mut by_kind: Vec<std::collections::VecDeque<Mutation<'_>>> = KINDS
         .iter()
         .map(|k| all.iter().filter(|m| m.kind == *k).cloned().collect())
         .collect();

@@ -48,6 +48,10 @@ pub const CASES: &[(&str, CaseFn)] = &[
     ("custom resource status subresource", |p, ns, c| {
         Box::pin(status_subresource(p, ns, c))
     }),
+    (
+        "full comparison: create, dry-run create, delete",
+        |p, ns, c| Box::pin(full(p, ns, c)),
+    ),
 ];
 
 #[derive(Clone, Copy)]
@@ -351,5 +355,28 @@ async fn status_subresource(p: Pair, ns: String, mut c: Case) -> Case {
     .await;
     step(&p, &mut c, Req::get(format!("{coll}/st")), Cmp::Body).await;
     step(&p, &mut c, Req::get(format!("{coll}/st/status")), Cmp::Body).await;
+    c
+}
+
+/// The differences set aside elsewhere ([`crate::case::SET_ASIDE`]), compared in full
+/// once.
+async fn full(p: Pair, ns: String, mut c: Case) -> Case {
+    let item = format!("{}/full", cms(&ns));
+    step(
+        &p,
+        &mut c,
+        Req::post(cms(&ns), &configmap("full", json!({"a": "1"}))),
+        Cmp::Full,
+    )
+    .await;
+    let dry = format!("{}?dryRun=All", cms(&ns));
+    step(
+        &p,
+        &mut c,
+        Req::post(dry, &configmap("dry", json!({"a": "1"}))),
+        Cmp::Full,
+    )
+    .await;
+    step(&p, &mut c, Req::delete(item), Cmp::Full).await;
     c
 }

@@ -1,6 +1,6 @@
 //! JSON patch, merge patch, strategic merge patch and server-side apply.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{cms, configmap, deployment, register_crd, step, widget, widget_crd, widgets, CaseFn};
 use crate::case::{Case, Cmp};
@@ -108,7 +108,14 @@ async fn merge_patch(p: Pair, ns: String, mut c: Case) -> Case {
 async fn strategic(p: Pair, ns: String, mut c: Case) -> Case {
     let coll = format!("/apis/apps/v1/namespaces/{ns}/deployments");
     let item = format!("{coll}/smp");
-    step(&p, &mut c, Req::post(&coll, &deployment("smp")), Cmp::Body).await;
+    step(
+        &p,
+        &mut c,
+        Req::post(&coll, &deployment("smp")),
+        Cmp::Project(containers_and_finalizers),
+    )
+    .await;
+    let merged = Cmp::Project(containers_and_finalizers);
     for body in [
         // A new container merges in by name; an existing one keeps its other fields.
         r#"{"spec":{"template":{"spec":{"containers":[{"name":"side","image":"busybox"},{"name":"main","image":"nginx"}]}}}}"#,
@@ -122,7 +129,7 @@ async fn strategic(p: Pair, ns: String, mut c: Case) -> Case {
         r#"{"spec":{"template":{"spec":{"containers":[{"image":"noname"}]}}}}"#,
         r#"{"spec":{"replicas":"three"}}"#,
     ] {
-        step(&p, &mut c, Req::patch(&item, SMP, body), Cmp::Body).await;
+        step(&p, &mut c, Req::patch(&item, SMP, body), merged.clone()).await;
     }
     // Strategic merge on a ConfigMap: maps merge, null deletes.
     step(
@@ -144,6 +151,18 @@ async fn strategic(p: Pair, ns: String, mut c: Case) -> Case {
     )
     .await;
     c
+}
+
+/// The containers' names, images and env, and the finalizers: what the strategic merge
+/// patches here change, apart from the defaults the servers add.
+fn containers_and_finalizers(d: &Value) -> Value {
+    let containers: Vec<Value> = d["spec"]["template"]["spec"]["containers"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|c| json!({"name": c["name"], "image": c["image"], "env": c["env"]}))
+        .collect();
+    json!({"containers": containers, "finalizers": d["metadata"]["finalizers"]})
 }
 
 async fn custom_resource(p: Pair, ns: String, mut c: Case) -> Case {
@@ -243,7 +262,7 @@ async fn apply(p: Pair, ns: String, mut c: Case) -> Case {
             APPLY,
             &doc("  a: \"1\"\n  b: \"2\"\n"),
         ),
-        Cmp::Body,
+        Cmp::Full,
     )
     .await;
     step(
@@ -254,7 +273,7 @@ async fn apply(p: Pair, ns: String, mut c: Case) -> Case {
             APPLY,
             &doc("  a: \"1\"\n  b: \"2\"\n"),
         ),
-        Cmp::Body,
+        Cmp::Full,
     )
     .await;
     step(
@@ -265,7 +284,7 @@ async fn apply(p: Pair, ns: String, mut c: Case) -> Case {
             APPLY,
             &doc("  a: \"other\"\n"),
         ),
-        Cmp::Body,
+        Cmp::Full,
     )
     .await;
     step(
@@ -276,7 +295,7 @@ async fn apply(p: Pair, ns: String, mut c: Case) -> Case {
             APPLY,
             &doc("  a: \"1\"\n  c: \"3\"\n"),
         ),
-        Cmp::Body,
+        Cmp::Full,
     )
     .await;
     step(
@@ -287,7 +306,7 @@ async fn apply(p: Pair, ns: String, mut c: Case) -> Case {
             APPLY,
             &doc("  a: \"bob\"\n"),
         ),
-        Cmp::Body,
+        Cmp::Full,
     )
     .await;
     // alice drops b: it goes; a is bob's now.
@@ -299,24 +318,24 @@ async fn apply(p: Pair, ns: String, mut c: Case) -> Case {
             APPLY,
             &doc("  a: \"1\"\n"),
         ),
-        Cmp::Body,
+        Cmp::Full,
     )
     .await;
     step(
         &p,
         &mut c,
         Req::patch(&item, MERGE, r#"{"data":{"a":"merged"}}"#),
-        Cmp::Body,
+        Cmp::Full,
     )
     .await;
     step(
         &p,
         &mut c,
         Req::put(&item, &configmap("ssa", json!({"only": "put"}))),
-        Cmp::Body,
+        Cmp::Full,
     )
     .await;
-    step(&p, &mut c, Req::get(&item), Cmp::Body).await;
+    step(&p, &mut c, Req::get(&item), Cmp::Full).await;
     c
 }
 

@@ -133,6 +133,9 @@ async fn configmap_keys(p: Pair, ns: String, mut c: Case) -> Case {
         )
         .await;
     }
+    let empty =
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "empty"}, "data": {}});
+    step(&p, &mut c, Req::post(cms(&ns), &empty), Cmp::Body).await;
     let both = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "dup"},
                       "data": {"a": "1"}, "binaryData": {"a": "MQ=="}});
     step(&p, &mut c, Req::post(cms(&ns), &both), Cmp::Body).await;
