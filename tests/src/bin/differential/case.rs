@@ -196,9 +196,20 @@ impl Case {
         verdict != Verdict::Differ
     }
 
-    /// Records a comparison the case computed itself (e.g. watch event sequences).
+    /// Records a comparison the case computed itself (e.g. watch event sequences);
+    /// the pervasive differences are set aside as in [`Cmp::Body`].
     pub fn check_values(&mut self, request: String, mem: &Value, real: &Value) -> bool {
-        let details = diff(mem, real, 12);
+        let mut details = Vec::new();
+        let mut set_aside = Vec::new();
+        for d in diff(mem, real, 200) {
+            match set_aside_kind(&d) {
+                Some(k) => set_aside.push(k),
+                None if details.len() < 12 => details.push(d),
+                None => {}
+            }
+        }
+        set_aside.sort_unstable();
+        set_aside.dedup();
         let verdict = if details.is_empty() {
             Verdict::Agree
         } else {
@@ -211,7 +222,7 @@ impl Case {
             real: crate::harness::brief(real),
             details,
             messages: None,
-            set_aside: Vec::new(),
+            set_aside,
         });
         verdict == Verdict::Agree
     }

@@ -346,7 +346,8 @@ impl Pair {
 }
 
 /// Normalizes what legitimately differs between two servers: uid, timestamps,
-/// resourceVersion values, managedFields times, generateName suffixes.
+/// resourceVersion values, managedFields times, generateName suffixes, the suffix of a
+/// Pod's service-account token volume.
 pub fn normalize(v: &Value) -> Value {
     let mut v = v.clone();
     normalize_in_place(&mut v);
@@ -367,6 +368,10 @@ fn normalize_in_place(v: &mut Value) {
             }
         }
         Value::Array(items) => items.iter_mut().for_each(normalize_in_place),
+        // The service-account token volume of a Pod has a random suffix.
+        Value::String(s) if s.starts_with("kube-api-access-") => {
+            *s = "kube-api-access-<suffix>".into();
+        }
         _ => {}
     }
 }

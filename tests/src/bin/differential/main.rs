@@ -212,6 +212,21 @@ async fn main() -> ExitCode {
             crd_limit: args.crd_limit,
         };
         let got = (family.run)(ctx).await;
+        if std::env::var_os("DIFFERENTIAL_VERBOSE").is_some() {
+            for c in &got {
+                eprintln!(
+                    "  case {}: {}",
+                    c.name,
+                    if c.agrees() { "agrees" } else { "differs" }
+                );
+                for s in &c.steps {
+                    eprintln!(
+                        "    {:?} {} | mem {} | real {}",
+                        s.verdict, s.request, s.mem, s.real
+                    );
+                }
+            }
+        }
         let agree = got.iter().filter(|c| c.agrees()).count();
         eprintln!(
             "differential: {}: {agree}/{} agree ({:.1}s)",

@@ -251,20 +251,35 @@ pub fn render(
         out.push('\n');
     }
 
-    out.push_str("## Message differences\n\nSame code, reason and causes; other words.\n\n");
-    for c in cases {
-        for s in &c.steps {
-            if let Some((m, r)) = &s.messages {
-                let _ = writeln!(
-                    out,
-                    "- {} / {}: `{}`\n  - mem: {}\n  - real: {}",
-                    c.family,
-                    md(&c.name),
-                    md(&s.request).replace('`', "'"),
-                    md(&crate::harness::shorten(m, 400)),
-                    md(&crate::harness::shorten(r, 400))
-                );
-            }
+    out.push_str(
+        "## Message differences\n\nSame code, reason and causes; other words. At most \
+         40 a family are shown.\n\n",
+    );
+    for f in &order {
+        let all: Vec<(&Case, &crate::case::Step)> = cases
+            .iter()
+            .filter(|c| c.family == *f)
+            .flat_map(|c| c.steps.iter().map(move |s| (c, s)))
+            .filter(|(_, s)| s.messages.is_some())
+            .collect();
+        for (c, s) in all.iter().take(40) {
+            let (m, r) = s
+                .messages
+                .as_ref()
+                .map(|(m, r)| (m.as_str(), r.as_str()))
+                .unwrap_or_default();
+            let _ = writeln!(
+                out,
+                "- {} / {}: `{}`\n  - mem: {}\n  - real: {}",
+                c.family,
+                md(&c.name),
+                md(&crate::harness::shorten(&s.request, 200)).replace('`', "'"),
+                md(&crate::harness::shorten(m, 300)),
+                md(&crate::harness::shorten(r, 300))
+            );
+        }
+        if all.len() > 40 {
+            let _ = writeln!(out, "- {f}: {} more not shown", all.len() - 40);
         }
     }
     out
