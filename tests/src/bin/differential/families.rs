@@ -223,9 +223,6 @@ pub fn service(name: &str) -> Value {
            "spec": {"selector": {"app": name}, "ports": [{"port": 80, "targetPort": 8080}]}})
 }
 
-/// Service fields the servers allocate.
-pub const ALLOCATED: &[&str] = &["spec.clusterIP", "spec.clusterIPs"];
-
 pub fn cms(ns: &str) -> String {
     format!("/api/v1/namespaces/{ns}/configmaps")
 }

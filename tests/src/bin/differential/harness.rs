@@ -197,8 +197,68 @@ impl Resp {
         }
     }
 
+    /// What a Status says in words, with uids and resourceVersions taken out: the
+    /// messages of its causes, sorted (kube-apiserver joins them in an order that varies
+    /// from run to run), or its message when it has no causes.
     pub fn message(&self) -> String {
-        self.body["message"].as_str().unwrap_or_default().to_owned()
+        let mut parts: Vec<String> = self.body["details"]["causes"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                format!(
+                    "{}: {}",
+                    c["field"].as_str().unwrap_or(""),
+                    c["message"].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        parts.sort();
+        let text = if parts.is_empty() {
+            self.body["message"].as_str().unwrap_or_default().to_owned()
+        } else {
+            parts.join("; ")
+        };
+        scrub_message(&text)
+    }
+}
+
+/// Takes uids and resourceVersion values out of a message.
+fn scrub_message(text: &str) -> String {
+    static PATTERNS: std::sync::OnceLock<Vec<(regex::Regex, &'static str)>> =
+        std::sync::OnceLock::new();
+    let patterns = PATTERNS.get_or_init(|| {
+        [
+            (
+                r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}",
+                "<uid>",
+            ),
+            (r"current: [0-9]+", "current: <rv>"),
+            (r"in record \([0-9]+\)", "in record (<rv>)"),
+        ]
+        .into_iter()
+        .filter_map(|(p, r)| regex::Regex::new(p).ok().map(|re| (re, r)))
+        .collect()
+    });
+    let mut out = text.to_owned();
+    for (re, rep) in patterns {
+        out = re.replace_all(&out, *rep).into_owned();
+    }
+    out
+}
+
+/// `resp` with the names a server made from `generate_name` (the prefix and five
+/// random characters) written as `<prefix><suffix>`, wherever they appear.
+pub fn scrub_generated(resp: &Resp, generate_name: &str) -> Resp {
+    let Ok(re) = regex::Regex::new(&format!("{}[a-z0-9]{{5}}", regex::escape(generate_name)))
+    else {
+        return resp.clone();
+    };
+    let text = resp.body.to_string();
+    let replaced = re.replace_all(&text, format!("{generate_name}<suffix>").as_str());
+    Resp {
+        body: serde_json::from_str(&replaced).unwrap_or_else(|_| resp.body.clone()),
+        ..resp.clone()
     }
 }
 
@@ -347,7 +407,7 @@ impl Pair {
 
 /// Normalizes what legitimately differs between two servers: uid, timestamps,
 /// resourceVersion values, managedFields times, generateName suffixes, the suffix of a
-/// Pod's service-account token volume.
+/// Pod's service-account token volume, a Service's allocated cluster IPs.
 pub fn normalize(v: &Value) -> Value {
     let mut v = v.clone();
     normalize_in_place(&mut v);
@@ -360,11 +420,21 @@ fn normalize_in_place(v: &mut Value) {
             if let Some(Value::Object(meta)) = map.get_mut("metadata") {
                 normalize_meta(meta);
             }
+            // A Status's details and owner references carry uids too.
+            if let Some(u) = map.get_mut("uid").filter(|u| u.is_string()) {
+                *u = json!("<uid>");
+            }
             for (k, child) in map.iter_mut() {
-                if k == "metadata" {
-                    continue;
+                match k.as_str() {
+                    "metadata" => {}
+                    // A Service's allocated addresses: whether they are there, not which.
+                    "clusterIP" => allocated(child),
+                    "clusterIPs" => match child {
+                        Value::Array(ips) => ips.iter_mut().for_each(allocated),
+                        _ => allocated(child),
+                    },
+                    _ => normalize_in_place(child),
                 }
-                normalize_in_place(child);
             }
         }
         Value::Array(items) => items.iter_mut().for_each(normalize_in_place),
@@ -373,6 +443,12 @@ fn normalize_in_place(v: &mut Value) {
             *s = "kube-api-access-<suffix>".into();
         }
         _ => {}
+    }
+}
+
+fn allocated(v: &mut Value) {
+    if v.as_str().is_some_and(|s| !s.is_empty() && s != "None") {
+        *v = json!("<allocated>");
     }
 }
 
@@ -408,7 +484,7 @@ fn normalize_meta(meta: &mut serde_json::Map<String, Value>) {
             }
         }
     }
-    if meta.contains_key("continue") {
+    if meta.get("continue").is_some_and(|c| c != "") {
         meta.insert("continue".into(), json!("<continue>"));
     }
 }

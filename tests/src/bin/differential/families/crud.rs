@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::{
     cms, configmap, deployment, pick, pod, register_crd, service, step, step_each, wait_default_sa,
-    widget, widget_crd, widgets, with, CaseFn, ALLOCATED,
+    widget, widget_crd, widgets, with, CaseFn,
 };
 use crate::case::{Case, Cmp};
 use crate::harness::{Pair, Req};
@@ -102,13 +102,6 @@ impl Kind {
         }
         obj["metadata"]["labels"]["changed"] = json!("yes");
     }
-
-    fn cmp(self) -> Cmp {
-        match self {
-            Kind::Service => Cmp::BodyExcept(ALLOCATED),
-            _ => Cmp::Body,
-        }
-    }
 }
 
 async fn lifecycle(p: Pair, ns: String, mut c: Case, kind: Kind) -> Case {
@@ -127,15 +120,15 @@ async fn lifecycle(p: Pair, ns: String, mut c: Case, kind: Kind) -> Case {
     let coll = kind.collection(&ns);
     let name = "one";
     let item = format!("{coll}/{name}");
-    let created = step(&p, &mut c, Req::post(&coll, &kind.object(name)), kind.cmp()).await;
-    let got = step(&p, &mut c, Req::get(&item), kind.cmp()).await;
-    step(&p, &mut c, Req::get(&coll), kind.cmp()).await;
+    let created = step(&p, &mut c, Req::post(&coll, &kind.object(name)), Cmp::Body).await;
+    let got = step(&p, &mut c, Req::get(&item), Cmp::Body).await;
+    step(&p, &mut c, Req::get(&coll), Cmp::Body).await;
     let updated = step_each(
         &p,
         &mut c,
         "update with the current resourceVersion",
         |w| Req::put(&item, &with(&pick(w, &got).body, |o| kind.change(o))),
-        kind.cmp(),
+        Cmp::Body,
     )
     .await;
     if updated.0.rv() == created.0.rv() || updated.1.rv() == created.1.rv() {
@@ -175,10 +168,10 @@ async fn lifecycle(p: Pair, ns: String, mut c: Case, kind: Kind) -> Case {
                 }),
             )
         },
-        kind.cmp(),
+        Cmp::Body,
     )
     .await;
-    step(&p, &mut c, Req::delete(&item), kind.cmp()).await;
+    step(&p, &mut c, Req::delete(&item), Cmp::Body).await;
     step(&p, &mut c, Req::get(&item), Cmp::Body).await;
     step(&p, &mut c, Req::delete(&item), Cmp::Body).await;
     step(&p, &mut c, Req::put(&item, &kind.object(name)), Cmp::Body).await;

@@ -2,9 +2,7 @@
 
 use serde_json::json;
 
-use super::{
-    cms, configmap, deployment, pod, service, step, wait_default_sa, with, CaseFn, ALLOCATED,
-};
+use super::{cms, configmap, deployment, pod, service, step, wait_default_sa, with, CaseFn};
 use crate::case::{Case, Cmp};
 use crate::harness::{Pair, Req};
 
@@ -228,13 +226,7 @@ async fn deployment_defaults(p: Pair, ns: String, mut c: Case) -> Case {
 
 async fn service_defaults(p: Pair, ns: String, mut c: Case) -> Case {
     let coll = format!("/api/v1/namespaces/{ns}/services");
-    step(
-        &p,
-        &mut c,
-        Req::post(&coll, &service("plain")),
-        Cmp::BodyExcept(ALLOCATED),
-    )
-    .await;
+    step(&p, &mut c, Req::post(&coll, &service("plain")), Cmp::Body).await;
     let headless = with(&service("headless"), |o| {
         o["spec"]["clusterIP"] = json!("None")
     });
