@@ -24,6 +24,8 @@ mod families;
 mod harness;
 mod report;
 mod synth;
+#[cfg(test)]
+mod tests;
 mod watch;
 
 use std::collections::BTreeSet;
