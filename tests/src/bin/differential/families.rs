@@ -42,6 +42,10 @@ pub const ALL: &[Family] = &[
         run: |ctx| Box::pin(async move { run_cases(&ctx, "validation", validation::CASES).await }),
     },
     Family {
+        name: "reads",
+        run: |ctx| Box::pin(async move { run_cases(&ctx, "reads", reads::CASES).await }),
+    },
+    Family {
         name: "patch",
         run: |ctx| Box::pin(async move { run_cases(&ctx, "patch", patch::CASES).await }),
     },
@@ -231,6 +235,7 @@ pub mod crud;
 pub mod deletion;
 pub mod lifecycle;
 pub mod patch;
+pub mod reads;
 pub mod validation;
 
 /// The group of the suite's own CRD kind (per run, so a rerun never meets a CRD still
