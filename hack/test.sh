@@ -74,4 +74,8 @@ if [ "$what" = real ] || [ "$what" = all ]; then
   # exactly the ignored ones: each starts its own (testing::envtest).
   stage "end-to-end suites on a real kube-apiserver" \
     cargo test --workspace --tests --locked --no-fail-fast --features "$FEATURES" -- --ignored
+  # The same requests to the in-memory server and to kube-apiserver; fails on a
+  # difference not in tests/differential/known-differences.txt (report:
+  # docs/differential.md, rewritten by the run).
+  stage "differential suite (hack/differential.sh)" env CRD_CORPUS="$corpus" hack/differential.sh
 fi

@@ -223,7 +223,11 @@ async fn propagation(p: Pair, ns: String, mut c: Case, policy: &'static str) -> 
         let (a, b) = poll_both(&p, &owner_get, Duration::from_secs(60), |r| r.code == 404).await;
         c.check(&owner_get, &a, &b, Cmp::Body);
     } else {
-        step(&p, &mut c, Req::get(&owner_item), Cmp::Body).await;
+        // Orphan: the garbage collector removes the owner's `orphan` finalizer after it
+        // has freed the dependents, so the owner goes a moment later: poll for it.
+        let owner_get = Req::get(&owner_item);
+        let (a, b) = poll_both(&p, &owner_get, Duration::from_secs(60), |r| r.code == 404).await;
+        c.check(&owner_get, &a, &b, Cmp::Body);
     }
     c
 }
