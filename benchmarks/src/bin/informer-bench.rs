@@ -7,8 +7,14 @@
 //! relist by a 410 on its watch. It prints one table with time to synced, events/s,
 //! CPU seconds, peak RSS and the relist's peak over the steady state, then the ratios.
 //!
+//! With `--real <kubeconfig>` the server is a real kube-apiserver instead:
+//! `bench-real-server` seeds it with the same generator's Pods and makes the events with
+//! merge patches; a real server cannot be made to answer 410 on demand, so that mode
+//! runs without the relist.
+//!
 //! ```text
-//! hack/bench-informer.sh 100000      # builds everything, then runs this
+//! hack/bench-informer.sh 100000          # builds everything, then runs this
+//! REAL=1 hack/bench-informer.sh 10000    # the same against a real kube-apiserver
 //! ```
 
 use std::io::{BufRead, BufReader, Write};
@@ -42,7 +48,20 @@ struct Args {
     /// each figure's median.
     #[arg(long, default_value_t = 1)]
     runs: usize,
-    /// The `bench-server` binary (default: next to this one).
+    /// Run against the real kube-apiserver of this kubeconfig (through
+    /// `bench-real-server`) instead of the in-memory server; implies --no-relist.
+    #[arg(long, value_name = "KUBECONFIG")]
+    real: Option<PathBuf>,
+    /// With --real: leave the seeded Pods in the cluster at the end (a later run with the
+    /// same or fewer Pods reuses them instead of seeding for minutes).
+    #[arg(long)]
+    keep_pods: bool,
+    /// Seconds to wait for the server to be seeded (seeding a real server with 50k Pods
+    /// takes minutes).
+    #[arg(long, default_value_t = 3600)]
+    seed_timeout: u64,
+    /// The `bench-server` binary, or with --real the `bench-real-server` binary
+    /// (default: next to this one).
     #[arg(long)]
     server_bin: Option<PathBuf>,
     /// The `bench-client` binary (default: next to this one).
@@ -178,6 +197,7 @@ fn run_client(
     server: &mut Proc,
     args: &Args,
     events: usize,
+    relist_too: bool,
 ) -> Result<Measured, Error> {
     let timeout = Duration::from_secs(args.timeout);
     let mut client = Proc::spawn(
@@ -195,7 +215,7 @@ fn run_client(
     let line = client.expect("RESULT")?;
     let result = ClientResult::parse(&format!("RESULT {line}")).ok_or("unreadable RESULT line")?;
     let mut relist = None;
-    if !args.no_relist {
+    if relist_too {
         client.send("relist")?;
         client.expect("RELIST-READY")?;
         server.send("relist")?;
@@ -269,10 +289,18 @@ fn main() -> Result<(), Error> {
     let args = Args::parse();
     let events = args.events.unwrap_or(args.pods);
     let timeout = Duration::from_secs(args.timeout);
-    let server_bin = args
-        .server_bin
-        .clone()
-        .map_or_else(|| sibling("bench-server"), Ok)?;
+    let real = args.real.is_some();
+    let relist_too = !args.no_relist && !real;
+    let server_bin = args.server_bin.clone().map_or_else(
+        || {
+            sibling(if real {
+                "bench-real-server"
+            } else {
+                "bench-server"
+            })
+        },
+        Ok,
+    )?;
     let bins = Binaries {
         client: args
             .client_bin
@@ -290,16 +318,26 @@ fn main() -> Result<(), Error> {
     };
 
     eprintln!("seeding {} Pods...", args.pods);
-    let mut server = Proc::spawn(
-        "server",
-        Command::new(&server_bin)
-            .arg("--pods")
-            .arg(args.pods.to_string())
-            .arg("--history")
-            .arg((events + 1000).to_string()),
-        timeout,
-    )?;
+    let mut cmd = Command::new(&server_bin);
+    cmd.arg("--pods").arg(args.pods.to_string());
+    if let Some(kc) = &args.real {
+        cmd.arg("--kubeconfig").arg(kc);
+        if args.keep_pods {
+            cmd.arg("--keep");
+        }
+    } else {
+        cmd.arg("--history").arg((events + 1000).to_string());
+    }
+    let mut server = Proc::spawn("server", &mut cmd, timeout)?;
+    server.timeout = Duration::from_secs(args.seed_timeout.max(args.timeout));
+    let pod_size = if real {
+        let bytes = server.expect("POD-BYTES")?;
+        format!("{bytes} bytes of JSON each as the server returns one, managedFields included")
+    } else {
+        "~6 KiB JSON each".to_owned()
+    };
     let kubeconfig = server.expect("READY")?;
+    server.timeout = timeout;
 
     let mut floors = Vec::new();
     let mut runs: Vec<(ClientKind, Vec<Measured>)> =
@@ -315,6 +353,7 @@ fn main() -> Result<(), Error> {
                 &mut server,
                 &args,
                 events,
+                relist_too,
             )?);
         }
     }
@@ -329,11 +368,18 @@ fn main() -> Result<(), Error> {
     let _ = server.child.wait();
 
     println!(
-        "informer benchmark: {} Pods (~6 KiB JSON each), {events} MODIFIED events{}; one process per client; medians of {} interleaved round(s)",
+        "informer benchmark: {} Pods ({pod_size}), {events} MODIFIED events{}; one process per client; medians of {} interleaved round(s)",
         args.pods,
-        if args.no_relist { "" } else { ", then a forced relist" },
+        if relist_too { ", then a forced relist" } else { "" },
         args.runs.max(1),
     );
+    if real {
+        println!(
+            "server: a real kube-apiserver (+ etcd) on this machine, seeded and driven by bench-real-server; events are merge patches, so events/s is bounded by the server; no forced relist (a real server cannot be made to answer 410 on demand)"
+        );
+    } else {
+        println!("server: kubegen's in-memory API server (bench-server)");
+    }
     println!(
         "decode floor (serde_json, one core, the server's bytes into Pod): list {floor_list:.2} s + events {floor_events:.2} s = {floor:.2} CPU s"
     );
