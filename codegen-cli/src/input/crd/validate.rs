@@ -220,6 +220,8 @@ pub fn rule_fix(e: &FieldError) -> String {
         "give the root `metadata` property only `type: object`"
     } else if e.field.contains("x-kubernetes-list") || d.contains("x-kubernetes-list") {
         "for `x-kubernetes-list-type: map`, list `x-kubernetes-list-map-keys` naming scalar properties of the items that are required or have a default (or use `x-kubernetes-list-type: atomic`/`set` for lists of scalars)"
+    } else if e.field.ends_with(".optionalOldSelf") {
+        "drop `optionalOldSelf`, or use `oldSelf` in the rule (it is for transition rules)"
     } else if e.field.ends_with(".rule") && e.error_type == ErrorType::Invalid {
         "fix the CEL expression's syntax (https://kubernetes.io/docs/reference/using-api/cel/)"
     } else if e.field.contains(".x-kubernetes-validations[") {
@@ -232,6 +234,10 @@ pub fn rule_fix(e: &FieldError) -> String {
         || (d == "must be specified" && e.field.ends_with(".items"))
     {
         "make the schema structural: give every property a `type` (or `x-kubernetes-preserve-unknown-fields: true` for any JSON), every array `items`, and keep `type`, `default`, `description`, `nullable` and `x-kubernetes-*` out of allOf/anyOf/oneOf/not, which may only restrict fields the schema already specifies (https://kubernetes.io/docs/tasks/extend-kubernetes/custom-resources/custom-resource-definitions/#specifying-a-structural-schema)"
+    } else if e.field.ends_with(".uniqueItems") {
+        "drop `uniqueItems: true` (`+kubebuilder:validation:UniqueItems`); for a list of unique scalars use `x-kubernetes-list-type: set` (`+listType=set`)"
+    } else if d.contains("additionalProperties and properties") {
+        "give an object either `properties` (a struct) or `additionalProperties` (a map), not both"
     } else if d.contains("in body must be of type") {
         "give the default a value of the schema's type"
     } else {

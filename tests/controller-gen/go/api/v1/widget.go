@@ -101,7 +101,6 @@ type WidgetSpec struct {
 	// Tags, each at most 16 characters, no repeats.
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=10
-	// +kubebuilder:validation:UniqueItems=true
 	// +kubebuilder:validation:items:MaxLength=16
 	// +kubebuilder:validation:items:Pattern=`^[a-z]+$`
 	// +listType=set
@@ -192,7 +191,7 @@ type WidgetSpec struct {
 
 	// The update strategy.
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="strategy is immutable",reason="FieldValueForbidden",fieldPath=".type"
-	// +kubebuilder:validation:XValidation:rule="!has(self.maxUnavailable) || self.type == 'Rolling'",messageExpression="'maxUnavailable needs Rolling, not ' + self.type",optionalOldSelf=true
+	// +kubebuilder:validation:XValidation:rule="!oldSelf.hasValue() || !has(self.maxUnavailable) || self.type == 'Rolling'",messageExpression="'maxUnavailable needs Rolling, not ' + self.type",optionalOldSelf=true
 	// +optional
 	Strategy *Strategy `json:"strategy,omitempty"`
 
