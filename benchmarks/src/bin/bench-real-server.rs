@@ -178,6 +178,37 @@ async fn existing_pods(client: &kube::Client, pods: usize) -> Result<Vec<String>
 }
 
 /// Prints progress on stderr every two seconds and at the end.
+/// Runs `op` on every item with at most `concurrency` in flight, reporting progress as
+/// `what`; the first error ends the run.
+async fn each_bounded<T, F, Fut>(
+    what: &'static str,
+    items: Vec<T>,
+    concurrency: usize,
+    op: F,
+) -> Result<(), Error>
+where
+    F: Fn(T) -> Fut,
+    Fut: std::future::Future<Output = Result<(), Error>>,
+{
+    if items.is_empty() {
+        return Ok(());
+    }
+    let progress = Progress::new(what, items.len());
+    futures::stream::iter(items)
+        .map(|item| {
+            let (progress, fut) = (&progress, op(item));
+            async move {
+                fut.await?;
+                progress.tick();
+                Ok::<_, Error>(())
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}
+
 struct Progress {
     what: &'static str,
     total: usize,
@@ -320,36 +351,14 @@ async fn seed(client: &kube::Client, args: &Args) -> Result<usize, Error> {
         missing.len(),
         extra.len()
     );
-    if !extra.is_empty() {
-        let progress = Progress::new("deleted", extra.len());
-        futures::stream::iter(extra)
-            .map(|key| {
-                let progress = &progress;
-                async move {
-                    delete_pod(client, key).await?;
-                    progress.tick();
-                    Ok::<_, Error>(())
-                }
-            })
-            .buffer_unordered(args.concurrency.max(1))
-            .try_collect::<Vec<()>>()
-            .await?;
-    }
-    if !missing.is_empty() {
-        let progress = Progress::new("seeded", missing.len());
-        futures::stream::iter(missing)
-            .map(|i| {
-                let progress = &progress;
-                async move {
-                    create_pod(client, i).await?;
-                    progress.tick();
-                    Ok::<_, Error>(())
-                }
-            })
-            .buffer_unordered(args.concurrency.max(1))
-            .try_collect::<Vec<()>>()
-            .await?;
-    }
+    each_bounded("deleted", extra, args.concurrency, |key| {
+        delete_pod(client, key)
+    })
+    .await?;
+    each_bounded("seeded", missing, args.concurrency, |i| {
+        create_pod(client, i)
+    })
+    .await?;
     // One object as the server holds it, for the record.
     let ns = namespace_of(0);
     let name = pod_key(0)
