@@ -12,6 +12,7 @@
 //!   listers, informer factory, fake clientset and the `mod.rs` files, each as
 //!   `TokenStream` -> prettyplease -> `String`;
 //! - [`docs`]: schema descriptions -> doc comments that never run as doctests;
+//! - [`markers`]: the marker registry (every marker kubegen reads or writes, defined once);
 //! - [`names`]: Rust identifiers from wire names (keywords, case, collisions);
 //! - [`validate`]: the model's guarantees, checked before emitting.
 #![deny(missing_docs)]
@@ -19,6 +20,7 @@
 
 pub mod docs;
 pub mod emit;
+pub mod markers;
 pub mod model;
 pub mod names;
 pub mod schema;

@@ -441,7 +441,7 @@ pub struct StructDef {
     pub unknown_fields: Option<String>,
     /// What the object's schema says beyond what its fields imply (a root's own
     /// validation; see [`crate::schema`]).
-    pub schema: crate::schema::SchemaExtra,
+    pub schema: SchemaExtra,
 }
 
 /// One field of a struct.
@@ -475,7 +475,7 @@ pub struct Field {
     pub skip: bool,
     /// What the field's schema says beyond what its type implies (validation, CEL rules,
     /// list types, ...), carried as markers; see [`crate::schema`].
-    pub schema: crate::schema::SchemaExtra,
+    pub schema: SchemaExtra,
 }
 
 /// A string enum.
@@ -542,4 +542,31 @@ pub enum Ty {
     /// Any other existing type, by a path the generated code can name
     /// (checked by [`validate`](crate::validate::validate)).
     External(String),
+}
+
+/// What a schema node says beyond the schema its Rust type implies: validation, CEL
+/// rules, list and map types, and anything the implied schema gets wrong for one node
+/// (see [`crate::schema`], which derives the implied schema, and [`crate::markers`],
+/// which reads and writes these as markers).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SchemaExtra {
+    /// Keys set on the node; a `null` value removes an implied key.
+    pub set: std::collections::BTreeMap<String, serde_json::Value>,
+    /// Extras of the element node: a `Vec`'s `items`, a map's `additionalProperties`.
+    pub element: Option<Box<SchemaExtra>>,
+    /// The field is not in the schema at all (a root's `apiVersion`, `kind` or
+    /// `metadata` that the source schema leaves out).
+    pub omit: bool,
+}
+
+impl SchemaExtra {
+    /// Whether there is nothing beyond the implied schema.
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.element.is_none() && !self.omit
+    }
+
+    /// The extras of the element node, created when missing.
+    pub fn element_mut(&mut self) -> &mut SchemaExtra {
+        self.element.get_or_insert_with(Default::default)
+    }
 }
