@@ -161,6 +161,13 @@ impl Builder {
         // A build script always gets one file.
         config.layout = crate::Layout::SingleFile;
         let generated = crate::generate(&config)?;
+        for w in &generated.warnings {
+            // Cargo shows these lines of a build script as warnings.
+            println!(
+                "cargo:warning={}",
+                build_script_message(w).replace('\n', " ")
+            );
+        }
         let path = dir.join(self.file_name.as_deref().unwrap_or("kubegen.rs"));
         let text = generated
             .files

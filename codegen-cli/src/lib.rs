@@ -125,6 +125,8 @@ pub struct Generated {
     pub rust_kinds: usize,
     /// Kinds read from built-in API descriptions.
     pub builtin_kinds: usize,
+    /// What the inputs lack that the output works without (a Rust kind with no schema).
+    pub warnings: Vec<Error>,
 }
 
 /// `kubegen crd`: the CRDs of the Rust types among `inputs` (files or directories), one
@@ -326,6 +328,7 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
         parts.extend(builtin_parts);
     }
     let mut rust_kinds = 0;
+    let mut warnings = Vec::new();
     if !rust_files.is_empty() {
         if !kubegen_templates::validate::is_type_path(&config.types_path) {
             return Err(vec![Error::at(
@@ -334,9 +337,10 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
                 "pass the path of the inputs' root module, such as --types-path crate::apis",
             )]);
         }
-        let rust_parts = input::rust::read(&rust_files, &config.types_path)?;
-        rust_kinds = rust_parts.iter().map(|p| p.version.kinds.len()).sum();
-        parts.extend(rust_parts);
+        let model = input::rust::read_model(&rust_files, &config.types_path, false)?;
+        rust_kinds = model.parts.iter().map(|p| p.version.kinds.len()).sum();
+        warnings = model.warnings;
+        parts.extend(model.parts);
     }
     let api = input::assemble(parts, &config.group_aliases).map_err(|e| vec![e])?;
     let kinds: usize = api
@@ -370,6 +374,7 @@ pub fn build_model(config: &Config) -> Result<(kubegen_templates::model::Api, In
             crds: crds.len(),
             rust_kinds,
             builtin_kinds,
+            warnings,
         },
     ))
 }
@@ -384,7 +389,7 @@ fn is_builtin_description(file: &Path) -> bool {
 }
 
 /// What [`build_model`] read.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Inputs {
     /// Input files read.
     pub files: usize,
@@ -394,6 +399,8 @@ pub struct Inputs {
     pub rust_kinds: usize,
     /// Kinds read from built-in API descriptions.
     pub builtin_kinds: usize,
+    /// What the inputs lack that the output works without (a Rust kind with no schema).
+    pub warnings: Vec<Error>,
 }
 
 /// Reads the inputs and emits the tree in memory.
@@ -424,5 +431,6 @@ pub fn generate(config: &Config) -> Result<Generated, Vec<Error>> {
         crds: inputs.crds,
         rust_kinds: inputs.rust_kinds,
         builtin_kinds: inputs.builtin_kinds,
+        warnings: inputs.warnings,
     })
 }

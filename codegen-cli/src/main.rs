@@ -37,11 +37,15 @@ enum Command {
     /// one `<group>_<plural>.yaml` per kind, every version in it.
     #[command(after_help = CRD_EXAMPLES)]
     Crd(CrdArgs),
+    /// List every marker kubegen reads (where it may stand, its value, what it does),
+    /// as `controller-gen crd -www` lists controller-gen's.
+    Markers,
 }
 
 const CRD_EXAMPLES: &str = "Examples:
   kubegen crd -f src/apis -o config/crd
-  kubegen crd -f src/apis -o config/crd --verify   # exit 1 and a diff when stale";
+  kubegen crd -f src/apis -o config/crd --verify   # exit 1 and a diff when stale
+  kubegen markers                                  # every marker kubegen reads";
 
 #[derive(Args)]
 struct CrdArgs {
@@ -95,6 +99,10 @@ fn main() -> ExitCode {
     let (verify, common) = match cli.command {
         Command::Generate(c) => (false, c),
         Command::Verify(c) => (true, c),
+        Command::Markers => {
+            print!("{}", kubegen_templates::markers::help());
+            return ExitCode::SUCCESS;
+        }
         Command::Crd(args) => {
             return match run_crd(&args) {
                 Ok(code) => code,
@@ -140,6 +148,9 @@ fn run(verify: bool, common: &Common) -> Result<ExitCode, Vec<kubegen::Error>> {
         LayoutArg::SingleFile => kubegen::Layout::SingleFile,
     };
     let generated = kubegen::generate(&config)?;
+    for w in &generated.warnings {
+        eprintln!("warning: {w}");
+    }
     let elapsed = || format!("{:.0?}", start.elapsed());
     if verify {
         return match kubegen::output::verify_tree(&common.output, &generated.files)

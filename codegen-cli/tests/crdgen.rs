@@ -301,3 +301,161 @@ fn yaml11_booleans_are_quoted() {
         &json!(["on", "OFF", "y", "No", "yes", "n", "maybe", "1_000", "0b101", "12"])
     );
 }
+
+#[test]
+fn required_and_optional_in_every_spelling() {
+    // controller-gen's current spelling, the deprecated kubebuilder one, and Kubernetes'
+    // declarative-validation one: one registry entry each, one effect.
+    let s = schema_of(&spec(
+        "    /// +optional\n    pub a: String,\n    /// +kubebuilder:validation:Optional\n    pub b: String,\n    /// +k8s:optional\n    pub c: String,\n    /// +required\n    pub d: Option<String>,\n    /// +k8s:required\n    pub e: Option<String>,\n    /// +kubebuilder:validation:Required\n    pub f: Option<String>,",
+    ));
+    assert_eq!(s["required"], json!(["d", "e", "f"]), "{s}");
+}
+
+#[test]
+fn immutable_fields_get_controller_gen_rules() {
+    // `self == oldSelf` on the field; an optional field also gets the parent's rule that
+    // keeps it set once set (its own rule does not run once it is gone).
+    let s = schema_of(&spec(
+        "    /// +k8s:immutable\n    pub name: String,\n    /// +k8s:immutable\n    pub class_name: Option<String>,",
+    ));
+    let rule = json!([{"message": "field is immutable", "rule": "self == oldSelf"}]);
+    assert_eq!(s["properties"]["name"]["x-kubernetes-validations"], rule);
+    assert_eq!(
+        s["properties"]["className"]["x-kubernetes-validations"],
+        rule
+    );
+    assert_eq!(
+        s["x-kubernetes-validations"],
+        json!([{"message": "field className is immutable once set", "rule": "!has(oldSelf.className) || has(self.className)"}]),
+        "{s}"
+    );
+}
+
+#[test]
+fn one_of_markers_become_cel_rules_on_the_type() {
+    let types = format!(
+        "{ROOT}\n/// +kubebuilder:validation:ExactlyOneOf=http;grpc\n/// +kubebuilder:validation:AtMostOneOf=tls;plain\n/// +kubebuilder:validation:AtLeastOneOf=http;tls\n#[derive(serde::Serialize, serde::Deserialize)]\npub struct WidgetSpec {{\n    pub http: Option<String>,\n    pub grpc: Option<String>,\n    pub tls: Option<bool>,\n    pub plain: Option<bool>,\n}}\n"
+    );
+    let s = schema_of(&types);
+    assert_eq!(
+        s["x-kubernetes-validations"],
+        json!([
+            {"message": "exactly one of the fields in [http grpc] must be set", "rule": "(has(self.http)?1:0)+(has(self.grpc)?1:0) == 1"},
+            {"message": "at most one of the fields in [tls plain] may be set", "rule": "(has(self.tls)?1:0)+(has(self.plain)?1:0) <= 1"},
+            {"message": "at least one of the fields in [http tls] must be set", "rule": "has(self.http)||has(self.tls)"},
+        ]),
+        "{s}"
+    );
+}
+
+#[test]
+fn k8s_list_markers_are_list_types() {
+    let s = schema_of(&spec(
+        "    /// +k8s:listType=map\n    /// +k8s:listMapKey=name\n    pub ports: Vec<Port>,\n}\n\n#[derive(serde::Serialize, serde::Deserialize)]\npub struct Port {\n    pub name: String,\n    pub port: i32,",
+    ));
+    assert_eq!(
+        s["properties"]["ports"]["x-kubernetes-list-type"],
+        json!("map")
+    );
+    assert_eq!(
+        s["properties"]["ports"]["x-kubernetes-list-map-keys"],
+        json!(["name"])
+    );
+}
+
+#[test]
+fn a_typo_in_genclient_is_an_error_with_the_fix() {
+    // `+genclinet` would silently drop the kind, its storage version and its columns.
+    let e = one_error(&ROOT.replace("+genclient", "+genclinet"));
+    assert!(e.problem.contains("unknown marker `+genclinet`"), "{e}");
+    assert!(e.fix.contains("did you mean `+genclient`"), "{e}");
+    assert_eq!(e.line_col.map(|(l, _)| l), Some(8), "{e}");
+}
+
+#[test]
+fn kind_only_markers_on_a_struct_that_is_not_a_kind_are_errors() {
+    let e = one_error(&format!(
+        "{ROOT}\n/// +kubebuilder:printcolumn:name=\"X\",type=\"string\",JSONPath=\".x\"\n#[derive(serde::Serialize, serde::Deserialize)]\npub struct WidgetSpec {{\n    pub x: String,\n}}\n"
+    ));
+    assert!(e.problem.contains("is not a kind"), "{e}");
+    assert!(e.fix.contains("+genclient"), "{e}");
+}
+
+#[test]
+fn a_field_marker_on_a_kind_is_checked_against_its_target() {
+    let e = one_error(&spec(
+        "    /// +kubebuilder:resource:scope=Cluster\n    pub x: String,",
+    ));
+    assert!(e.problem.contains("on a field of WidgetSpec"), "{e}");
+    assert!(e.fix.contains("docs of the struct"), "{e}");
+}
+
+#[test]
+fn a_generic_kind_says_generics_are_not_supported() {
+    let e = one_error(
+        "use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;\n/// +genclient\npub struct Widget<T> {\n    pub metadata: ObjectMeta,\n    pub spec: T,\n}\n",
+    );
+    assert!(e.problem.contains("generic parameters"), "{e}");
+}
+
+#[test]
+fn the_registry_lists_every_marker_with_its_place_and_help() {
+    let help = kubegen_templates::markers::help();
+    for name in [
+        "+genclient",
+        "+kubebuilder:validation:Maximum=<number>",
+        "+kubebuilder:printcolumn:name=<..>",
+        "+k8s:immutable",
+        "+kubebuilder:validation:ExactlyOneOf=<a;b;c>",
+        "+required",
+    ] {
+        assert!(help.contains(name), "{name} missing from:\n{help}");
+    }
+    // Every entry is reachable by its own name (no shadowing).
+    for def in kubegen_templates::markers::REGISTRY {
+        let value = match def.grammar {
+            kubegen_templates::markers::Grammar::Flag => None,
+            _ => Some("x"),
+        };
+        let (found, _) = kubegen_templates::markers::resolve(def.name, value, 0)
+            .unwrap_or_else(|| panic!("{} does not resolve", def.name));
+        assert_eq!(found.name, def.name);
+    }
+}
+
+#[test]
+fn internally_and_adjacently_tagged_enums_have_a_structural_schema() {
+    // kube-derive cannot derive these (kube-rs issues 1279 and 1741); serde writes an
+    // object with the tag beside the variant's fields (or beside its content).
+    let types = format!(
+        "{ROOT}\n#[derive(serde::Serialize, serde::Deserialize)]\npub struct WidgetSpec {{\n    pub source: Source,\n    pub action: Option<Action>,\n}}\n\n#[derive(serde::Serialize, serde::Deserialize)]\n#[serde(tag = \"type\", rename_all = \"camelCase\")]\npub enum Source {{\n    Git {{ url: String, revision: Option<String> }},\n    Bucket(Bucket),\n    Empty,\n}}\n\n#[derive(serde::Serialize, serde::Deserialize)]\npub struct Bucket {{\n    pub bucket: String,\n}}\n\n#[derive(serde::Serialize, serde::Deserialize)]\n#[serde(tag = \"kind\", content = \"with\")]\npub enum Action {{\n    Scale {{ replicas: i32 }},\n    Restart {{ reason: String }},\n    Noop,\n}}\n"
+    );
+    let s = schema_of(&types);
+    let source = &s["properties"]["source"];
+    assert_eq!(source["type"], json!("object"), "{source}");
+    assert_eq!(source["required"], json!(["type"]), "{source}");
+    assert_eq!(
+        source["properties"]["type"]["enum"],
+        json!(["git", "bucket", "empty"])
+    );
+    assert_eq!(source["properties"]["url"]["type"], json!("string"));
+    assert_eq!(source["properties"]["bucket"]["type"], json!("string"));
+    let action = &s["properties"]["action"];
+    assert_eq!(
+        action["properties"]["kind"]["enum"],
+        json!(["Scale", "Restart", "Noop"])
+    );
+    assert_eq!(
+        action["properties"]["with"]["properties"]["replicas"]["type"],
+        json!("integer"),
+        "{action}"
+    );
+    assert_eq!(
+        action["properties"]["with"]["properties"]["reason"]["type"],
+        json!("string")
+    );
+    // Every CRD kube-apiserver's rules accept (structural, no conflicting types).
+    let crds = crds(&types).unwrap();
+    assert!(kubegen_apimachinery::crd_validation::validate(&crds[0].crd).is_empty());
+}

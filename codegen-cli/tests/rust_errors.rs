@@ -49,7 +49,7 @@ fn unknown_marker() {
         types(&format!(
             "/// +genclient\n/// +genclient:noVerb\npub struct Foo {{ {META} }}\n"
         )),
-        "ROOT/g/v1/types.rs:2:5:\n  unknown marker `+genclient:noVerb`\n  fix: use one of +genclient, +genclient:nonNamespaced, +genclient:noVerbs, +genclient:noStatus, +genclient:readonly, +genclient:onlyVerbs=, +genclient:skipVerbs=, +genclient:method=, +k8s:deepcopy-gen=, +k8s:deepcopy-gen:interfaces=, +groupName=, +versionName=, +resourceName="
+        "ROOT/g/v1/types.rs:2:5:\n  unknown marker `+genclient:noVerb`\n  fix: did you mean `+genclient:noVerbs`? (`kubegen markers` lists every marker kubegen reads)"
     );
 }
 
@@ -117,7 +117,7 @@ fn private_field_of_a_struct_needing_clone() {
 fn tuple_struct_needing_clone() {
     assert_eq!(
         types(&format!("/// +genclient\npub struct Foo {{ {META} pub spec: FooSpec }}\n\npub struct FooSpec(pub i32);\n")),
-        "ROOT/g/v1/types.rs:4:12:\n  FooSpec is a tuple struct without Clone; kubegen generates Clone only for structs with named fields\n  fix: derive Clone on it, or make every field visible to the crate (pub or pub(crate)) so kubegen's Clone impl can name it, or mark it +k8s:deepcopy-gen=false"
+        "ROOT/g/v1/types.rs:4:12:\n  FooSpec is a tuple struct without Clone; kubegen generates Clone only for structs with named fields\n  fix: add #[derive(Clone)] to it, or mark it +k8s:deepcopy-gen=false and implement Clone yourself"
     );
 }
 

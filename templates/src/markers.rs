@@ -547,7 +547,9 @@ pub fn resolve<'a>(
                     .strip_prefix(d.name)
                     .is_some_and(|r| r.starts_with(':'))
         })
-        .filter(|d| matches!(d.grammar, Grammar::Keyed(_)) || d.name == "kubegen:schema")
+        .filter(|d| {
+            matches!(d.grammar, Grammar::Keyed(_) | Grammar::Text) || d.name == "kubegen:schema"
+        })
         .max_by_key(|d| d.name.len())?;
     if depth > 0 && !def.items {
         return None;
@@ -598,19 +600,30 @@ pub fn suggest(name: &str) -> Option<&'static str> {
     (distance <= limit).then_some(best)
 }
 
-/// Levenshtein distance.
+/// Edit distance counting a swap of two neighbours as one edit (`genclinet`).
 fn edit_distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
     let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1; b.len() + 1];
-        for (j, cb) in b.iter().enumerate() {
-            let subst = prev[j] + usize::from(ca != *cb);
-            cur[j + 1] = subst.min(prev[j + 1] + 1).min(cur[j] + 1);
-        }
-        prev = cur;
+    let mut d = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[0] = i;
     }
-    prev[b.len()]
+    for (j, cell) in d[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (d[i - 1][j] + 1)
+                .min(d[i][j - 1] + 1)
+                .min(d[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(d[i - 2][j - 2] + 1);
+            }
+            d[i][j] = best;
+        }
+    }
+    d[a.len()][b.len()]
 }
 
 /// Whether a marker not in the registry belongs to a family kubegen owns (so it is a
@@ -621,6 +634,25 @@ pub fn is_owned(name: &str) -> bool {
         .iter()
         .any(|p| lower.starts_with(&p.to_ascii_lowercase()))
         || ["groupname", "groupgoname", "versionname", "resourcename"].contains(&lower.as_str())
+}
+
+/// Whether a use of `def` has the value its grammar asks for: a flag takes none (a
+/// schema flag also `=true`/`=false`), every `=` marker needs one.
+pub fn check_value(def: &MarkerDef, u: &Use<'_>) -> Result<(), MarkerError> {
+    let schema_flag = matches!(def.effect, Effect::SetKey(_) | Effect::Schema { .. });
+    match (def.grammar, u.value) {
+        (Grammar::Flag, None) | (Grammar::Keyed(_), _) => Ok(()),
+        (Grammar::Flag, Some("true" | "false")) if schema_flag => Ok(()),
+        (Grammar::Flag, Some(v)) => Err(err(
+            format!("`+{}` takes no value, but has `={v}`", def.name),
+            format!("write `+{}`", def.name),
+        )),
+        (_, None) if def.name != "kubegen:schema:omit" => Err(err(
+            format!("`+{}` needs a value", u.written),
+            format!("write `{}`", def.usage()),
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Whether `def` may stand at `target`; `is_kind` says whether the type is a kind's root.
@@ -655,7 +687,8 @@ pub fn check_target(def: &MarkerDef, target: Target, is_kind: bool) -> Result<()
 /// The help table `kubegen markers` prints: one line per marker, grouped by effect.
 pub fn help() -> String {
     let mut out = String::new();
-    let groups: [(&str, fn(&Effect) -> bool); 5] = [
+    type Is = fn(&Effect) -> bool;
+    let groups: [(&str, Is); 5] = [
         ("package", |e| matches!(e, Effect::Package)),
         ("typed client (client-gen)", |e| matches!(e, Effect::Client)),
         ("resource (on a kind's root type)", |e| {

@@ -39,7 +39,15 @@ async fn build_script_tree_serves_the_user_types() {
         .create(&obj, &WriteParams::default())
         .await
         .unwrap();
-    assert_eq!(created.spec, obj.spec);
+    // The fake registers the schema derived from the types, so the server applies the
+    // marker default (`+kubebuilder:default=1` on replicas), as a cluster would.
+    assert_eq!(
+        created.spec,
+        FooSpec {
+            replicas: Some(1),
+            ..obj.spec.clone()
+        }
+    );
     let doc = Document::new(
         "d",
         DocumentSpec {

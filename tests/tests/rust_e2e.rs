@@ -296,3 +296,68 @@ async fn scale_methods_read_and_write_the_declared_paths() {
     pools.update_scale("p", &up, &params).await.unwrap();
     assert_eq!(pools.get("p").await.unwrap().spec.replicas, Some(5));
 }
+
+/// The fake clientset generated from Rust types registers each kind's schema as `kubegen
+/// crd` derives it (the one model): its server validates and defaults with it, as a
+/// cluster with the CRD installed does. No CRD is loaded here: the schema comes from the
+/// generated `fake::registrations()` alone.
+async fn fake_from_rust_types_validates_and_defaults(transport: Transport) {
+    let fake = new_simple_clientset(Vec::new()).await.unwrap();
+    let conn = transport
+        .connect(fake.server(), std::iter::empty::<&str>())
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    let cs = match transport {
+        Transport::Tower => fake.clientset().clone(),
+        _ => Clientset::new(conn.client()),
+    };
+    let foos = cs.samplecontroller_v1alpha1().foos("default");
+    let params = WriteParams::default();
+
+    // `+kubebuilder:default=1` on replicas.
+    let mut unset = new_foo("defaulted");
+    unset.spec.replicas = None;
+    let created = foos
+        .create(&unset, &params)
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    assert_eq!(created.spec.replicas, Some(1), "{transport:?}");
+
+    // `+kubebuilder:validation:Maximum=10` on replicas: 422 at the field's path.
+    let mut too_many = new_foo("too-many");
+    too_many.spec.replicas = Some(11);
+    let err = foos
+        .create(&too_many, &params)
+        .await
+        .expect_err("replicas 11 violates Maximum=10");
+    let status = err.status().expect("an API status");
+    assert!(status.is_invalid(), "{transport:?}: {status:?}");
+    assert!(
+        format!("{status:?}").contains("spec.replicas"),
+        "{transport:?}: the 422 names the field: {status:?}"
+    );
+
+    // `+kubebuilder:validation:Pattern` on deploymentName.
+    let mut bad = new_foo("bad-name");
+    bad.spec.deployment_name = "Not_A_Name".to_owned();
+    let err = foos
+        .create(&bad, &params)
+        .await
+        .expect_err("the pattern refuses upper case and underscores");
+    let status = err.status().expect("an API status");
+    assert!(
+        status.is_invalid() && format!("{status:?}").contains("spec.deploymentName"),
+        "{transport:?}: {status:?}"
+    );
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn fake_from_rust_types_validates_and_defaults_over_tower() {
+    fake_from_rust_types_validates_and_defaults(Transport::Tower).await;
+}
+
+#[tokio::test]
+async fn fake_from_rust_types_validates_and_defaults_over_tcp() {
+    fake_from_rust_types_validates_and_defaults(Transport::Tcp).await;
+}

@@ -22,6 +22,7 @@
 //! `use` imports but `pub use self::...` re-exports.
 
 pub mod clientset;
+pub mod crd;
 pub mod deepcopy;
 pub mod fake;
 pub mod informers;

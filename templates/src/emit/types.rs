@@ -54,7 +54,7 @@ pub fn types_module(group: &Group, version: &Version) -> Module {
             let def = struct_def(s, &without_default, &markers);
             let defaults = with_defaults
                 .contains(&s.name)
-                .then(|| apply_defaults_impl(s, &with_defaults));
+                .then(|| apply_defaults_impl(s, &with_defaults, version));
             let default = (!without_default.contains(&s.name)
                 && !derives_default(s, &without_default))
             .then(|| default_impl(s));
@@ -385,25 +385,31 @@ fn reaches_defaults(ty: &Ty, set: &BTreeSet<String>) -> bool {
 }
 
 /// `apply_defaults`: fill absent fields with schema defaults, recursively.
-fn apply_defaults_impl(s: &StructDef, set: &BTreeSet<String>) -> TokenStream {
+fn apply_defaults_impl(s: &StructDef, set: &BTreeSet<String>, version: &Version) -> TokenStream {
     let name = ident(&s.name);
     let steps = s.fields.iter().map(|f| {
         let n = ident(&f.rust_name);
         let fill = f.default.as_ref().filter(|_| f.optional).map(|d| {
-            let json = serde_json::to_string(d).unwrap_or_default();
+            // A typed literal where the value maps onto the type directly; else the
+            // JSON, read once by serde (a struct default, a float).
+            let value = match default_literal(&f.ty, d, version) {
+                Some(v) => quote!(::std::option::Option::Some(#v)),
+                None => {
+                    let json = serde_json::to_string(d).unwrap_or_default();
+                    quote!(::kubegen_runtime::serde_json::from_str(#json).ok())
+                }
+            };
             if f.nullable {
                 // An explicit null stays null, as the API server keeps it.
                 quote! {
                     if self.#n.is_absent() {
-                        self.#n = ::kubegen_runtime::types::Nullable::from(
-                            ::kubegen_runtime::serde_json::from_str(#json).ok(),
-                        );
+                        self.#n = ::kubegen_runtime::types::Nullable::from(#value);
                     }
                 }
             } else {
                 quote! {
                     if self.#n.is_none() {
-                        self.#n = ::kubegen_runtime::serde_json::from_str(#json).ok();
+                        self.#n = #value;
                     }
                 }
             }
@@ -426,6 +432,86 @@ fn apply_defaults_impl(s: &StructDef, set: &BTreeSet<String>) -> TokenStream {
             }
         }
     }
+}
+
+/// A Rust expression of type `ty` for the JSON default `v`, when the value maps onto
+/// the type without serde: strings, booleans, integers, string enums, int-or-string,
+/// lists and maps of those, and any JSON (`serde_json::json!`).
+fn default_literal(ty: &Ty, v: &serde_json::Value, version: &Version) -> Option<TokenStream> {
+    use serde_json::Value;
+    Some(match (ty, v) {
+        (Ty::String, Value::String(s)) => quote!(::std::string::String::from(#s)),
+        (Ty::Bool, Value::Bool(b)) => quote!(#b),
+        (Ty::I32, Value::Number(n)) => {
+            let i = i32::try_from(n.as_i64()?).ok()?;
+            quote!(#i)
+        }
+        (Ty::I64, Value::Number(n)) => {
+            let i = n.as_i64()?;
+            quote!(#i)
+        }
+        (Ty::Number, Value::Number(n)) if n.is_i64() => {
+            let i = n.as_i64()?;
+            quote!(::kubegen_runtime::serde_json::Number::from(#i))
+        }
+        (Ty::IntOrString, Value::Number(n)) => {
+            let i = i32::try_from(n.as_i64()?).ok()?;
+            quote!(::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(#i))
+        }
+        (Ty::IntOrString, Value::String(s)) => quote!(
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(::std::string::String::from(#s))
+        ),
+        (Ty::Json, v) => {
+            let tokens: TokenStream = serde_json::to_string(v).ok()?.parse().ok()?;
+            quote!(::kubegen_runtime::serde_json::json!(#tokens))
+        }
+        (Ty::Box(t), v) => {
+            let inner = default_literal(t, v, version)?;
+            quote!(::std::boxed::Box::new(#inner))
+        }
+        (Ty::Vec(t), Value::Array(items)) => {
+            if items.is_empty() {
+                quote!(::std::vec::Vec::new())
+            } else {
+                let items = items
+                    .iter()
+                    .map(|i| default_literal(t, i, version))
+                    .collect::<Option<Vec<_>>>()?;
+                quote!(::std::vec![#(#items),*])
+            }
+        }
+        (Ty::Map(t), Value::Object(m)) => {
+            if m.is_empty() {
+                quote!(::std::collections::BTreeMap::new())
+            } else {
+                let entries = m
+                    .iter()
+                    .map(|(k, x)| {
+                        default_literal(t, x, version)
+                            .map(|x| quote!((::std::string::String::from(#k), #x)))
+                    })
+                    .collect::<Option<Vec<_>>>()?;
+                quote!(::std::collections::BTreeMap::from([#(#entries),*]))
+            }
+        }
+        (Ty::Named(name), Value::String(s)) => {
+            let Some(TypeDef::Enum(e)) = version.types.iter().find(|t| t.name() == name) else {
+                return None;
+            };
+            let ty = ident(&e.name);
+            match e.variants.iter().find(|v| v.value == *s) {
+                Some(variant) => {
+                    let variant = ident(&variant.name);
+                    quote!(#ty::#variant)
+                }
+                None => {
+                    let other = ident(&e.other_variant);
+                    quote!(#ty::#other(::std::string::String::from(#s)))
+                }
+            }
+        }
+        _ => return None,
+    })
 }
 
 fn walk_defaults(

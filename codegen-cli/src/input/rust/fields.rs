@@ -37,6 +37,12 @@ pub struct SerdeAttrs {
     pub flatten: bool,
     /// `skip`, or both `skip_serializing` and `skip_deserializing`.
     pub skip: bool,
+    /// An enum's `tag = "..."` (internally tagged, or adjacently with `content`).
+    pub tag: Option<String>,
+    /// An enum's `content = "..."` (adjacently tagged).
+    pub content: Option<String>,
+    /// An enum's `untagged`.
+    pub untagged: bool,
 }
 
 /// The serde attributes of `attrs`; an unknown `rename_all` convention is an error.
@@ -64,6 +70,15 @@ pub fn serde_attrs(attrs: &[syn::Attribute], item: &Item) -> Result<SerdeAttrs, 
                     skip_value(&meta)?;
                 }
                 "flatten" => out.flatten = true,
+                "tag" | "content" => {
+                    let s: syn::LitStr = meta.value()?.parse()?;
+                    if key == "tag" {
+                        out.tag = Some(s.value());
+                    } else {
+                        out.content = Some(s.value());
+                    }
+                }
+                "untagged" => out.untagged = true,
                 "skip" => out.skip = true,
                 "skip_serializing" => skip_ser = true,
                 "skip_deserializing" => skip_de = true,
@@ -161,7 +176,7 @@ pub fn struct_def(item: &Item, s: &syn::ItemStruct, path: String) -> Result<Stru
                 "{} is a tuple struct without Clone; kubegen generates Clone only for structs with named fields",
                 s.ident
             ),
-            CLONE_FIX,
+            "add #[derive(Clone)] to it, or mark it +k8s:deepcopy-gen=false and implement Clone yourself",
         ));
     };
     let mut fields = Vec::new();

@@ -2,17 +2,19 @@
 //! reads `// +` comment lines: each doc line whose text starts with `+` is a marker, and
 //! is left out of the docs kubegen keeps.
 //!
-//! Markers are sorted into families. kubegen's own (`+genclient*`, `+k8s:*`,
-//! `+groupName`, `+versionName`, `+resourceName`) must be spelled exactly as listed in
-//! [`KNOWN`]; an unknown member of these families is an error, since a misspelled
-//! `+genclient:nonNamespaced` would otherwise silently make a namespaced client. Every
-//! other marker (`+kubebuilder:*`, `+listType`, `+optional`, ...) belongs to other tools
-//! or to later work and is kept for them, unread.
+//! Every marker kubegen reads is defined once, in the registry
+//! (`kubegen_templates::markers::REGISTRY`; `kubegen markers` prints it). A marker of a
+//! family kubegen reads (`+genclient*`, `+k8s:*`, `+kubebuilder:validation:*`, ...) that
+//! the registry does not know is an error, and so is any marker a typo away from a
+//! known one (`+genclinet`): a misspelled `+genclient` would otherwise silently drop the
+//! kind. Other tools' markers (`+patchStrategy`, `+protobuf`) are kept, unread.
 
 use std::path::Path;
 
 use proc_macro2::Span;
 use syn::spanned::Spanned;
+
+use kubegen_templates::markers as registry;
 
 use crate::error::Error;
 
@@ -43,39 +45,6 @@ impl Marker {
             None => format!("+{}", self.name),
         }
     }
-}
-
-/// kubegen's markers, as they must be written; `=` marks those that take a value.
-pub const KNOWN: &[&str] = &[
-    "+genclient",
-    "+genclient:nonNamespaced",
-    "+genclient:noVerbs",
-    "+genclient:noStatus",
-    "+genclient:readonly",
-    "+genclient:onlyVerbs=",
-    "+genclient:skipVerbs=",
-    "+genclient:method=",
-    "+k8s:deepcopy-gen=",
-    "+k8s:deepcopy-gen:interfaces=",
-    "+groupName=",
-    "+versionName=",
-    "+resourceName=",
-];
-
-/// Whether a marker name belongs to a family kubegen owns (and must therefore know).
-pub fn is_owned(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.starts_with("genclient")
-        || lower.starts_with("k8s:")
-        || ["groupname", "groupgoname", "versionname", "resourcename"].contains(&lower.as_str())
-}
-
-/// Whether `marker` is one of [`KNOWN`] (name spelled exactly, value present iff expected).
-fn is_known(marker: &Marker) -> bool {
-    KNOWN.iter().any(|k| match k.strip_suffix('=') {
-        Some(name) => name[1..] == marker.name && marker.value.is_some(),
-        None => k[1..] == marker.name && marker.value.is_none(),
-    })
 }
 
 /// The doc lines and markers of `attrs`: markers apart, the remaining lines joined as
@@ -130,13 +99,7 @@ pub fn read(attrs: &[syn::Attribute], file: &Path) -> Result<(Vec<Marker>, Optio
                 line: start.line + i,
                 column,
             };
-            if is_owned(&marker.name) && !is_known(&marker) {
-                return Err(marker.error(
-                    file,
-                    format!("unknown marker `{}`", marker.text()),
-                    format!("use one of {}", KNOWN.join(", ")),
-                ));
-            }
+            check(&marker, file)?;
             markers.push(marker);
         }
     }
@@ -148,6 +111,33 @@ pub fn read(attrs: &[syn::Attribute], file: &Path) -> Result<(Vec<Marker>, Optio
     }
     let doc = (!lines.is_empty()).then(|| lines.join("\n"));
     Ok((markers, doc))
+}
+
+/// A marker kubegen knows (by the registry) must be written as its grammar says; an
+/// unknown one of a family kubegen reads, or one a typo away from a known marker, is an
+/// error naming the nearest known one. Other tools' markers pass.
+fn check(marker: &Marker, file: &Path) -> Result<(), Error> {
+    match registry::resolve(&marker.name, marker.value.as_deref(), 0) {
+        Some((def, u)) => {
+            registry::check_value(def, &u).map_err(|e| marker.error(file, e.problem, e.fix))
+        }
+        None => {
+            let near = registry::suggest(&marker.name);
+            if !registry::is_owned(&marker.name) && near.is_none() {
+                return Ok(());
+            }
+            Err(marker.error(
+                file,
+                format!("unknown marker `{}`", marker.text()),
+                match near {
+                    Some(n) => format!(
+                        "did you mean `+{n}`? (`kubegen markers` lists every marker kubegen reads)"
+                    ),
+                    None => "`kubegen markers` lists every marker kubegen reads".to_owned(),
+                },
+            ))
+        }
+    }
 }
 
 /// The text of a doc attribute, the span to report at, and whether it was written as a

@@ -51,10 +51,13 @@
 pub mod fields;
 pub mod kinds;
 pub mod markers;
+pub mod resource;
+pub mod schema;
 pub mod source;
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kubegen_templates::markers::{self as registry, Target};
 use kubegen_templates::model::{TypeDef, Version};
 use kubegen_templates::names;
 
@@ -70,24 +73,114 @@ use crate::error::Error;
 /// Rust path the files' root module has in the crate that mounts the generated tree
 /// (`crate::apis`). Returns every error found (at least one per bad file).
 pub fn read(files: &[SourceFile], types_path: &str) -> Result<Vec<VersionPart>, Vec<Error>> {
-    let source = source::read_files(files)?;
+    read_model(files, types_path, false).map(|m| m.parts)
+}
+
+/// The model parts of Rust input, with what `kubegen crd` needs to point its errors at
+/// the input.
+pub struct RustModel {
+    /// One part per group and version.
+    pub parts: Vec<VersionPart>,
+    /// The parsed input.
+    pub source: Source,
+    /// Where each kind version came from.
+    pub origins: Vec<KindOrigin>,
+    /// Kinds `kubegen generate` emits without a schema (their types use one kubegen has
+    /// no schema for): the fake clientset does not validate, prune or default them.
+    /// (`kubegen crd` makes these errors.)
+    pub warnings: Vec<Error>,
+}
+
+/// Where one version of a kind came from.
+#[derive(Debug, Clone)]
+pub struct KindOrigin {
+    /// The API group.
+    pub group: String,
+    /// The version.
+    pub version: String,
+    /// The kind (wire name).
+    pub kind: String,
+    /// Its package.
+    pub package: Vec<String>,
+    /// Its root type (the `+genclient` struct, or kube-derive's spec struct).
+    pub item: Item,
+    /// file:line:col of the root type.
+    pub origin: Error,
+}
+
+/// [`read`], for `kubegen crd` when `for_crd`: kubegen's own generated files are input
+/// too (the CRD -> Rust -> CRD round trip), and versions marked
+/// `+kubebuilder:skipversion` are left out.
+pub fn read_model(
+    files: &[SourceFile],
+    types_path: &str,
+    for_crd: bool,
+) -> Result<RustModel, Vec<Error>> {
+    let source = source::read_files_with(files, for_crd)?;
     let packages = package_markers(&source)?;
     let mut found = Vec::new();
+    let mut origins = Vec::new();
     let mut errors = Vec::new();
+    let mut warnings = Vec::new();
     for item in &source.items {
-        match find_kind(item, &source, &packages, types_path) {
-            Ok(Some(k)) => found.push(k),
-            Ok(None) => {}
-            Err(e) => errors.push(e),
-        }
+        let kind = match find_kind(item, &source, &packages, types_path) {
+            Ok(k) => k,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
         if let Err(e) = check_type_markers(item) {
             errors.push(e);
+            continue;
         }
+        if let Err(e) = check_markers(item, kind.is_some()) {
+            errors.push(e);
+            continue;
+        }
+        let Some(mut k) = kind else { continue };
+        let facts = match resource::apply(item, &mut k) {
+            Ok(f) => f,
+            Err(e) => {
+                errors.push(e);
+                continue;
+            }
+        };
+        if for_crd && facts.skip {
+            continue;
+        }
+        match schema::kind_schema(item, &k, &source) {
+            Ok(s) => k.kind.schema_json = Some(s.to_string()),
+            Err(e) if for_crd => {
+                errors.push(e);
+                continue;
+            }
+            Err(e) => {
+                let problem = format!(
+                    "kind {} has no schema ({}), so the fake clientset will not validate, prune or default it",
+                    k.kind.names.kind, e.problem
+                );
+                warnings.push(e.with_problem(
+                    problem,
+                    "`kubegen crd` shows what to change; the generated code is complete without it",
+                ));
+            }
+        }
+        origins.push(KindOrigin {
+            group: k.group.clone(),
+            version: k.version.clone(),
+            kind: k.kind.names.kind.clone(),
+            package: k.package.clone(),
+            item: item.clone(),
+            origin: k.origin.clone(),
+        });
+        found.push(k);
     }
     if !errors.is_empty() {
         return Err(errors);
     }
     check_plurals(&found).map_err(|e| vec![e])?;
+    check_versions(&mut found).map_err(|e| vec![e])?;
     let mut by_version: BTreeMap<(String, String), Vec<FoundKind>> = BTreeMap::new();
     for k in found {
         by_version
@@ -98,7 +191,13 @@ pub fn read(files: &[SourceFile], types_path: &str) -> Result<Vec<VersionPart>, 
     let mut parts = Vec::new();
     for ((group, version), mut kinds) in by_version {
         kinds.sort_by(|a, b| a.kind.names.kind.cmp(&b.kind.names.kind));
-        let types = match deep_copies(&kinds, &source, &packages, types_path) {
+        // `kubegen crd` emits no Clone impls: it does not need the deep copies.
+        let copies = if for_crd {
+            Ok(Vec::new())
+        } else {
+            deep_copies(&kinds, &source, &packages, types_path)
+        };
+        let types = match copies {
             Ok(t) => t,
             Err(e) => {
                 errors.push(e);
@@ -118,9 +217,113 @@ pub fn read(files: &[SourceFile], types_path: &str) -> Result<Vec<VersionPart>, 
         });
     }
     if errors.is_empty() {
-        Ok(parts)
+        Ok(RustModel {
+            parts,
+            source,
+            origins,
+            warnings,
+        })
     } else {
         Err(errors)
+    }
+}
+
+/// Every version of a kind names the resource alike (plural, scope); a kind served at
+/// one version stores it, and one served at several marks exactly one
+/// `+kubebuilder:storageversion`.
+fn check_versions(found: &mut [FoundKind]) -> Result<(), Error> {
+    let mut by_kind: BTreeMap<(String, String), Vec<usize>> = BTreeMap::new();
+    for (i, k) in found.iter().enumerate() {
+        by_kind
+            .entry((k.group.clone(), k.kind.names.kind.clone()))
+            .or_default()
+            .push(i);
+    }
+    for ((group, kind), mut at) in by_kind {
+        at.sort_by(|a, b| found[*a].version.cmp(&found[*b].version));
+        if at.len() == 1 {
+            found[at[0]].kind.storage = true;
+            continue;
+        }
+        let first = &found[at[0]];
+        for &i in &at[1..] {
+            let v = &found[i];
+            if v.kind.names.plural != first.kind.names.plural || v.kind.scope != first.kind.scope {
+                return Err(v.origin.clone().with_problem(
+                    format!(
+                        "{kind} {} names its resource `{}` ({:?}) but {} names it `{}` ({:?})",
+                        v.version,
+                        v.kind.names.plural,
+                        v.kind.scope,
+                        first.version,
+                        first.kind.names.plural,
+                        first.kind.scope
+                    ),
+                    "give every version of a kind the same plural and scope",
+                ));
+            }
+        }
+        let storage = at.iter().filter(|i| found[**i].kind.storage).count();
+        if storage != 1 {
+            let names: Vec<&str> = at.iter().map(|i| found[*i].version.as_str()).collect();
+            return Err(first.origin.clone().with_problem(
+                format!(
+                    "{kind}.{group} has {} versions ({}) and {storage} of them marked `+kubebuilder:storageversion`",
+                    at.len(),
+                    names.join(", "),
+                ),
+                "mark exactly one version's root type `+kubebuilder:storageversion`",
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every marker of `item` and of its fields is known and in its place: an unknown
+/// marker of a family kubegen reads (or one a typo away from a known one) is an error
+/// naming the nearest known marker; a kind-only marker on a type that is not a kind, a
+/// field marker on a type, a package marker on a field are errors.
+fn check_markers(item: &Item, is_kind: bool) -> Result<(), Error> {
+    for m in &item.markers {
+        check_marker(m, &item.file, Target::Type, is_kind)?;
+    }
+    if let ItemKind::Struct(s) = &item.kind {
+        for f in s.fields.iter() {
+            let (field_markers, _) = markers::read(&f.attrs, &item.file)?;
+            for m in &field_markers {
+                check_marker(m, &item.file, Target::Field, false)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn check_marker(
+    m: &Marker,
+    file: &std::path::Path,
+    target: Target,
+    is_kind: bool,
+) -> Result<(), Error> {
+    match registry::resolve(&m.name, m.value.as_deref(), 0) {
+        Some((def, _)) => registry::check_target(def, target, is_kind)
+            .map_err(|e| m.error(file, e.problem, e.fix)),
+        None => {
+            let near = registry::suggest(&m.name);
+            if !registry::is_owned(&m.name) && near.is_none() {
+                // Another tool's marker (`+patchStrategy`, `+protobuf`): kept, unread.
+                return Ok(());
+            }
+            Err(m.error(
+                file,
+                format!("unknown marker `{}`", m.text()),
+                match near {
+                    Some(n) => format!(
+                        "did you mean `+{n}`? (`kubegen markers` lists every marker kubegen reads)"
+                    ),
+                    None => "`kubegen markers` lists every marker kubegen reads".to_owned(),
+                },
+            ))
+        }
     }
 }
 

@@ -412,11 +412,16 @@ fn collect(
     Ok(())
 }
 
-/// kubegen's markers mean nothing on a field: one there was meant for the type.
+/// Type and package markers mean nothing on a field: one there was meant for the type
+/// (the registry says where each marker may stand).
 fn check_field_markers(s: &syn::ItemStruct, file: &Path) -> Result<(), Error> {
     for f in &s.fields {
         let (field_markers, _) = markers::read(&f.attrs, file)?;
-        if let Some(m) = field_markers.iter().find(|m| markers::is_owned(&m.name)) {
+        let misplaced = |m: &&markers::Marker| {
+            kubegen_templates::markers::resolve(&m.name, m.value.as_deref(), 0)
+                .is_some_and(|(def, _)| !def.allows(kubegen_templates::markers::Target::Field))
+        };
+        if let Some(m) = field_markers.iter().find(misplaced) {
             return Err(m.error(
                 file,
                 format!(
