@@ -4,7 +4,10 @@
 # (rust/, the same markers); controller-gen writes CRDs from the one, `kubegen crd` from
 # the other, and the two must be the same after the normalization that
 # codegen-cli/examples/crd_compare.rs documents (key order, controller-gen's version
-# annotation). Differences print as `path: controller-gen -> kubegen`; every intended
+# annotation). The fixture's RBAC and webhook markers (go/internal/controller,
+# rust/controller.rs) go through controller-gen's `rbac` and `webhook` generators and
+# `kubegen rbac` / `kubegen webhook`, compared the same way (every object of the files).
+# Differences print as `path: controller-gen -> kubegen`; every intended
 # one is argued in docs/kubegen-crd-and-controller-gen.md and kept out of the fixture.
 #
 # Usage: hack/controller-gen-compare.sh
@@ -45,3 +48,14 @@ mkdir -p "$out/controller-gen" "$out/kubegen"
 nice -n 10 cargo run -q --locked -p kubegen -- crd -f "$fixtures/rust" -o "$out/kubegen"
 nice -n 10 cargo run -q --locked -p kubegen --example crd_compare -- \
   "$out/controller-gen" "$out/kubegen"
+
+# RBAC and webhook manifests from the same markers (tests/controller-gen/go/internal/controller
+# and tests/controller-gen/rust/controller.rs).
+mkdir -p "$out/controller-gen-manifests" "$out/kubegen-manifests"
+(cd "$fixtures/go" && nice -n 10 "$bin/controller-gen" rbac:roleName=manager-role webhook \
+  paths=./... output:rbac:dir="$out/controller-gen-manifests" \
+  output:webhook:dir="$out/controller-gen-manifests")
+nice -n 10 cargo run -q --locked -p kubegen -- rbac -f "$fixtures/rust" -o "$out/kubegen-manifests"
+nice -n 10 cargo run -q --locked -p kubegen -- webhook -f "$fixtures/rust" -o "$out/kubegen-manifests"
+nice -n 10 cargo run -q --locked -p kubegen --example crd_compare -- --manifests \
+  "$out/controller-gen-manifests" "$out/kubegen-manifests"

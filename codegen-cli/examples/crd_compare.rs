@@ -11,7 +11,11 @@
 //! is YAML's document marker and disappears when the YAML is read. Arrays compare
 //! element by element, in order.
 //!
-//! `cargo run -p kubegen --example crd_compare -- <controller-gen dir> <kubegen dir>`
+//! With `--manifests` first, every object of every file is compared (controller-gen's
+//! `rbac` and `webhook` output against `kubegen rbac` and `kubegen webhook`), not only
+//! CRDs.
+//!
+//! `cargo run -p kubegen --example crd_compare -- [--manifests] <controller-gen dir> <kubegen dir>`
 
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -22,9 +26,13 @@ use serde_json::Value;
 const VERSION_ANNOTATION: &str = "controller-gen.kubebuilder.io/version";
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut args: Vec<String> = std::env::args().skip(1).collect();
+    let manifests = args.first().map(String::as_str) == Some("--manifests");
+    if manifests {
+        args.remove(0);
+    }
     let [expected, actual] = args.as_slice() else {
-        eprintln!("usage: crd_compare <controller-gen dir> <kubegen dir>");
+        eprintln!("usage: crd_compare [--manifests] <controller-gen dir> <kubegen dir>");
         return ExitCode::from(2);
     };
     let (expected, actual) = (Path::new(expected), Path::new(actual));
@@ -37,7 +45,7 @@ fn main() -> ExitCode {
     };
     let mut differing = 0;
     for name in &names {
-        let differences = compare_file(&expected.join(name), &actual.join(name));
+        let differences = compare_file(&expected.join(name), &actual.join(name), manifests);
         if differences.is_empty() {
             println!("same    {name}");
         } else {
@@ -49,9 +57,10 @@ fn main() -> ExitCode {
         }
     }
     println!(
-        "controller-gen and kubegen: {}/{} CRD files identical",
+        "controller-gen and kubegen: {}/{} {} files identical",
         names.len() - differing,
-        names.len()
+        names.len(),
+        if manifests { "manifest" } else { "CRD" }
     );
     if differing == 0 && !names.is_empty() {
         ExitCode::SUCCESS
@@ -69,18 +78,27 @@ fn yaml_files(dir: &Path) -> Result<BTreeSet<String>, String> {
         .collect())
 }
 
-fn compare_file(expected: &Path, actual: &Path) -> Vec<String> {
+fn compare_file(expected: &Path, actual: &Path, manifests: bool) -> Vec<String> {
     let read = |path: &Path, who: &str| -> Result<Vec<Value>, String> {
         if !path.exists() {
             return Err(format!("{who} wrote no such file"));
         }
-        kubegen::roundtrip::read_crds(path)
+        let objects = if manifests {
+            kubegen::roundtrip::read_objects(path)
+        } else {
+            kubegen::roundtrip::read_crds(path)
+        };
+        objects
             .map(|crds| crds.into_iter().map(normalize).collect())
             .map_err(|e| e.to_string())
     };
     match (read(expected, "controller-gen"), read(actual, "kubegen")) {
         (Ok(a), Ok(b)) if a.len() != b.len() => {
-            vec![format!("{} CRDs -> {} CRDs in the file", a.len(), b.len())]
+            vec![format!(
+                "{} objects -> {} objects in the file",
+                a.len(),
+                b.len()
+            )]
         }
         (Ok(a), Ok(b)) => {
             let mut out = Vec::new();

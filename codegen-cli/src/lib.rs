@@ -46,6 +46,7 @@ pub mod builder;
 pub mod crdgen;
 pub mod error;
 pub mod input;
+pub mod manifests;
 pub mod output;
 pub mod roundtrip;
 
@@ -150,6 +151,19 @@ pub fn crds(inputs: &[PathBuf]) -> Result<Vec<crdgen::CrdFile>, Vec<Error>> {
 /// Writes `crds` into `dir` (created if missing), each file replaced atomically; other
 /// files in `dir` are left alone. Returns how many files changed.
 pub fn write_crds(dir: &Path, crds: &[crdgen::CrdFile]) -> Result<usize, Error> {
+    write_files(
+        dir,
+        crds.iter().map(|c| (c.file_name.as_str(), c.yaml.as_str())),
+    )
+}
+
+/// Writes each `(name, text)` into `dir` (created if missing), replacing a file
+/// atomically only when its text changed; other files in `dir` are left alone. Returns
+/// how many files changed.
+pub fn write_files<'a>(
+    dir: &Path,
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<usize, Error> {
     let io = |path: &Path, e: std::io::Error| Error {
         file: Some(path.to_path_buf()),
         yaml_path: String::new(),
@@ -159,38 +173,50 @@ pub fn write_crds(dir: &Path, crds: &[crdgen::CrdFile]) -> Result<usize, Error> 
     };
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
     let mut changed = 0;
-    for c in crds {
-        let path = dir.join(&c.file_name);
-        if std::fs::read_to_string(&path).ok().as_deref() == Some(c.yaml.as_str()) {
+    for (name, text) in files {
+        let path = dir.join(name);
+        if std::fs::read_to_string(&path).ok().as_deref() == Some(text) {
             continue;
         }
-        let tmp = dir.join(format!(".{}.kubegen-tmp", c.file_name));
-        std::fs::write(&tmp, &c.yaml).map_err(|e| io(&tmp, e))?;
+        let tmp = dir.join(format!(".{name}.kubegen-tmp"));
+        std::fs::write(&tmp, text).map_err(|e| io(&tmp, e))?;
         std::fs::rename(&tmp, &path).map_err(|e| io(&path, e))?;
         changed += 1;
     }
     Ok(changed)
 }
 
-/// Compares `crds` with the files in `dir`: `None` when every file is current, else a
-/// unified diff of each stale or missing one.
-pub fn verify_crds(dir: &Path, crds: &[crdgen::CrdFile]) -> Option<String> {
+/// Compares each `(name, text)` with the file of that name in `dir`: `None` when every
+/// file is current, else a unified diff of each stale or missing one.
+pub fn verify_files<'a>(
+    dir: &Path,
+    files: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Option<String> {
     let mut out = String::new();
-    for c in crds {
-        let path = dir.join(&c.file_name);
+    for (name, text) in files {
+        let path = dir.join(name);
         let current = std::fs::read_to_string(&path).unwrap_or_default();
-        if current != c.yaml {
-            let name = path.display().to_string();
+        if current != text {
+            let shown = path.display().to_string();
             out.push_str(
-                &similar::TextDiff::from_lines(&current, &c.yaml)
+                &similar::TextDiff::from_lines(current.as_str(), text)
                     .unified_diff()
                     .context_radius(3)
-                    .header(&format!("a/{name}"), &format!("b/{name}"))
+                    .header(&format!("a/{shown}"), &format!("b/{shown}"))
                     .to_string(),
             );
         }
     }
     (!out.is_empty()).then_some(out)
+}
+
+/// Compares `crds` with the files in `dir`: `None` when every file is current, else a
+/// unified diff of each stale or missing one.
+pub fn verify_crds(dir: &Path, crds: &[crdgen::CrdFile]) -> Option<String> {
+    verify_files(
+        dir,
+        crds.iter().map(|c| (c.file_name.as_str(), c.yaml.as_str())),
+    )
 }
 
 /// Expands directories into their YAML and Rust files (sorted), keeping files as given.

@@ -37,9 +37,44 @@ enum Command {
     /// one `<group>_<plural>.yaml` per kind, every version in it.
     #[command(after_help = CRD_EXAMPLES)]
     Crd(CrdArgs),
+    /// Write the controller's RBAC role from `+kubebuilder:rbac` markers in -f's Rust
+    /// code (controller-gen's `rbac`): `role.yaml`, ClusterRoles (Roles with namespace=).
+    #[command(after_help = RBAC_EXAMPLES)]
+    Rbac(RbacArgs),
+    /// Write webhook configurations from `+kubebuilder:webhook` markers in -f's Rust code
+    /// (controller-gen's `webhook`): `manifests.yaml`.
+    #[command(after_help = RBAC_EXAMPLES)]
+    Webhook(ManifestArgs),
     /// List every marker kubegen reads (where it may stand, its value, what it does),
     /// as `controller-gen crd -www` lists controller-gen's.
     Markers,
+}
+
+const RBAC_EXAMPLES: &str = "Examples:
+  kubegen rbac -f src -o config/rbac --role-name manager-role
+  kubegen webhook -f src -o config/webhook
+  kubegen rbac -f src -o config/rbac --verify   # exit 1 and a diff when stale";
+
+#[derive(Args)]
+struct ManifestArgs {
+    /// Rust files or directories whose comments hold the markers.
+    #[arg(short = 'f', long = "filename", required = true, num_args = 1..)]
+    inputs: Vec<PathBuf>,
+    /// Directory the manifest is written to; other files in it are left alone.
+    #[arg(short = 'o', long = "output")]
+    output: PathBuf,
+    /// Check that -o holds exactly this manifest; print a unified diff and exit 1 if not.
+    #[arg(long)]
+    verify: bool,
+}
+
+#[derive(Args)]
+struct RbacArgs {
+    #[command(flatten)]
+    common: ManifestArgs,
+    /// The role's name where a marker gives no roleName= (controller-gen's roleName).
+    #[arg(long, default_value = "manager-role")]
+    role_name: String,
 }
 
 const CRD_EXAMPLES: &str = "Examples:
@@ -99,6 +134,16 @@ fn main() -> ExitCode {
     let (verify, common) = match cli.command {
         Command::Generate(c) => (false, c),
         Command::Verify(c) => (true, c),
+        Command::Rbac(args) => {
+            return finish(run_manifest(&args.common, "rbac", |files| {
+                kubegen::manifests::rbac(files, &args.role_name)
+            }))
+        }
+        Command::Webhook(args) => {
+            return finish(run_manifest(&args, "webhook", |files| {
+                kubegen::manifests::webhooks(files)
+            }))
+        }
         Command::Markers => {
             print!("{}", kubegen_templates::markers::help());
             return ExitCode::SUCCESS;
@@ -241,6 +286,73 @@ fn run_crd(args: &CrdArgs) -> Result<ExitCode, Vec<kubegen::Error>> {
     eprintln!(
         "kubegen: wrote {} CRDs ({changed} changed) to {} ({:.0?})",
         crds.len(),
+        args.output.display(),
+        start.elapsed()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn finish(result: Result<ExitCode, Vec<kubegen::Error>>) -> ExitCode {
+    match result {
+        Ok(code) => code,
+        Err(errors) => {
+            for e in errors {
+                eprintln!("error: {e}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// `kubegen rbac` / `kubegen webhook`: build the manifest, then write or verify it.
+fn run_manifest(
+    args: &ManifestArgs,
+    what: &str,
+    build: impl FnOnce(
+        &[PathBuf],
+    ) -> Result<Option<kubegen::manifests::ManifestFile>, Vec<kubegen::Error>>,
+) -> Result<ExitCode, Vec<kubegen::Error>> {
+    let start = Instant::now();
+    let files = kubegen::manifests::rust_files(&args.inputs).map_err(|e| vec![e])?;
+    let Some(manifest) = build(&files)? else {
+        return Err(vec![kubegen::Error::at(
+            "",
+            format!(
+                "no +kubebuilder:{what} marker in the {} Rust files of -f",
+                files.len()
+            ),
+            format!("write `// +kubebuilder:{what}:...` markers in a comment of your controller's code (`kubegen markers` shows their arguments)"),
+        )]);
+    };
+    let pair = [(manifest.file_name.as_str(), manifest.yaml.as_str())];
+    if args.verify {
+        return Ok(match kubegen::verify_files(&args.output, pair) {
+            None => {
+                eprintln!(
+                    "kubegen: {} in {} is up to date ({:.0?})",
+                    manifest.file_name,
+                    args.output.display(),
+                    start.elapsed()
+                );
+                ExitCode::SUCCESS
+            }
+            Some(diff) => {
+                print!("{diff}");
+                eprintln!(
+                    "kubegen: {} in {} is stale; run `kubegen {what}` with the same arguments",
+                    manifest.file_name,
+                    args.output.display()
+                );
+                ExitCode::FAILURE
+            }
+        });
+    }
+    let changed = kubegen::write_files(&args.output, pair).map_err(|e| vec![e])?;
+    eprintln!(
+        "kubegen: wrote {} ({} objects, {}) to {} ({:.0?})",
+        manifest.file_name,
+        manifest.objects.len(),
+        if changed > 0 { "changed" } else { "unchanged" },
         args.output.display(),
         start.elapsed()
     );

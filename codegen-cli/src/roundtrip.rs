@@ -121,12 +121,8 @@ pub fn round_trip(file: &Path, work: &Path) -> Result<Vec<VersionResult>, Vec<Er
 /// The CustomResourceDefinitions of a YAML file (every document, and the items of
 /// `List` documents), as JSON values.
 pub fn read_crds(file: &Path) -> Result<Vec<Value>, Error> {
-    let text = std::fs::read_to_string(file)
-        .map_err(|e| Error::at("", format!("cannot read: {e}"), "check the path").in_file(file))?;
     let mut crds = Vec::new();
-    for doc in serde_yaml::Deserializer::from_str(&text) {
-        let value =
-            yaml_to_json(doc).map_err(|e| Error::at("", e, "fix the YAML").in_file(file))?;
+    for value in read_objects(file)? {
         match value.get("kind").and_then(Value::as_str) {
             Some("CustomResourceDefinition") => crds.push(value),
             Some("List") | Some("CustomResourceDefinitionList") => {
@@ -138,6 +134,21 @@ pub fn read_crds(file: &Path) -> Result<Vec<Value>, Error> {
         }
     }
     Ok(crds)
+}
+
+/// Every document of a YAML file as JSON, in order (empty documents left out).
+pub fn read_objects(file: &Path) -> Result<Vec<Value>, Error> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Error::at("", format!("cannot read: {e}"), "check the path").in_file(file))?;
+    let mut out = Vec::new();
+    for doc in serde_yaml::Deserializer::from_str(&text) {
+        let value =
+            yaml_to_json(doc).map_err(|e| Error::at("", e, "fix the YAML").in_file(file))?;
+        if !value.is_null() {
+            out.push(value);
+        }
+    }
+    Ok(out)
 }
 
 fn yaml_to_json(doc: serde_yaml::Deserializer<'_>) -> Result<Value, String> {

@@ -119,8 +119,11 @@ pub enum Effect {
     Client,
     /// A package fact (group, version, deep-copy default): read by the Rust reader.
     Package,
-    /// A marker of another generator kubegen knows and leaves alone here (RBAC and
-    /// webhook manifests, controller-gen's object generator).
+    /// Read by `kubegen rbac` / `kubegen webhook` from any comment of the controller's
+    /// code (`codegen-cli/src/manifests.rs`).
+    Manifest,
+    /// A marker of another generator kubegen knows and leaves alone (controller-gen's
+    /// object generator, deepcopy-gen's interfaces).
     Other,
 }
 
@@ -472,8 +475,9 @@ pub static REGISTRY: &[MarkerDef] = &[
     // --- other generators' markers --------------------------------------------------
     def!("kubebuilder:object:root", T, Grammar::Text, Effect::Other, "controller-gen's object generator (kubegen's register items cover it)"),
     def!("kubebuilder:object:generate", PT, Grammar::Text, Effect::Other, "controller-gen's object generator (kubegen's Clone covers it)"),
-    def!("kubebuilder:rbac", PT, Grammar::Text, Effect::Other, "an RBAC rule for the controller's role"),
-    def!("kubebuilder:webhook", PT, Grammar::Text, Effect::Other, "a webhook configuration entry"),
+    def!("kubebuilder:rbac", PT, Grammar::Keyed(&["groups", "resources", "resourceNames", "verbs", "urls", "namespace", "roleName"]), Effect::Manifest, "an RBAC rule for the controller's role (kubegen rbac; any comment)"),
+    def!("kubebuilder:webhook", PT, Grammar::Keyed(&["mutating", "failurePolicy", "matchPolicy", "sideEffects", "timeoutSeconds", "groups", "resources", "verbs", "versions", "name", "serviceName", "serviceNamespace", "path", "servicePort", "webhookVersions", "admissionReviewVersions", "reinvocationPolicy", "url"]), Effect::Manifest, "an admission webhook (kubegen webhook; any comment)"),
+    def!("kubebuilder:webhookconfiguration", PT, Grammar::Keyed(&["mutating", "name"]), Effect::Manifest, "names the mutating or validating webhook configuration (kubegen webhook)"),
     def!("kubebuilder:ac:generate", PT, Grammar::Text, Effect::Other, "controller-gen's apply configurations"),
 ];
 
@@ -504,6 +508,8 @@ pub const OWNED_PREFIXES: &[&str] = &[
     "kubebuilder:unservedversion",
     "kubebuilder:deprecatedversion",
     "kubebuilder:skipversion",
+    "kubebuilder:rbac",
+    "kubebuilder:webhook",
     "kubegen:",
 ];
 
@@ -688,7 +694,7 @@ pub fn check_target(def: &MarkerDef, target: Target, is_kind: bool) -> Result<()
 pub fn help() -> String {
     let mut out = String::new();
     type Is = fn(&Effect) -> bool;
-    let groups: [(&str, Is); 5] = [
+    let groups: [(&str, Is); 6] = [
         ("package", |e| matches!(e, Effect::Package)),
         ("typed client (client-gen)", |e| matches!(e, Effect::Client)),
         ("resource (on a kind's root type)", |e| {
@@ -696,6 +702,9 @@ pub fn help() -> String {
         }),
         ("schema (fields and types)", |e| {
             matches!(e, Effect::SetKey(_) | Effect::Schema { .. })
+        }),
+        ("manifests (kubegen rbac, kubegen webhook)", |e| {
+            matches!(e, Effect::Manifest)
         }),
         ("other generators (kept, not read here)", |e| {
             matches!(e, Effect::Other)
