@@ -20,3 +20,7 @@ cargo run -q --locked -p kubegen -- crd -f fixtures/rust -o fixtures/golden-crd
 cargo run -q --locked -p kubegen -- crd \
   -f examples/sample-controller/src/apis \
   -o examples/sample-controller/crd
+# sample-controller's role, from the +kubebuilder:rbac markers in its controller.
+cargo run -q --locked -p kubegen -- rbac \
+  -f examples/sample-controller/src \
+  -o examples/sample-controller/rbac --role-name sample-controller

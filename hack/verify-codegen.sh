@@ -32,6 +32,11 @@ for pair in fixtures/rust:fixtures/golden-crd \
     exit 1
   fi
 done
+if ! cargo run -q --locked -p kubegen -- rbac -f examples/sample-controller/src \
+  -o examples/sample-controller/rbac --role-name sample-controller --verify; then
+  echo "examples/sample-controller/rbac is stale: run hack/update-codegen.sh and commit the result" >&2
+  exit 1
+fi
 src=$(cargo metadata --format-version 1 --locked | python3 -c '
 import json, sys
 meta = json.load(sys.stdin)

@@ -37,6 +37,15 @@ use crate::generated::listers::samplecontroller::v1alpha1::FooLister;
 /// The error of one sync.
 pub type Error = Box<dyn std::error::Error + Send + Sync>;
 
+// What the controller may do, as controller-gen reads it from Go: `kubegen rbac` writes
+// rbac/role.yaml from these lines (hack/update-codegen.sh; hack/verify-codegen.sh checks
+// it is current).
+// +kubebuilder:rbac:groups=samplecontroller.k8s.io,resources=foos,verbs=get;list;watch
+// +kubebuilder:rbac:groups=samplecontroller.k8s.io,resources=foos/status,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update
+// +kubebuilder:rbac:groups=core,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+
 /// The agent name events carry.
 pub const CONTROLLER_AGENT_NAME: &str = "sample-controller";
 /// Event reason of a successful sync.
