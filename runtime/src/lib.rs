@@ -123,6 +123,7 @@ macro_rules! testing_only {
     ($($item:item)*) => {};
 }
 
+pub mod apply;
 pub mod cache;
 pub mod client;
 pub mod errors;

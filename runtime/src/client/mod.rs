@@ -85,6 +85,9 @@ pub enum Error {
     /// A retry helper ([`crate::retry`]) had no step left to try anything.
     #[error(transparent)]
     Interrupted(#[from] crate::retry::Interrupted),
+    /// An apply configuration could not be sent (no name) or extracted.
+    #[error(transparent)]
+    Apply(#[from] crate::apply::ApplyError),
 }
 
 impl Error {

@@ -368,6 +368,38 @@ where
         self.patch_status(name, &Patch::Apply(v), params).await
     }
 
+    /// Server-side apply of an apply configuration (typed SSA): only the fields `cfg`
+    /// sets are sent, so `opts.field_manager` claims exactly those. The object is
+    /// created if absent.
+    pub async fn apply_config<A: crate::apply::ApplyConfiguration>(
+        &self,
+        cfg: &A,
+        opts: &crate::apply::ApplyOptions,
+    ) -> Result<K, Error> {
+        let name = cfg
+            .name()
+            .ok_or(crate::apply::ApplyError::NoName)?
+            .to_owned();
+        let v = serde_json::to_value(cfg).map_err(Error::Decode)?;
+        self.patch(&name, &Patch::Apply(v), &opts.to_patch_params())
+            .await
+    }
+
+    /// Server-side apply of an apply configuration to the `status` subresource.
+    pub async fn apply_status_config<A: crate::apply::ApplyConfiguration>(
+        &self,
+        cfg: &A,
+        opts: &crate::apply::ApplyOptions,
+    ) -> Result<K, Error> {
+        let name = cfg
+            .name()
+            .ok_or(crate::apply::ApplyError::NoName)?
+            .to_owned();
+        let v = serde_json::to_value(cfg).map_err(Error::Decode)?;
+        self.patch_status(&name, &Patch::Apply(v), &opts.to_patch_params())
+            .await
+    }
+
     /// Deletes an object.
     pub async fn delete(&self, name: &str, opts: &DeleteOptions) -> Result<Deleted<K>, Error> {
         let body = serde_json::to_vec(&opts.to_body()).map_err(Error::Decode)?;

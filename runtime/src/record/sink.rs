@@ -46,6 +46,7 @@ impl From<client::Error> for SinkError {
             client::Error::Decode(e) => SinkError::Unexpected(e.to_string()),
             client::Error::Request(e) => SinkError::Request(e.to_string()),
             client::Error::Interrupted(e) => SinkError::Request(e.to_string()),
+            client::Error::Apply(e) => SinkError::Request(e.to_string()),
         }
     }
 }

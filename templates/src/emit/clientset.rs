@@ -216,6 +216,13 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
     let r_watch = result(quote!(#c::WatchStream<#obj>));
     let r_deleted = result(quote!(#c::Deleted<#obj>));
     let r_deleted_list = result(quote!(#c::Deleted<#c::ObjectList<#obj>>));
+    // Kinds with a schema have an apply configuration (`applyconfigurations`).
+    let apply_cfg = kind.schema_json.is_some().then(|| {
+        let root = super::supers(4);
+        let (g, v) = (ident(&group.module), ident(&version.module));
+        let ac = ident(&format!("{}ApplyConfiguration", kind_stem(kind)));
+        quote!(#root applyconfigurations::#g::#v::#ac)
+    });
     let verbs = Verb::ALL.iter().filter(|v| kind.client.has(**v)).map(|verb| match verb {
         Verb::Get => quote! {
             /// Gets one object by name.
@@ -258,24 +265,52 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
                 self.inner.patch_status(name, patch, params).await
             }
         },
-        Verb::ApplyStatus => quote! {
-            /// Server-side apply of `obj`'s status (`params.field_manager` is required).
-            pub async fn apply_status(&self, name: &str, obj: &#obj, params: &#c::PatchParams) -> #r_obj {
-                self.inner.apply_status(name, obj, params).await
+        Verb::ApplyStatus => {
+            let typed = apply_cfg.as_ref().map(|ac| quote! {
+                /// Server-side apply of an apply configuration to the status subresource:
+                /// `opts.field_manager` owns exactly the status fields `cfg` sets.
+                pub async fn apply_status_config(&self, cfg: &#ac, opts: &::kubegen_runtime::apply::ApplyOptions) -> #r_obj {
+                    self.inner.apply_status_config(cfg, opts).await
+                }
+            });
+            quote! {
+                /// Server-side apply of `obj`'s status (`params.field_manager` is required).
+                pub async fn apply_status(&self, name: &str, obj: &#obj, params: &#c::PatchParams) -> #r_obj {
+                    self.inner.apply_status(name, obj, params).await
+                }
+
+                #typed
             }
-        },
+        }
         Verb::Patch => quote! {
             /// Patches an object (merge, JSON or apply patch).
             pub async fn patch(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_obj {
                 self.inner.patch(name, patch, params).await
             }
         },
-        Verb::Apply => quote! {
-            /// Server-side apply of `obj` (`params.field_manager` is required).
-            pub async fn apply(&self, name: &str, obj: &#obj, params: &#c::PatchParams) -> #r_obj {
-                self.inner.apply(name, obj, params).await
+        Verb::Apply => {
+            let typed = apply_cfg.as_ref().map(|ac| quote! {
+                /// Server-side apply of an apply configuration (typed SSA):
+                /// `opts.field_manager` owns exactly the fields `cfg` sets; the object is
+                /// created if absent.
+                pub async fn apply_config(&self, cfg: &#ac, opts: &::kubegen_runtime::apply::ApplyOptions) -> #r_obj {
+                    self.inner.apply_config(cfg, opts).await
+                }
+            });
+            let doc = if typed.is_some() {
+                " Server-side apply of a whole `obj` (`params.field_manager` is required); it claims every field `obj` serializes: `apply_config` sends only what an apply configuration sets."
+            } else {
+                " Server-side apply of `obj` (`params.field_manager` is required)."
+            };
+            quote! {
+                #[doc = #doc]
+                pub async fn apply(&self, name: &str, obj: &#obj, params: &#c::PatchParams) -> #r_obj {
+                    self.inner.apply(name, obj, params).await
+                }
+
+                #typed
             }
-        },
+        }
         Verb::Delete => quote! {
             /// Deletes an object.
             pub async fn delete(&self, name: &str, opts: &#c::DeleteOptions) -> #r_deleted {

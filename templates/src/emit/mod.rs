@@ -21,6 +21,7 @@
 //! `::std`, `::kubegen_runtime`, `super::` and the user's own type paths, and has no
 //! `use` imports but `pub use self::...` re-exports.
 
+pub mod applyconfigurations;
 pub mod clientset;
 pub mod crd;
 pub mod deepcopy;
@@ -150,13 +151,15 @@ impl Module {
 pub fn module_tree(api: &Api) -> Module {
     let mut fake = fake::fake_module(api);
     fake.testing_only = true;
-    modules::root(api).children([
-        modules::apis(api),
-        clientset::clientset_module(api),
-        informers::informers_module(api),
-        listers::listers_module(api),
-        fake,
-    ])
+    modules::root(api)
+        .children([modules::apis(api)])
+        .children(applyconfigurations::applyconfigurations_module(api))
+        .children([
+            clientset::clientset_module(api),
+            informers::informers_module(api),
+            listers::listers_module(api),
+            fake,
+        ])
 }
 
 /// Emits the tree for `api`, one file per module (`mod.rs` for modules with children),
