@@ -2,9 +2,12 @@
 //!
 //! Contract:
 //! - An object's fields are the leaf paths of its JSON: object keys (`f:<name>`), items
-//!   of the keyed lists of [`super::patch::MERGE_KEYS`] (`k:{"name":"app"}`), items of
-//!   `metadata.finalizers` (`v:"x"`); any other list, and any empty object, is one
-//!   atomic leaf. `apiVersion`, `kind` and the server-owned metadata (name, namespace,
+//!   of keyed lists (`k:{"name":"app"}`), items of sets (`v:"x"`); any other list, and
+//!   any empty object, is one atomic leaf. Which lists are keyed and by what comes from
+//!   the schema where the resource has one (a custom resource: `x-kubernetes-list-type:
+//!   map` with its `x-kubernetes-list-map-keys`, `set`; a list without a type is atomic;
+//!   `x-kubernetes-map-type: atomic` maps and structs are one leaf), else from the
+//!   built-in keys of [`super::patch::MERGE_KEYS`] and `metadata.finalizers` as a set. `apiVersion`, `kind` and the server-owned metadata (name, namespace,
 //!   uid, resourceVersion, generation, creationTimestamp, managedFields, deletion*) are
 //!   never owned.
 //! - One `managedFields` entry per (manager, operation); `fieldsV1` nests the paths as
@@ -20,7 +23,9 @@
 //!   detected at leaf depth (the depth above);
 //!   an atomic list is one leaf. Leaves the manager applied before and omits now are
 //!   removed from the object when no other manager owns them. The applied configuration
-//!   merges into the live object as a strategic merge patch does.
+//!   merges into the live object by the same structure: keyed items by their keys, set
+//!   items by value, atomic lists and maps replaced (a strategic merge patch for
+//!   resources without a schema).
 //! - Update (any non-apply write with a `fieldManager`): the leaves it changed move to
 //!   the (manager, `Update`) entry. Writes without a field manager are not tracked,
 //!   except that leaves no longer present are dropped from every entry.
@@ -81,48 +86,209 @@ fn included(path: &[String], part: Part) -> bool {
     }
 }
 
-/// The leaf paths of `v` and their values.
-pub(crate) fn leaves(v: &Value, part: Part) -> BTreeMap<Path, Value> {
+/// The leaf paths of `v` and their values, `schema` (a custom resource's structural
+/// schema) deciding list and map types where given.
+pub(crate) fn leaves(v: &Value, part: Part, schema: Option<&Value>) -> BTreeMap<Path, Value> {
     let mut out = BTreeMap::new();
     let mut path = Vec::new();
-    walk(v, "", &mut path, &mut out);
+    walk(v, "", Shape::root(schema), &mut path, &mut out);
     out.retain(|p, _| included(p, part));
     out
 }
 
-fn walk(v: &Value, field: &str, path: &mut Path, out: &mut BTreeMap<Path, Value>) {
+/// How a list merges.
+#[derive(Debug, Clone, PartialEq)]
+enum ListType {
+    Atomic,
+    Set,
+    Map(Vec<String>),
+}
+
+/// Where a value sits in the resource's schema (or that it has none: a built-in).
+#[derive(Debug, Clone, Copy)]
+enum Shape<'a> {
+    /// No schema: the built-in keys of `MERGE_KEYS` decide.
+    Builtin,
+    /// A node of a custom resource's schema (`None`: beyond what the schema describes).
+    Schema(Option<&'a Value>),
+}
+
+impl<'a> Shape<'a> {
+    fn root(schema: Option<&'a Value>) -> Self {
+        match schema {
+            Some(s) => Shape::Schema(Some(s)),
+            None => Shape::Builtin,
+        }
+    }
+
+    /// The shape of field `key` of an object.
+    fn field(self, key: &str, depth: usize) -> Self {
+        match self {
+            Shape::Builtin => Shape::Builtin,
+            // The root's metadata is ObjectMeta whatever the schema says of it.
+            Shape::Schema(_) if depth == 0 && key == "metadata" => Shape::Builtin,
+            Shape::Schema(node) => Shape::Schema(node.and_then(|n| {
+                n.get("properties")
+                    .and_then(|p| p.get(key))
+                    .or_else(|| n.get("additionalProperties").filter(|a| a.is_object()))
+            })),
+        }
+    }
+
+    /// The shape of a list's items.
+    fn item(self) -> Self {
+        match self {
+            Shape::Builtin => Shape::Builtin,
+            Shape::Schema(node) => Shape::Schema(node.and_then(|n| n.get("items"))),
+        }
+    }
+
+    /// Whether a map or struct is one atomic leaf.
+    fn atomic_map(self) -> bool {
+        matches!(self, Shape::Schema(Some(n)) if n.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"))
+    }
+
+    /// How the list `field` (at `path`) merges.
+    fn list_type(self, field: &str, path: &[String], items: &[Value]) -> ListType {
+        match self {
+            Shape::Builtin => {
+                if field == "finalizers" && path.len() == 2 {
+                    ListType::Set
+                } else {
+                    match keyed(field, items) {
+                        Some(k) => ListType::Map(vec![k.to_owned()]),
+                        None => ListType::Atomic,
+                    }
+                }
+            }
+            Shape::Schema(node) => {
+                let node = node.unwrap_or(&Value::Null);
+                match node.get("x-kubernetes-list-type").and_then(Value::as_str) {
+                    Some("set") => ListType::Set,
+                    Some("map") => {
+                        let keys: Vec<String> = node
+                            .get("x-kubernetes-list-map-keys")
+                            .and_then(Value::as_array)
+                            .map(|k| {
+                                k.iter()
+                                    .filter_map(Value::as_str)
+                                    .map(str::to_owned)
+                                    .collect()
+                            })
+                            .unwrap_or_default();
+                        if keys.is_empty() {
+                            ListType::Atomic
+                        } else {
+                            ListType::Map(keys)
+                        }
+                    }
+                    _ => ListType::Atomic,
+                }
+            }
+        }
+    }
+}
+
+/// The `k:` path segment of a keyed item.
+fn key_segment(item: &Value, keys: &[String]) -> String {
+    let mut id = Map::new();
+    for k in keys {
+        if let Some(v) = item.get(k) {
+            id.insert(k.clone(), v.clone());
+        }
+    }
+    format!("k:{}", Value::Object(id))
+}
+
+fn walk(
+    v: &Value,
+    field: &str,
+    shape: Shape<'_>,
+    path: &mut Path,
+    out: &mut BTreeMap<Path, Value>,
+) {
     match v {
-        Value::Object(m) if !m.is_empty() => {
+        Value::Object(m) if !m.is_empty() && !shape.atomic_map() => {
             for (k, x) in m {
                 path.push(format!("f:{k}"));
-                walk(x, k, path, out);
+                walk(x, k, shape.field(k, path.len() - 1), path, out);
                 path.pop();
             }
         }
-        Value::Array(items) if field == "finalizers" && path.len() == 2 => {
-            for i in items {
-                path.push(format!("v:{i}"));
-                out.insert(path.clone(), i.clone());
-                path.pop();
-            }
-        }
-        Value::Array(items) => match keyed(field, items) {
-            Some(key) => {
+        Value::Array(items) => match shape.list_type(field, path, items) {
+            ListType::Set => {
                 for i in items {
-                    let mut id = Map::new();
-                    id.insert(key.to_owned(), i.get(key).cloned().unwrap_or(Value::Null));
-                    path.push(format!("k:{}", Value::Object(id)));
-                    walk(i, "", path, out);
+                    path.push(format!("v:{i}"));
+                    out.insert(path.clone(), i.clone());
                     path.pop();
                 }
             }
-            None => {
+            ListType::Map(keys) => {
+                for i in items {
+                    path.push(key_segment(i, &keys));
+                    walk(i, "", shape.item(), path, out);
+                    path.pop();
+                }
+            }
+            ListType::Atomic => {
                 out.insert(path.clone(), v.clone());
             }
         },
         _ => {
             out.insert(path.clone(), v.clone());
         }
+    }
+}
+
+/// Merges an applied configuration into the live object by the resource's structure
+/// (custom resources): objects field by field, keyed list items by their keys and set
+/// items by value (live order kept, new items appended), atomic lists and maps
+/// replaced.
+fn merge_by_schema(
+    live: &mut Value,
+    applied: &Value,
+    field: &str,
+    shape: Shape<'_>,
+    path: &mut Path,
+) {
+    match (live, applied) {
+        (Value::Object(l), Value::Object(a)) if !shape.atomic_map() => {
+            for (k, av) in a {
+                path.push(format!("f:{k}"));
+                let child = shape.field(k, path.len() - 1);
+                match l.get_mut(k) {
+                    Some(lv) => merge_by_schema(lv, av, k, child, path),
+                    None => {
+                        l.insert(k.clone(), av.clone());
+                    }
+                }
+                path.pop();
+            }
+        }
+        (Value::Array(l), Value::Array(a)) => match shape.list_type(field, path, a) {
+            ListType::Set => {
+                for item in a {
+                    if !l.contains(item) {
+                        l.push(item.clone());
+                    }
+                }
+            }
+            ListType::Map(keys) => {
+                for item in a {
+                    let seg = key_segment(item, &keys);
+                    match l.iter_mut().find(|i| item_matches(i, &seg)) {
+                        Some(existing) => {
+                            path.push(seg);
+                            merge_by_schema(existing, item, "", shape.item(), path);
+                            path.pop();
+                        }
+                        None => l.push(item.clone()),
+                    }
+                }
+            }
+            ListType::Atomic => *l = a.clone(),
+        },
+        (live, applied) => *live = applied.clone(),
     }
 }
 
@@ -189,6 +355,19 @@ fn remove_at(v: &mut Value, path: &[String]) {
             }
         }
     }
+}
+
+/// Whether `path` is a key field of the keyed item `item` (`k:{"name":..}` then `f:name`).
+fn is_key_field(item: &[String], path: &[String]) -> bool {
+    let (Some(seg), Some(field)) = (item.last(), path.get(item.len())) else {
+        return false;
+    };
+    let Some(id) = seg.strip_prefix("k:") else {
+        return false;
+    };
+    path.len() == item.len() + 1
+        && serde_json::from_str::<Map<String, Value>>(id)
+            .is_ok_and(|id| field.strip_prefix("f:").is_some_and(|f| id.contains_key(f)))
 }
 
 /// One `managedFields` entry.
@@ -323,6 +502,8 @@ pub(crate) struct Manager<'a> {
     pub api_version: &'a str,
     pub time: &'a str,
     pub part: Part,
+    /// The custom resource's structural schema (its list and map types), if any.
+    pub schema: Option<&'a Value>,
 }
 
 impl Manager<'_> {
@@ -368,7 +549,7 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, mgr: Option<&M
     if let Some(mgr) = mgr {
         let empty = Value::Null;
         let old = old.unwrap_or(&empty);
-        let changed: BTreeSet<Path> = leaves(new, mgr.part)
+        let changed: BTreeSet<Path> = leaves(new, mgr.part, mgr.schema)
             .into_iter()
             .filter(|(p, v)| lookup(old, p) != Some(v))
             .map(|(p, _)| p)
@@ -417,7 +598,7 @@ fn upgrades_client_side_apply(
     if last.get("apiVersion") != live.get("apiVersion") {
         return false;
     }
-    let allowed: BTreeSet<Path> = leaves(&last, mgr.part)
+    let allowed: BTreeSet<Path> = leaves(&last, mgr.part, mgr.schema)
         .into_iter()
         .filter(|(p, v)| lookup(live, p) == Some(v))
         .map(|(p, _)| p)
@@ -435,7 +616,7 @@ pub(crate) fn apply(
     conflict_target: (&str, &str),
 ) -> Result<Value, StatusError> {
     let mut entries = read_entries(live);
-    let mine = leaves(applied, mgr.part);
+    let mine = leaves(applied, mgr.part, mgr.schema);
     let sub = mgr.subresource();
     let mut conflicts: Vec<(String, Path)> = Vec::new();
     for e in &entries {
@@ -493,13 +674,27 @@ pub(crate) fn apply(
     } else {
         live.clone()
     };
+    // What stays owned: the other entries' fields and what this apply sets.
+    let kept: Vec<&Path> = entries
+        .iter()
+        .filter(|e| !(e.manager == mgr.name && e.operation == "Apply" && e.subresource == sub))
+        .flat_map(|e| e.fields.iter())
+        .chain(mine.keys())
+        .collect();
     for p in previous.iter().filter(|p| !mine.contains_key(*p)) {
-        let owned_elsewhere = entries.iter().any(|e| {
-            !(e.manager == mgr.name && e.operation == "Apply" && e.subresource == sub)
-                && e.fields.contains(p)
-        });
-        if !owned_elsewhere {
-            remove_at(&mut out, p);
+        if kept.contains(&p) {
+            continue;
+        }
+        // A keyed item nobody owns any field of any more goes whole (its key fields
+        // with it); one someone still owns keeps its keys.
+        let item = p
+            .iter()
+            .rposition(|seg| seg.starts_with("k:") || seg.starts_with("v:"))
+            .map(|i| &p[..=i]);
+        match item {
+            Some(item) if !kept.iter().any(|k| k.starts_with(item)) => remove_at(&mut out, item),
+            Some(item) if is_key_field(item, p) => {}
+            _ => remove_at(&mut out, p),
         }
     }
     let mut patch = applied.clone();
@@ -519,7 +714,16 @@ pub(crate) fn apply(
             }
         }
     }
-    strategic_merge_patch(&mut out, &patch)?;
+    match mgr.schema {
+        Some(schema) => merge_by_schema(
+            &mut out,
+            &patch,
+            "",
+            Shape::Schema(Some(schema)),
+            &mut Vec::new(),
+        ),
+        None => strategic_merge_patch(&mut out, &patch)?,
+    }
     let e = mgr.entry(&mut entries, "Apply");
     e.fields = mine.into_keys().collect();
     for e in entries.iter_mut() {
@@ -539,6 +743,7 @@ mod tests {
             api_version: "apps/v1",
             time: "2026-01-01T00:00:00Z",
             part: Part::Main,
+            schema: None,
         }
     }
 
@@ -546,7 +751,7 @@ mod tests {
     fn fields_round_trip_through_fields_v1() {
         let obj = json!({"metadata": {"name": "x", "labels": {"a": "b"}},
             "spec": {"replicas": 1, "containers": [{"name": "c", "image": "i"}], "args": ["x"]}});
-        let paths: BTreeSet<Path> = leaves(&obj, Part::All).into_keys().collect();
+        let paths: BTreeSet<Path> = leaves(&obj, Part::All, None).into_keys().collect();
         let f = paths_to_fields(&paths);
         assert_eq!(
             f,
@@ -634,5 +839,67 @@ mod tests {
         .unwrap();
         assert!(a2["spec"].get("x").is_none());
         assert_eq!(a2["spec"]["replicas"], 2);
+    }
+
+    #[test]
+    fn schema_list_maps_merge_by_their_keys_and_sets_by_value() {
+        // A custom resource's `listType=map` list (keys `name` and `port`) and `set`
+        // list: two managers own one entry each, as kube-apiserver records them.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object", "properties": {
+                    "listeners": {
+                        "type": "array",
+                        "x-kubernetes-list-type": "map",
+                        "x-kubernetes-list-map-keys": ["name", "port"],
+                        "items": {"type": "object", "properties": {
+                            "name": {"type": "string"}, "port": {"type": "integer"},
+                            "tls": {"type": "boolean"}
+                        }}
+                    },
+                    "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+                    "args": {"type": "array", "items": {"type": "string"}}
+                }}
+            }
+        });
+        let manager = |name| Manager {
+            schema: Some(&schema),
+            ..mgr(name)
+        };
+        let a = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "o"},
+            "spec": {"listeners": [{"name": "web", "port": 80}], "tags": ["a"], "args": ["x"]}});
+        let live = apply(&Value::Null, &a, &manager("alice"), false, ("x", "ks")).unwrap();
+        let b = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "o"},
+            "spec": {"listeners": [{"name": "web", "port": 443, "tls": true}], "tags": ["b"]}});
+        let live = apply(&live, &b, &manager("bob"), false, ("x", "ks")).unwrap();
+        assert_eq!(
+            live["spec"]["listeners"],
+            json!([{"name": "web", "port": 80}, {"name": "web", "port": 443, "tls": true}])
+        );
+        assert_eq!(live["spec"]["tags"], json!(["a", "b"]));
+        let fields = |who: &str| {
+            live["metadata"]["managedFields"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["manager"] == who)
+                .unwrap()["fieldsV1"]
+                .clone()
+        };
+        assert_eq!(
+            fields("bob"),
+            json!({"f:spec": {
+                "f:listeners": {"k:{\"name\":\"web\",\"port\":443}": {
+                    "f:name": {}, "f:port": {}, "f:tls": {}
+                }},
+                "f:tags": {"v:\"b\"": {}}
+            }})
+        );
+        // An atomic list (no list type) is one field: bob taking `args` conflicts.
+        let c = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "o"},
+            "spec": {"args": ["y"]}});
+        let err = apply(&live, &c, &manager("bob"), false, ("x", "ks")).unwrap_err();
+        assert_eq!(err.code(), 409, "{err:?}");
     }
 }

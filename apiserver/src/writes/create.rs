@@ -222,7 +222,10 @@ impl Inner {
         let mut v = Value::Object(obj);
         if let Some(m) = opts.field_manager.as_deref() {
             let (time, av) = (now(), reg.api_version());
-            let mgr = self.manager(m, Part::All, &time, &av);
+            let mgr = apply::Manager {
+                schema: reg.schema.as_ref(),
+                ..self.manager(m, Part::All, &time, &av)
+            };
             apply::record_update(None, &mut v, Some(&mgr));
         }
         let obj = to_map(v)?;

@@ -274,6 +274,7 @@ impl Inner {
             api_version: av,
             time,
             part,
+            schema: None,
         }
     }
 
@@ -378,11 +379,10 @@ impl Inner {
         }
         let mut v = Value::Object(new);
         let (time, av) = (now(), reg.api_version());
-        let mgr = ctx
-            .opts
-            .field_manager
-            .as_deref()
-            .map(|m| self.manager(m, part, &time, &av));
+        let mgr = ctx.opts.field_manager.as_deref().map(|m| Manager {
+            schema: ctx.reg.schema.as_ref(),
+            ..self.manager(m, part, &time, &av)
+        });
         apply::record_update(Some(&Value::Object(prev.clone())), &mut v, mgr.as_ref());
         to_map(v)
     }

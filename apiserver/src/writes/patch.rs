@@ -54,7 +54,10 @@ impl Inner {
                 if kind != PatchKind::Apply {
                     return Err(StatusError::not_found(gr(&reg), name));
                 }
-                let mgr = self.manager(&manager, part, &time, &av);
+                let mgr = apply::Manager {
+                    schema: reg.schema.as_ref(),
+                    ..self.manager(&manager, part, &time, &av)
+                };
                 let mut applied = body.clone();
                 set_identity(&mut applied, reg.namespaced.then_some(ns), name)?;
                 let mut v = apply::apply(
@@ -91,7 +94,10 @@ impl Inner {
                 PatchKind::Apply => {
                     let mut applied = body.clone();
                     set_identity(&mut applied, reg.namespaced.then_some(ns), name)?;
-                    let mgr = self.manager(&manager, part, &time, &av);
+                    let mgr = apply::Manager {
+                        schema: reg.schema.as_ref(),
+                        ..self.manager(&manager, part, &time, &av)
+                    };
                     apply::apply(
                         &prev_v,
                         &applied,
