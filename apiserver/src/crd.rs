@@ -19,9 +19,13 @@
 //!   column types, default types, root `metadata` schema or a protected group's missing
 //!   approval is a 422 Invalid with kube-apiserver's causes (`crd_rule_causes`, the
 //!   rules `kubegen_apimachinery::crd_validation` shares with the generator).
-//! - Not done: evaluating CEL rules (`x-kubernetes-validations`) on objects, `format`, `oneOf`/`anyOf`/`allOf`/
-//!   `not`, list-type and map-type uniqueness. Conversion between versions is the
-//!   `conversion` and `versions` modules'.
+//! - A `null` where the schema is not `nullable` is dropped (or defaulted) before
+//!   validation, as kube-apiserver does: absent, not of the wrong type.
+//! - Then the schema's CEL rules (`x-kubernetes-validations`, the `cel_rules` module),
+//!   unless a cause is a type error or an unsupported enum value (kube-apiserver's
+//!   `<nil>` cause "some validation rules were not checked" instead).
+//! - Not done: `format`, `oneOf`/`anyOf`/`allOf`/`not`, list-type and map-type
+//!   uniqueness. Conversion between versions is the `conversion` and `versions` modules'.
 
 use serde_json::{Map, Value};
 
@@ -178,17 +182,38 @@ impl Registration {
     }
 }
 
-/// Prunes, defaults and validates a custom resource against its schema.
+/// Prunes, defaults and validates a custom resource against its schema, then evaluates
+/// its CEL rules (`prev`: the stored object of an update, for transition rules and
+/// ratcheting). As kube-apiserver, the rules are not evaluated on an object with a type
+/// error or an unsupported enum value: a `<nil>` cause says so instead.
 pub(crate) fn admit(
     reg: &Registration,
     schema: &Value,
     obj: &mut Map<String, Value>,
+    prev: Option<&Map<String, Value>>,
 ) -> Result<(), StatusError> {
     let mut v = Value::Object(std::mem::take(obj));
     prune(&mut v, schema, true);
     default(&mut v, schema);
     let mut causes = Vec::new();
     validate(&v, schema, "", &mut causes, true);
+    if !reg.cel.is_empty() {
+        let blocking = [
+            cause::FIELD_VALUE_TYPE_INVALID,
+            cause::FIELD_VALUE_NOT_SUPPORTED,
+        ];
+        if causes.iter().any(|c| blocking.contains(&c.reason.as_str())) {
+            // kube-apiserver's field is a nil path, printed as such.
+            causes.push(StatusCause {
+                reason: cause::FIELD_VALUE_INVALID.into(),
+                message: "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+                field: "<nil>".into(),
+            });
+        } else {
+            let old = prev.map(|p| Value::Object(p.clone()));
+            reg.cel.validate(schema, &v, old.as_ref(), &mut causes);
+        }
+    }
     let name = v
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -260,11 +285,17 @@ fn prune(v: &mut Value, schema: &Value, root: bool) {
     }
 }
 
+/// Defaults absent properties, as kube-apiserver does after pruning; a `null` where the
+/// schema is not `nullable` counts as absent (defaulted, or dropped when there is no
+/// default, so that a required one is then `Required value`).
 fn default(v: &mut Value, schema: &Value) {
     match v {
         Value::Object(m) => {
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
                 for (k, s) in props {
+                    if m.get(k).is_some_and(|x| x.is_null()) && !truthy(s, "nullable") {
+                        m.remove(k);
+                    }
                     if !m.contains_key(k) {
                         if let Some(d) = s.get("default") {
                             m.insert(k.clone(), d.clone());
@@ -276,8 +307,15 @@ fn default(v: &mut Value, schema: &Value) {
                 }
             }
             if let Some(a) = schema.get("additionalProperties").filter(|a| a.is_object()) {
-                for x in m.values_mut() {
-                    default(x, a);
+                let declared = schema.get("properties").and_then(Value::as_object);
+                let is_declared = |k: &String| declared.is_some_and(|d| d.contains_key(k));
+                if !truthy(a, "nullable") {
+                    m.retain(|k, x| is_declared(k) || !x.is_null());
+                }
+                for (k, x) in m.iter_mut() {
+                    if !is_declared(k) {
+                        default(x, a);
+                    }
                 }
             }
         }
@@ -561,13 +599,13 @@ mod tests {
         let reg = Registration::new("example.com", "v1", "foos", "Foo");
         let mut ok = json!({"metadata": {"name": "x"}, "spec": {"size": 2, "junk": 1, "free": {"any": 1}}, "top": 1});
         let m = ok.as_object_mut().unwrap();
-        admit(&reg, &schema, m).unwrap();
+        admit(&reg, &schema, m, None).unwrap();
         assert_eq!(
             Value::Object(m.clone()),
             json!({"metadata": {"name": "x"}, "spec": {"size": 2, "mode": "a", "free": {"any": 1}}})
         );
         let mut bad = json!({"metadata": {"name": "x"}, "spec": {"mode": "c", "name": "ABCDE"}});
-        let err = admit(&reg, &schema, bad.as_object_mut().unwrap()).unwrap_err();
+        let err = admit(&reg, &schema, bad.as_object_mut().unwrap(), None).unwrap_err();
         let fields: Vec<(String, String)> = err
             .details()
             .unwrap()
@@ -580,8 +618,69 @@ mod tests {
         assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_TOO_LONG.into())));
         assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_INVALID.into())));
         let mut big = json!({"metadata": {"name": "x"}, "spec": {"size": 9}});
-        let err = admit(&reg, &schema, big.as_object_mut().unwrap()).unwrap_err();
+        let err = admit(&reg, &schema, big.as_object_mut().unwrap(), None).unwrap_err();
         assert!(err.message().contains("spec.size"));
+    }
+
+    /// kube-apiserver drops a `null` where the schema is not nullable (or defaults it), so
+    /// it is absent rather than of the wrong type.
+    #[test]
+    fn nulls_of_non_nullable_fields_are_absent() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "required": ["size"],
+        "properties": {
+            "size": {"type": "integer"},
+            "mode": {"type": "string", "default": "a"},
+            "note": {"type": "string", "nullable": true},
+            "extra": {"type": "string"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+        }}}});
+        let reg = Registration::new("example.com", "v1", "foos", "Foo");
+        let mut obj = json!({"metadata": {"name": "x"}, "spec": {"size": 1, "mode": null,
+            "note": null, "extra": null, "labels": {"a": null, "b": "c"}}});
+        admit(&reg, &schema, obj.as_object_mut().unwrap(), None).unwrap();
+        assert_eq!(
+            obj["spec"],
+            json!({"size": 1, "mode": "a", "note": null, "labels": {"b": "c"}})
+        );
+        let mut missing = json!({"metadata": {"name": "x"}, "spec": {"size": null}});
+        let err = admit(&reg, &schema, missing.as_object_mut().unwrap(), None).unwrap_err();
+        let causes = &err.details().unwrap().causes;
+        assert_eq!(causes.len(), 1);
+        assert_eq!(
+            (causes[0].field.as_str(), causes[0].reason.as_str()),
+            ("spec.size", cause::FIELD_VALUE_REQUIRED)
+        );
+    }
+
+    /// As kube-apiserver, CEL rules do not run on an object with a type error.
+    #[test]
+    fn cel_rules_wait_for_a_well_typed_object() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.size > 1"}],
+            "properties": {"size": {"type": "integer"}, "name": {"type": "string"}}}}});
+        let mut reg = Registration::new("example.com", "v1", "foos", "Foo");
+        reg.cel = crate::cel_rules::CelRules::compile(Some(&schema));
+        let fields = |obj: Value| -> Vec<String> {
+            let mut obj = obj;
+            let err = admit(&reg, &schema, obj.as_object_mut().unwrap(), None).unwrap_err();
+            let causes = &err.details().unwrap().causes;
+            causes
+                .iter()
+                .map(|c| format!("{}: {}", c.field, c.reason))
+                .collect()
+        };
+        assert_eq!(
+            fields(json!({"metadata": {"name": "x"}, "spec": {"size": 1}})),
+            vec!["spec: FieldValueInvalid"]
+        );
+        assert_eq!(
+            fields(json!({"metadata": {"name": "x"}, "spec": {"size": 1, "name": 5}})),
+            vec![
+                "spec.name: FieldValueTypeInvalid",
+                "<nil>: FieldValueInvalid"
+            ]
+        );
     }
 
     /// A one-version CRD whose root schema has `properties`, in `group`.

@@ -73,6 +73,8 @@ pub struct Registration {
     pub storage_version: String,
     /// How objects convert between the CRD's versions (`spec.conversion`).
     pub conversion: super::Conversion,
+    /// The schema's CEL rules, compiled when the registration is registered.
+    pub(crate) cel: crate::cel_rules::CelRules,
 }
 
 /// One of a CRD version's `additionalPrinterColumns`.
@@ -117,6 +119,7 @@ impl Registration {
             printer_columns: Vec::new(),
             storage_version: String::new(),
             conversion: super::Conversion::None,
+            cel: Default::default(),
         }
     }
 

@@ -505,7 +505,10 @@ impl State {
     /// Registers a resource and returns its index; a second registration of the same
     /// group/version/resource replaces the description (schema, columns, ...) and
     /// serves it again, keeping the objects.
-    pub(crate) fn register(&mut self, reg: Registration) -> usize {
+    pub(crate) fn register(&mut self, mut reg: Registration) -> usize {
+        // Compiled here, once per registration: the schema may have been set after
+        // `Registration::new`, and a registration is immutable once registered.
+        reg.cel = crate::cel_rules::CelRules::compile(reg.schema.as_ref());
         let key = (reg.api_version(), reg.plural.clone());
         let (group, plural) = (reg.group.clone(), reg.plural.clone());
         let i = if let Some(i) = self.index.get(&key).copied() {

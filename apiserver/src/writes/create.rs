@@ -123,7 +123,7 @@ impl Inner {
         if reg.group.is_empty() && reg.kind == "Secret" && obj.get("type").is_none_or(|t| t == "") {
             obj.insert("type".into(), Value::String("Opaque".into()));
         }
-        self.admit(reg, obj, true)?;
+        self.admit(reg, obj, None)?;
         Ok(generated)
     }
 

@@ -232,17 +232,20 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Inner {
-    /// Custom-resource schema (pruning, defaults and validation), and the built-in
-    /// validation the server implements (Events) on create or update.
+    /// Custom-resource schema (pruning, defaults and validation, CEL rules included), and
+    /// the built-in validation the server implements (Events) on create (`prev` None) or
+    /// update.
     fn admit(
         &self,
         reg: &Registration,
         obj: &mut Map<String, Value>,
-        creating: bool,
+        prev: Option<&Map<String, Value>>,
     ) -> Result<(), StatusError> {
         match &reg.schema {
-            Some(schema) => crate::crd::admit(reg, schema, obj),
-            None if crate::events::is_event(reg) => crate::events::validate(reg, obj, creating),
+            Some(schema) => crate::crd::admit(reg, schema, obj, prev),
+            None if crate::events::is_event(reg) => {
+                crate::events::validate(reg, obj, prev.is_none())
+            }
             None => Ok(()),
         }
     }
@@ -342,7 +345,7 @@ impl Inner {
             body.insert("apiVersion".into(), Value::String(reg.api_version()));
             body
         };
-        self.admit(reg, &mut new, false)?;
+        self.admit(reg, &mut new, Some(prev))?;
         // Finalizers cannot be added to an object being deleted.
         if !meta_str(prev, "deletionTimestamp").is_empty() {
             let old = finalizers(prev);
