@@ -21,10 +21,11 @@
 //!   validated again, so an unchanged invalid field does not fail the update.
 //! - A rule that is false becomes a cause at the rule's level plus its `fieldPath`, with
 //!   its `reason` (default `FieldValueInvalid`) and its `messageExpression`'s result,
-//!   its `message`, or `failed rule: <rule>`. An absent field the rule reads is a cause
-//!   too (`no such key`), as kube-apiserver answers.
-//! - Not done: the cost budget; a rule the interpreter cannot evaluate (a function or
-//!   macro `cel` does not have) is skipped rather than failing every object, and logged.
+//!   its `message`, or `failed rule: <rule>`. An evaluation error (an absent field the
+//!   rule reads: `no such key`; a failed conversion) is a cause too, as kube-apiserver
+//!   answers.
+//! - Not done: the cost budget; a rule that uses a function or macro the interpreter does
+//!   not have is skipped rather than failing every object, and logged (debug).
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -53,6 +54,54 @@ impl Eq for CelRules {}
 impl std::fmt::Debug for CelRules {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_tuple("CelRules").field(&self.0.is_some()).finish()
+    }
+}
+
+/// The schema and compiled rules of each served version of a CRD, shared by the
+/// registrations of its versions: a write through one version is validated against that
+/// version's schema even when another version stores the objects, as kube-apiserver
+/// validates against the version of the request.
+#[derive(Clone, Default)]
+pub(crate) struct VersionSchemas(Arc<Vec<(String, Value, CelRules)>>);
+
+impl VersionSchemas {
+    /// Compiles the rules of each `(apiVersion, schema)` once.
+    pub(crate) fn compile(versions: Vec<(String, Value)>) -> Self {
+        let compiled = versions
+            .into_iter()
+            .map(|(v, s)| {
+                let rules = CelRules::compile(Some(&s));
+                (v, s, rules)
+            })
+            .collect();
+        VersionSchemas(Arc::new(compiled))
+    }
+
+    /// The schema and rules of `api_version`.
+    pub(crate) fn get(&self, api_version: &str) -> Option<(&Value, &CelRules)> {
+        self.0
+            .iter()
+            .find(|(v, _, _)| v == api_version)
+            .map(|(_, s, r)| (s, r))
+    }
+}
+
+impl PartialEq for VersionSchemas {
+    fn eq(&self, other: &Self) -> bool {
+        let key = |x: &Self| -> Vec<(String, Value)> {
+            x.0.iter().map(|(v, s, _)| (v.clone(), s.clone())).collect()
+        };
+        Arc::ptr_eq(&self.0, &other.0) || key(self) == key(other)
+    }
+}
+
+impl Eq for VersionSchemas {}
+
+impl std::fmt::Debug for VersionSchemas {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list()
+            .entries(self.0.iter().map(|(v, _, _)| v))
+            .finish()
     }
 }
 
@@ -262,27 +311,30 @@ impl Walk<'_> {
                     })
                     .or_else(|| rule.message.clone())
                     .unwrap_or_else(|| format!("failed rule: {}", rule.text)),
-                Err(ExecutionError::NoSuchKey(k)) => {
-                    format!("no such key: {k} evaluating rule: {}", rule.text)
-                }
-                Ok(_) | Err(_) => {
-                    tracing::debug!(rule = %rule.text, "CEL rule not evaluated: the interpreter cannot run it");
+                Err(ExecutionError::UndeclaredReference(name)) => {
+                    tracing::debug!(rule = %rule.text, %name, "CEL rule not evaluated: the interpreter lacks a function or macro it uses");
                     continue;
                 }
+                // An evaluation error fails the rule, with the error in the message.
+                Err(e) => format!(
+                    "{} evaluating rule: {}",
+                    error_text(&e),
+                    rule.message.as_deref().unwrap_or(&rule.text)
+                ),
+                Ok(other) => format!(
+                    "rule did not evaluate to bool ({other:?}) evaluating rule: {}",
+                    rule.text
+                ),
             };
             let field = match &rule.field_path {
                 Some(fp) => join(path, fp.trim_start_matches('.')),
                 None => path.to_owned(),
             };
-            let ty = schema
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("object");
             let body = match rule.reason.as_str() {
                 cause::FIELD_VALUE_FORBIDDEN => format!("Forbidden: {message}"),
                 cause::FIELD_VALUE_REQUIRED => format!("Required value: {message}"),
                 cause::FIELD_VALUE_DUPLICATE => format!("Duplicate value: {message}"),
-                _ => format!("Invalid value: {ty:?}: {message}"),
+                _ => format!("Invalid value: {}: {message}", shown(v)),
             };
             self.causes.push(StatusCause {
                 reason: rule.reason.clone(),
@@ -290,6 +342,23 @@ impl Walk<'_> {
                 field,
             });
         }
+    }
+}
+
+/// A value as kube-apiserver's "Invalid value" shows it: scalars as JSON, the rest by type.
+fn shown(v: &Value) -> String {
+    match v {
+        Value::Object(_) => "\"object\"".into(),
+        Value::Array(_) => "\"array\"".into(),
+        other => other.to_string(),
+    }
+}
+
+/// cel-go's wording of the evaluation errors kube-apiserver reports most.
+fn error_text(e: &ExecutionError) -> String {
+    match e {
+        ExecutionError::NoSuchKey(k) => format!("no such key: {k}"),
+        other => other.to_string(),
     }
 }
 

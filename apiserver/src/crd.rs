@@ -22,14 +22,18 @@
 //! - A `null` where the schema is not `nullable` is dropped (or defaulted) before
 //!   validation, as kube-apiserver does: absent, not of the wrong type.
 //! - Then the schema's CEL rules (`x-kubernetes-validations`, the `cel_rules` module),
-//!   unless a cause is a type error or an unsupported enum value (kube-apiserver's
-//!   `<nil>` cause "some validation rules were not checked" instead).
+//!   unless a cause is a type error, an unsupported enum value or a missing required
+//!   field (kube-apiserver's `<nil>` cause "some validation rules were not checked"
+//!   instead). A write through a version that does not store the objects is validated
+//!   against its own version's schema, as kube-apiserver does.
 //! - Not done: `format`, `oneOf`/`anyOf`/`allOf`/`not`, list-type and map-type
 //!   uniqueness. Conversion between versions is the `conversion` and `versions` modules'.
 
 use serde_json::{Map, Value};
 
 use kubegen_apimachinery::crd_validation;
+
+use crate::cel_rules::CelRules;
 
 use crate::errors::{cause, StatusCause, StatusError};
 
@@ -178,6 +182,14 @@ impl Registration {
         if out.is_empty() {
             return Err(bad("no served version"));
         }
+        let schemas = crate::cel_rules::VersionSchemas::compile(
+            out.iter()
+                .filter_map(|r| Some((r.api_version(), r.schema.clone()?)))
+                .collect(),
+        );
+        for r in &mut out {
+            r.version_schemas = schemas.clone();
+        }
         Ok(out)
     }
 }
@@ -185,10 +197,11 @@ impl Registration {
 /// Prunes, defaults and validates a custom resource against its schema, then evaluates
 /// its CEL rules (`prev`: the stored object of an update, for transition rules and
 /// ratcheting). As kube-apiserver, the rules are not evaluated on an object with a type
-/// error or an unsupported enum value: a `<nil>` cause says so instead.
+/// error, an unsupported enum value or a missing required field: a `<nil>` cause says so
+/// instead.
 pub(crate) fn admit(
     reg: &Registration,
-    schema: &Value,
+    (schema, rules): (&Value, &CelRules),
     obj: &mut Map<String, Value>,
     prev: Option<&Map<String, Value>>,
 ) -> Result<(), StatusError> {
@@ -197,21 +210,22 @@ pub(crate) fn admit(
     default(&mut v, schema);
     let mut causes = Vec::new();
     validate(&v, schema, "", &mut causes, true);
-    if !reg.cel.is_empty() {
+    if !rules.is_empty() {
         let blocking = [
             cause::FIELD_VALUE_TYPE_INVALID,
             cause::FIELD_VALUE_NOT_SUPPORTED,
+            cause::FIELD_VALUE_REQUIRED,
         ];
         if causes.iter().any(|c| blocking.contains(&c.reason.as_str())) {
             // kube-apiserver's field is a nil path, printed as such.
             causes.push(StatusCause {
                 reason: cause::FIELD_VALUE_INVALID.into(),
-                message: "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+                message: "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
                 field: "<nil>".into(),
             });
         } else {
             let old = prev.map(|p| Value::Object(p.clone()));
-            reg.cel.validate(schema, &v, old.as_ref(), &mut causes);
+            rules.validate(schema, &v, old.as_ref(), &mut causes);
         }
     }
     let name = v
@@ -400,6 +414,7 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
                 Value::Object(_) => "object",
                 Value::Array(_) => "array",
                 Value::String(_) => "string",
+                Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
                 Value::Number(_) => "number",
                 Value::Bool(_) => "boolean",
                 Value::Null => "null",
@@ -599,13 +614,19 @@ mod tests {
         let reg = Registration::new("example.com", "v1", "foos", "Foo");
         let mut ok = json!({"metadata": {"name": "x"}, "spec": {"size": 2, "junk": 1, "free": {"any": 1}}, "top": 1});
         let m = ok.as_object_mut().unwrap();
-        admit(&reg, &schema, m, None).unwrap();
+        admit(&reg, (&schema, &reg.cel), m, None).unwrap();
         assert_eq!(
             Value::Object(m.clone()),
             json!({"metadata": {"name": "x"}, "spec": {"size": 2, "mode": "a", "free": {"any": 1}}})
         );
         let mut bad = json!({"metadata": {"name": "x"}, "spec": {"mode": "c", "name": "ABCDE"}});
-        let err = admit(&reg, &schema, bad.as_object_mut().unwrap(), None).unwrap_err();
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            bad.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
         let fields: Vec<(String, String)> = err
             .details()
             .unwrap()
@@ -618,7 +639,13 @@ mod tests {
         assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_TOO_LONG.into())));
         assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_INVALID.into())));
         let mut big = json!({"metadata": {"name": "x"}, "spec": {"size": 9}});
-        let err = admit(&reg, &schema, big.as_object_mut().unwrap(), None).unwrap_err();
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            big.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
         assert!(err.message().contains("spec.size"));
     }
 
@@ -638,13 +665,25 @@ mod tests {
         let reg = Registration::new("example.com", "v1", "foos", "Foo");
         let mut obj = json!({"metadata": {"name": "x"}, "spec": {"size": 1, "mode": null,
             "note": null, "extra": null, "labels": {"a": null, "b": "c"}}});
-        admit(&reg, &schema, obj.as_object_mut().unwrap(), None).unwrap();
+        admit(
+            &reg,
+            (&schema, &reg.cel),
+            obj.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap();
         assert_eq!(
             obj["spec"],
             json!({"size": 1, "mode": "a", "note": null, "labels": {"b": "c"}})
         );
         let mut missing = json!({"metadata": {"name": "x"}, "spec": {"size": null}});
-        let err = admit(&reg, &schema, missing.as_object_mut().unwrap(), None).unwrap_err();
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            missing.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
         let causes = &err.details().unwrap().causes;
         assert_eq!(causes.len(), 1);
         assert_eq!(
@@ -663,7 +702,13 @@ mod tests {
         reg.cel = crate::cel_rules::CelRules::compile(Some(&schema));
         let fields = |obj: Value| -> Vec<String> {
             let mut obj = obj;
-            let err = admit(&reg, &schema, obj.as_object_mut().unwrap(), None).unwrap_err();
+            let err = admit(
+                &reg,
+                (&schema, &reg.cel),
+                obj.as_object_mut().unwrap(),
+                None,
+            )
+            .unwrap_err();
             let causes = &err.details().unwrap().causes;
             causes
                 .iter()

@@ -75,6 +75,9 @@ pub struct Registration {
     pub conversion: super::Conversion,
     /// The schema's CEL rules, compiled when the registration is registered.
     pub(crate) cel: crate::cel_rules::CelRules,
+    /// Every served version's schema and rules, for writes through another version than
+    /// the one that stores the objects (set by [`Registration::from_crd`]).
+    pub(crate) version_schemas: crate::cel_rules::VersionSchemas,
 }
 
 /// One of a CRD version's `additionalPrinterColumns`.
@@ -120,6 +123,7 @@ impl Registration {
             storage_version: String::new(),
             conversion: super::Conversion::None,
             cel: Default::default(),
+            version_schemas: Default::default(),
         }
     }
 

@@ -208,3 +208,83 @@ async fn an_unchanged_invalid_field_does_not_fail_an_update() {
     })
     .await;
 }
+
+/// Two versions of one kind with different rules; v1 stores the objects.
+const TWO_VERSIONS: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: dials.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: dials, singular: dial, kind: Dial}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations: [{rule: "self.level <= 10"}]
+            properties: {level: {type: integer}}
+  - name: v1beta1
+    served: true
+    storage: false
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-validations: [{rule: "self.level <= 5"}]
+            properties: {level: {type: integer}}
+"#;
+
+#[tokio::test]
+async fn a_write_is_validated_against_the_schema_of_its_version() {
+    // SEMANTICS 13 (versions of a CRD: each version's schema validates its writes)
+    let dials = |client: kube::Client, version: &str| {
+        let gvk = GroupVersionKind::gvk("example.com", version, "Dial");
+        Api::<DynamicObject>::namespaced_with(
+            client,
+            "default",
+            &ApiResource::from_gvk_with_plural(&gvk, "dials"),
+        )
+    };
+    let dial = |version: &str, name: &str, level: i64| -> DynamicObject {
+        serde_json::from_value(json!({
+            "apiVersion": format!("example.com/{version}"), "kind": "Dial",
+            "metadata": {"name": name}, "spec": {"level": level}
+        }))
+        .expect("a Dial")
+    };
+    let server = ApiServer::new();
+    server.register_crd(TWO_VERSIONS).expect("register");
+    let tcp = server.serve_tcp().await.expect("listen");
+    for client in [
+        kube::Client::new(server.service(), "default"),
+        tcp.client().await.expect("client"),
+    ] {
+        let pp = PostParams::default();
+        let (v1, v1beta1) = (dials(client.clone(), "v1"), dials(client, "v1beta1"));
+        let ok = v1.create(&pp, &dial("v1", "eight", 8)).await;
+        assert!(ok.is_ok(), "{ok:?}");
+        let err = v1beta1
+            .create(&pp, &dial("v1beta1", "eight-beta", 8))
+            .await
+            .unwrap_err();
+        assert_eq!(
+            invalid(err).0,
+            vec![("spec".to_owned(), "FieldValueInvalid".to_owned())]
+        );
+        let ok = v1beta1.create(&pp, &dial("v1beta1", "four", 4)).await;
+        assert!(ok.is_ok(), "{ok:?}");
+        v1.delete_collection(&Default::default(), &Default::default())
+            .await
+            .expect("clean up");
+    }
+    tcp.shutdown().await;
+}

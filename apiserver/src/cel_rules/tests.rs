@@ -235,3 +235,20 @@ fn go_durations() {
     assert_eq!(go_duration("1x"), None);
     assert_eq!(go_duration(""), None);
 }
+
+#[test]
+fn an_evaluation_error_fails_the_rule_with_the_error() {
+    let s = spec(
+        json!({"ports": {"type": "object", "additionalProperties": {"type": "string"},
+            "x-kubernetes-validations": [{"rule": "self.all(k, int(k) > 0)", "message": "ports are numbers"}]}}),
+        json!([]),
+    );
+    assert!(check(&s, &json!({"spec": {"ports": {"80": "http"}}}), None).is_empty());
+    let got = check(&s, &json!({"spec": {"ports": {"k0": "x"}}}), None);
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].0, "spec.ports");
+    assert!(
+        got[0].2.ends_with("evaluating rule: ports are numbers"),
+        "{got:?}"
+    );
+}

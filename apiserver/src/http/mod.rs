@@ -35,6 +35,10 @@ use crate::watch;
 use crate::writes::WriteOpts;
 use route::{route, Target};
 
+/// The apiVersion whose schema validates a write (see `WriteOpts::schema_version`).
+#[derive(Clone)]
+struct SchemaVersion(String);
+
 /// Answers one request.
 pub(crate) async fn handle(
     inner: Arc<Inner>,
@@ -45,7 +49,12 @@ pub(crate) async fn handle(
     let conv = crate::versions::View::of(&inner, req.uri().path());
     let req = match &conv {
         Some(c) => match c.request(&inner, req).await {
-            Ok(r) => r,
+            Ok(mut r) => {
+                if let Some(v) = c.schema_version() {
+                    r.extensions_mut().insert(SchemaVersion(v.to_owned()));
+                }
+                r
+            }
             Err(e) => return error_response(&e),
         },
         None => req,
@@ -151,6 +160,7 @@ async fn respond(
         dry_run: q.dry_run,
         field_manager: q.field_manager.clone(),
         force: q.force,
+        schema_version: req.extensions().get::<SchemaVersion>().map(|v| v.0.clone()),
     };
     match (target, method) {
         (Target::Version, Method::GET) => Ok(json_response(StatusCode::OK, discovery::version())),

@@ -38,6 +38,7 @@ impl Inner {
         reg: &Registration,
         ns: &str,
         obj: &mut Map<String, Value>,
+        opts: &WriteOpts,
     ) -> Result<bool, StatusError> {
         obj.insert("kind".into(), Value::String(reg.kind.clone()));
         obj.insert("apiVersion".into(), Value::String(reg.api_version()));
@@ -123,7 +124,7 @@ impl Inner {
         if reg.group.is_empty() && reg.kind == "Secret" && obj.get("type").is_none_or(|t| t == "") {
             obj.insert("type".into(), Value::String("Opaque".into()));
         }
-        self.admit(reg, obj, None)?;
+        self.admit(reg, obj, None, opts)?;
         Ok(generated)
     }
 
@@ -218,7 +219,7 @@ impl Inner {
         opts: &WriteOpts,
     ) -> Result<Arc<Stored>, StatusError> {
         let reg = self.registration(idx);
-        let generated = self.prepare_new(&reg, ns, &mut obj)?;
+        let generated = self.prepare_new(&reg, ns, &mut obj, opts)?;
         let mut v = Value::Object(obj);
         if let Some(m) = opts.field_manager.as_deref() {
             let (time, av) = (now(), reg.api_version());

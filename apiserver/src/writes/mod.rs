@@ -58,6 +58,9 @@ pub(crate) struct WriteOpts {
     pub dry_run: bool,
     pub field_manager: Option<String>,
     pub force: bool,
+    /// The apiVersion a custom resource write came through when another version stores
+    /// the objects: its schema is the one that validates.
+    pub schema_version: Option<String>,
 }
 
 /// Options of a deletion (`DeleteOptions`).
@@ -240,13 +243,19 @@ impl Inner {
         reg: &Registration,
         obj: &mut Map<String, Value>,
         prev: Option<&Map<String, Value>>,
+        opts: &WriteOpts,
     ) -> Result<(), StatusError> {
-        match &reg.schema {
-            Some(schema) => crate::crd::admit(reg, schema, obj, prev),
-            None if crate::events::is_event(reg) => {
+        let through = opts
+            .schema_version
+            .as_deref()
+            .and_then(|v| reg.version_schemas.get(v));
+        match (&reg.schema, through) {
+            (Some(_), Some(other)) => crate::crd::admit(reg, other, obj, prev),
+            (Some(schema), None) => crate::crd::admit(reg, (schema, &reg.cel), obj, prev),
+            (None, _) if crate::events::is_event(reg) => {
                 crate::events::validate(reg, obj, prev.is_none())
             }
-            None => Ok(()),
+            (None, _) => Ok(()),
         }
     }
 
@@ -345,7 +354,7 @@ impl Inner {
             body.insert("apiVersion".into(), Value::String(reg.api_version()));
             body
         };
-        self.admit(reg, &mut new, Some(prev))?;
+        self.admit(reg, &mut new, Some(prev), ctx.opts)?;
         // Finalizers cannot be added to an object being deleted.
         if !meta_str(prev, "deletionTimestamp").is_empty() {
             let old = finalizers(prev);
