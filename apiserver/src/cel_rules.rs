@@ -528,7 +528,7 @@ fn string_to_cel(x: &str, s: &Value) -> Cel {
 }
 
 /// A Go duration (`1h30m`, `-1.5s`, `300ms`), as `format: duration` holds one.
-fn go_duration(x: &str) -> Option<chrono::Duration> {
+pub(crate) fn go_duration(x: &str) -> Option<chrono::Duration> {
     let (neg, mut rest) = match x.strip_prefix('-') {
         Some(r) => (true, r),
         None => (false, x.strip_prefix('+').unwrap_or(x)),

@@ -26,14 +26,17 @@
 //!   field (kube-apiserver's `<nil>` cause "some validation rules were not checked"
 //!   instead). A write through a version that does not store the objects is validated
 //!   against its own version's schema, as kube-apiserver does.
-//! - Not done: `format`, `oneOf`/`anyOf`/`allOf`/`not`, list-type and map-type
-//!   uniqueness. Conversion between versions is the `conversion` and `versions` modules'.
+//! - Also `format`, `x-kubernetes-list-type` `set` and `map` duplicates, property counts
+//!   and the composition keywords (`allOf`, `oneOf`, `anyOf`, `not`): the
+//!   `schema_checks` module.
+//! - Conversion between versions is the `conversion` and `versions` modules'.
 
 use serde_json::{Map, Value};
 
 use kubegen_apimachinery::crd_validation;
 
 use crate::cel_rules::CelRules;
+use crate::schema_checks;
 
 use crate::errors::{cause, StatusCause, StatusError};
 
@@ -215,6 +218,8 @@ pub(crate) fn admit(
             cause::FIELD_VALUE_TYPE_INVALID,
             cause::FIELD_VALUE_NOT_SUPPORTED,
             cause::FIELD_VALUE_REQUIRED,
+            cause::FIELD_VALUE_TOO_LONG,
+            cause::FIELD_VALUE_TOO_MANY,
         ];
         if causes.iter().any(|c| blocking.contains(&c.reason.as_str())) {
             // kube-apiserver's field is a nil path, printed as such.
@@ -446,6 +451,23 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
             );
         }
     }
+    if let Some(c) = schema_checks::format(v, s, path) {
+        causes.push(c);
+    }
+    for branch in s
+        .get("allOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        validate(v, branch, path, causes, root);
+    }
+    let fits = |branch: &Value| {
+        let mut found = Vec::new();
+        validate(v, branch, path, &mut found, root);
+        found.is_empty()
+    };
+    schema_checks::composition(s, path, fits, causes);
     match v {
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or_default();
@@ -528,9 +550,12 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
                 if n > max {
                     push(
                         causes,
-                        "FieldValueTooMany",
+                        cause::FIELD_VALUE_TOO_MANY,
                         path,
-                        format!("Too many: {n}: must have at most {max} items"),
+                        format!(
+                            "Too many: {n}: must have at most {max} {}",
+                            if max == 1 { "item" } else { "items" }
+                        ),
                     );
                 }
             }
@@ -551,6 +576,7 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
                     validate(x, is, &format!("{path}[{i}]"), causes, false);
                 }
             }
+            schema_checks::list_type(items, s, path, causes);
         }
         Value::Object(m) => {
             if let Some(req) = s.get("required").and_then(Value::as_array) {
@@ -565,6 +591,7 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
                     }
                 }
             }
+            schema_checks::property_count(m.len(), s, path, causes);
             let props = s.get("properties").and_then(Value::as_object);
             let additional = s.get("additionalProperties").filter(|a| a.is_object());
             for (k, x) in m {

@@ -108,6 +108,7 @@ mod protobuf;
 mod query;
 mod registry;
 mod response;
+mod schema_checks;
 mod select;
 mod server;
 mod store;
