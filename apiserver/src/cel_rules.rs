@@ -375,7 +375,7 @@ fn join(path: &str, k: &str) -> String {
 }
 
 /// The old list item `x` is compared with, by the list's type.
-fn correlate<'a>(schema: &Value, x: &Value, olds: &'a [Value]) -> Option<&'a Value> {
+pub(crate) fn correlate<'a>(schema: &Value, x: &Value, olds: &'a [Value]) -> Option<&'a Value> {
     match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
         Some("set") => olds.iter().find(|o| *o == x),
         Some("map") => {

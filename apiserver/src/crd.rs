@@ -212,7 +212,8 @@ pub(crate) fn admit(
     prune(&mut v, schema, true);
     default(&mut v, schema);
     let mut causes = Vec::new();
-    validate(&v, schema, "", &mut causes, true);
+    let old = prev.map(|p| Value::Object(p.clone()));
+    validate(&v, schema, "", &mut causes, true, old.as_ref());
     if !rules.is_empty() {
         let blocking = [
             cause::FIELD_VALUE_TYPE_INVALID,
@@ -229,7 +230,6 @@ pub(crate) fn admit(
                 field: "<nil>".into(),
             });
         } else {
-            let old = prev.map(|p| Value::Object(p.clone()));
             rules.validate(schema, &v, old.as_ref(), &mut causes);
         }
     }
@@ -384,7 +384,20 @@ fn type_ok(v: &Value, ty: &str) -> bool {
     }
 }
 
-fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, root: bool) {
+/// Validates `v` against its schema `s`. `old` is the value's correlated old value on an
+/// update (object properties and map values by key, `map` and `set` list items by key
+/// and value): an unchanged value is not validated again (kube-apiserver's ratcheting).
+fn validate(
+    v: &Value,
+    s: &Value,
+    path: &str,
+    causes: &mut Vec<StatusCause>,
+    root: bool,
+    old: Option<&Value>,
+) {
+    if old == Some(v) {
+        return;
+    }
     if v.is_null() {
         if !truthy(s, "nullable") && !root {
             push(
@@ -460,11 +473,11 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
         .into_iter()
         .flatten()
     {
-        validate(v, branch, path, causes, root);
+        validate(v, branch, path, causes, root, old);
     }
     let fits = |branch: &Value| {
         let mut found = Vec::new();
-        validate(v, branch, path, &mut found, root);
+        validate(v, branch, path, &mut found, root, None);
         found.is_empty()
     };
     schema_checks::composition(s, path, fits, causes);
@@ -573,7 +586,10 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
             }
             if let Some(is) = s.get("items") {
                 for (i, x) in items.iter().enumerate() {
-                    validate(x, is, &format!("{path}[{i}]"), causes, false);
+                    let o = old
+                        .and_then(Value::as_array)
+                        .and_then(|olds| crate::cel_rules::correlate(s, x, olds));
+                    validate(x, is, &format!("{path}[{i}]"), causes, false, o);
                 }
             }
             schema_checks::list_type(items, s, path, causes);
@@ -599,7 +615,8 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
                     continue;
                 }
                 if let Some(sub) = props.and_then(|p| p.get(k)).or(additional) {
-                    validate(x, sub, &join(path, k), causes, false);
+                    let o = old.and_then(|o| o.get(k));
+                    validate(x, sub, &join(path, k), causes, false, o);
                 }
             }
         }
@@ -717,6 +734,58 @@ mod tests {
             (causes[0].field.as_str(), causes[0].reason.as_str()),
             ("spec.size", cause::FIELD_VALUE_REQUIRED)
         );
+    }
+
+    /// An update keeps a field that was invalid before and is unchanged (validation
+    /// ratcheting, kube-apiserver 1.30+); a changed one is validated.
+    #[test]
+    fn unchanged_invalid_fields_ratchet_on_update() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {
+            "size": {"type": "integer", "maximum": 5},
+            "name": {"type": "string", "format": "hostname"},
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "other": {"type": "integer"}
+        }}}});
+        let reg = Registration::new("example.com", "v1", "foos", "Foo");
+        let old = json!({"metadata": {"name": "x"}, "spec": {"size": 9, "name": "-bad-",
+            "tags": ["a", "a"], "other": 1}});
+        let prev = old.as_object().unwrap();
+        let mut new = old.clone();
+        new["spec"]["other"] = json!(2);
+        admit(
+            &reg,
+            (&schema, &reg.cel),
+            new.as_object_mut().unwrap(),
+            Some(prev),
+        )
+        .unwrap();
+        let mut changed = old.clone();
+        changed["spec"]["size"] = json!(8);
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            changed.as_object_mut().unwrap(),
+            Some(prev),
+        )
+        .unwrap_err();
+        let fields: Vec<&str> = err
+            .details()
+            .unwrap()
+            .causes
+            .iter()
+            .map(|c| c.field.as_str())
+            .collect();
+        assert_eq!(fields, vec!["spec.size"]);
+        let mut created = old.clone();
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            created.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err.details().unwrap().causes.len(), 3);
     }
 
     /// As kube-apiserver, CEL rules do not run on an object with a type error.
