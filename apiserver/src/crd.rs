@@ -214,6 +214,9 @@ pub(crate) fn admit(
     let mut causes = Vec::new();
     let old = prev.map(|p| Value::Object(p.clone()));
     validate(&v, schema, "", &mut causes, true, old.as_ref());
+    if reg.scale {
+        scale_replicas(&v, &reg.scale_paths.spec_replicas, &mut causes);
+    }
     if !rules.is_empty() {
         let blocking = [
             cause::FIELD_VALUE_TYPE_INVALID,
@@ -387,6 +390,76 @@ fn type_ok(v: &Value, ty: &str) -> bool {
 /// Validates `v` against its schema `s`. `old` is the value's correlated old value on an
 /// update (object properties and map values by key, `map` and `set` list items by key
 /// and value): an unchanged value is not validated again (kube-apiserver's ratcheting).
+/// The scale subresource's replicas (`specReplicasPath`) must be a non-negative int32
+/// when present; kube-apiserver names the field by the path as written (`.spec.replicas`).
+fn scale_replicas(v: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+    let mut at = v;
+    let parts: Vec<&str> = path.trim_start_matches('.').split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let Some(m) = at.as_object() else {
+            let walked = parts[..i].join(".");
+            push(
+                causes,
+                cause::FIELD_VALUE_INVALID,
+                path,
+                format!("Invalid value: 0: .{walked} accessor error: {at} is of the type {}, expected map[string]interface{{}}", go_type(at)),
+            );
+            return;
+        };
+        match m.get(*part) {
+            Some(x) => at = x,
+            None => return,
+        }
+    }
+    let why = match at.as_i64() {
+        None => format!(
+            "{path} accessor error: {at} is of the type {}, expected int64",
+            go_type(at)
+        ),
+        Some(n) if n < 0 => "should be a non-negative integer".to_owned(),
+        Some(n) if n > i64::from(i32::MAX) => {
+            format!("should be less than or equal to {}", i32::MAX)
+        }
+        Some(_) => return,
+    };
+    push(
+        causes,
+        cause::FIELD_VALUE_INVALID,
+        path,
+        format!("Invalid value: {at}: {why}"),
+    );
+}
+
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Object(_) => "map[string]interface {}",
+        Value::Array(_) => "[]interface {}",
+        Value::String(_) => "string",
+        Value::Number(n) if n.is_f64() => "float64",
+        Value::Number(_) => "int64",
+        Value::Bool(_) => "bool",
+        Value::Null => "<nil>",
+    }
+}
+
+fn check_enum(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+    if let Some(allowed) = s.get("enum").and_then(Value::as_array) {
+        if !allowed.contains(v) {
+            let list: Vec<String> = allowed.iter().map(shown).collect();
+            push(
+                causes,
+                cause::FIELD_VALUE_NOT_SUPPORTED,
+                path,
+                format!(
+                    "Unsupported value: {}: supported values: {}",
+                    shown(v),
+                    list.join(", ")
+                ),
+            );
+        }
+    }
+}
+
 fn validate(
     v: &Value,
     s: &Value,
@@ -412,21 +485,24 @@ fn validate(
         }
         return;
     }
-    if truthy(s, "x-kubernetes-int-or-string") {
-        if !(v.is_string() || v.is_i64() || v.is_u64()) {
-            push(
-                causes,
-                cause::FIELD_VALUE_TYPE_INVALID,
-                path,
-                format!(
-                    "Invalid value: {}: {path} in body must be of type integer,string",
-                    shown(v)
-                ),
-            );
-        }
+    let int_or_string = truthy(s, "x-kubernetes-int-or-string");
+    if int_or_string && !(v.is_string() || v.is_i64() || v.is_u64()) {
+        push(
+            causes,
+            cause::FIELD_VALUE_TYPE_INVALID,
+            path,
+            format!(
+                "Invalid value: {}: {path} in body must be of type integer,string",
+                shown(v)
+            ),
+        );
         return;
     }
-    if let Some(ty) = s.get("type").and_then(Value::as_str) {
+    if let Some(ty) = s
+        .get("type")
+        .and_then(Value::as_str)
+        .filter(|_| !int_or_string)
+    {
         if !type_ok(v, ty) {
             let got = match v {
                 Value::Object(_) => "object",
@@ -446,24 +522,12 @@ fn validate(
                     got
                 ),
             );
+            // kube-apiserver checks the enum of a value of the wrong type too.
+            check_enum(v, s, path, causes);
             return;
         }
     }
-    if let Some(allowed) = s.get("enum").and_then(Value::as_array) {
-        if !allowed.contains(v) {
-            let list: Vec<String> = allowed.iter().map(shown).collect();
-            push(
-                causes,
-                cause::FIELD_VALUE_NOT_SUPPORTED,
-                path,
-                format!(
-                    "Unsupported value: {}: supported values: {}",
-                    shown(v),
-                    list.join(", ")
-                ),
-            );
-        }
-    }
+    check_enum(v, s, path, causes);
     if let Some(c) = schema_checks::format(v, s, path) {
         causes.push(c);
     }
@@ -525,8 +589,10 @@ fn validate(
         }
         Value::String(st) => {
             let len = st.chars().count() as u64;
+            let mut too_long = false;
             if let Some(max) = s.get("maxLength").and_then(Value::as_u64) {
                 if len > max {
+                    too_long = true;
                     push(
                         causes,
                         cause::FIELD_VALUE_TOO_LONG,
@@ -545,7 +611,12 @@ fn validate(
                     );
                 }
             }
-            if let Some(p) = s.get("pattern").and_then(Value::as_str) {
+            // kube-apiserver does not match a pattern against a string already too long.
+            if let Some(p) = s
+                .get("pattern")
+                .and_then(Value::as_str)
+                .filter(|_| !too_long)
+            {
                 match regex::Regex::new(p) {
                     Ok(re) if !re.is_match(st) => push(
                         causes,
@@ -681,7 +752,21 @@ mod tests {
         assert!(fields.contains(&("spec.size".into(), cause::FIELD_VALUE_REQUIRED.into())));
         assert!(fields.contains(&("spec.mode".into(), cause::FIELD_VALUE_NOT_SUPPORTED.into())));
         assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_TOO_LONG.into())));
-        assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_INVALID.into())));
+        // kube-apiserver does not match the pattern of a string already too long.
+        assert!(!fields.contains(&("spec.name".into(), cause::FIELD_VALUE_INVALID.into())));
+        let mut pattern = json!({"metadata": {"name": "x"}, "spec": {"size": 2, "name": "AB"}});
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            pattern.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err.details().unwrap().causes[0].field, "spec.name");
+        assert_eq!(
+            err.details().unwrap().causes[0].reason,
+            cause::FIELD_VALUE_INVALID
+        );
         let mut big = json!({"metadata": {"name": "x"}, "spec": {"size": 9}});
         let err = admit(
             &reg,

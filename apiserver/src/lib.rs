@@ -89,7 +89,9 @@
 mod apply;
 mod body;
 mod builtin_conversion;
+mod builtin_defaults;
 mod builtin_types;
+mod builtin_validation;
 mod cel_rules;
 mod conversion;
 mod crd;

@@ -48,7 +48,9 @@ pub(crate) fn format(v: &Value, s: &Value, path: &str) -> Option<StatusCause> {
                 "date" => date(x),
                 "date-time" => date_time(x),
                 "duration" => duration(x),
-                "byte" => base64::engine::general_purpose::STANDARD.decode(x).is_ok(),
+                "byte" => {
+                    !x.is_empty() && base64::engine::general_purpose::STANDARD.decode(x).is_ok()
+                }
                 "ipv4" => x.parse::<Ipv4Addr>().is_ok(),
                 "ipv6" => x.contains(':') && x.parse::<IpAddr>().is_ok(),
                 "cidr" => cidr(x),

@@ -137,6 +137,28 @@ async fn respond(
     let target = route(&inner, req.uri().path(), view)?;
     media::check_size(req.body())?;
     let q = Query::parse(req.uri().query())?;
+    if let Some(bad) = &q.bad_field_validation {
+        let options = match *req.method() {
+            Method::POST => Some("CreateOptions"),
+            Method::PUT => Some("UpdateOptions"),
+            Method::PATCH => Some("PatchOptions"),
+            _ => None,
+        };
+        if let Some(kind) = options {
+            return Err(StatusError::invalid(
+                "meta.k8s.io",
+                kind,
+                "",
+                vec![crate::errors::StatusCause {
+                    reason: crate::errors::cause::FIELD_VALUE_NOT_SUPPORTED.into(),
+                    message: format!(
+                        "Unsupported value: {bad:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+                    ),
+                    field: "fieldValidation".into(),
+                }],
+            ));
+        }
+    }
     let method = req.method().clone();
     let verb = verb_of(&target, &method, q.watch);
     if !verb.is_empty() {
@@ -161,6 +183,7 @@ async fn respond(
         field_manager: q.field_manager.clone(),
         force: q.force,
         schema_version: req.extensions().get::<SchemaVersion>().map(|v| v.0.clone()),
+        from_client: true,
     };
     match (target, method) {
         (Target::Version, Method::GET) => Ok(json_response(StatusCode::OK, discovery::version())),

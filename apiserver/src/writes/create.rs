@@ -114,7 +114,11 @@ impl Inner {
         }
         meta.insert("uid".into(), Value::String(uid()));
         meta.insert("creationTimestamp".into(), Value::String(now()));
-        meta.insert("generation".into(), Value::from(1));
+        if crate::builtin_defaults::has_generation(reg) {
+            meta.insert("generation".into(), Value::from(1));
+        } else {
+            meta.remove("generation");
+        }
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
@@ -257,6 +261,9 @@ pub(crate) fn on_client_create(reg: &Registration, obj: &mut Map<String, Value>)
         );
     } else if reg.status && !namespaces::is_namespaces(reg) {
         obj.remove("status");
+    }
+    if let Some(status) = crate::builtin_defaults::initial_status(reg) {
+        obj.insert("status".into(), status);
     }
 }
 

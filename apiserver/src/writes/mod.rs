@@ -61,6 +61,9 @@ pub(crate) struct WriteOpts {
     /// The apiVersion a custom resource write came through when another version stores
     /// the objects: its schema is the one that validates.
     pub schema_version: Option<String>,
+    /// The write came through the API (not the admin API, which seeds fixtures as
+    /// given): built-in kinds are defaulted and validated as kube-apiserver does.
+    pub from_client: bool,
 }
 
 /// Options of a deletion (`DeleteOptions`).
@@ -235,9 +238,9 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Inner {
-    /// Custom-resource schema (pruning, defaults and validation, CEL rules included), and
-    /// the built-in validation the server implements (Events) on create (`prev` None) or
-    /// update.
+    /// Metadata and built-in kinds' validation (the `builtin_validation` module),
+    /// custom-resource schema (pruning, defaults and validation, CEL rules included), and
+    /// Events' validation, on create (`prev` None) or update.
     fn admit(
         &self,
         reg: &Registration,
@@ -245,6 +248,14 @@ impl Inner {
         prev: Option<&Map<String, Value>>,
         opts: &WriteOpts,
     ) -> Result<(), StatusError> {
+        if opts.from_client {
+            crate::builtin_defaults::apply(reg, obj, prev);
+            let causes = crate::builtin_validation::causes(reg, obj, prev);
+            if !causes.is_empty() {
+                let name = meta_str(obj, "name").to_owned();
+                return Err(StatusError::invalid(&reg.group, &reg.kind, &name, causes));
+            }
+        }
         let through = opts
             .schema_version
             .as_deref()
@@ -380,7 +391,7 @@ impl Inner {
             }
         }
         let changed = generation_view(prev, reg.status) != generation_view(&new, reg.status);
-        if changed {
+        if changed && crate::builtin_defaults::has_generation(reg) {
             let g = prev
                 .get("metadata")
                 .and_then(|m| m.get("generation"))

@@ -116,6 +116,7 @@ impl Inner {
                 field_manager: None,
                 force: false,
                 schema_version: opts.schema_version.clone(),
+                from_client: opts.from_client,
             };
             let uctx = Ctx {
                 idx,
