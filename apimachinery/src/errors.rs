@@ -99,6 +99,8 @@ pub mod cause {
     pub const FIELD_VALUE_FORBIDDEN: &str = "FieldValueForbidden";
     /// A field's value is too long.
     pub const FIELD_VALUE_TOO_LONG: &str = "FieldValueTooLong";
+    /// A list or map has too many items.
+    pub const FIELD_VALUE_TOO_MANY: &str = "FieldValueTooMany";
     /// A field's value is of the wrong type.
     pub const FIELD_VALUE_TYPE_INVALID: &str = "FieldValueTypeInvalid";
     /// A server-side apply conflict between field managers.

@@ -407,8 +407,16 @@ fn is_dns1123_subdomain(s: &str) -> bool {
     })
 }
 
-/// apimachinery's `IsQualifiedName`, reporting the first rule broken.
-fn validate_key(key: &str) -> Result<(), &'static str> {
+/// apimachinery's `IsQualifiedName` (label and annotation keys), reporting the first
+/// rule broken in apimachinery's words.
+///
+/// ```
+/// use kubegen_apimachinery::labels::validate_key;
+///
+/// assert!(validate_key("example.com/app").is_ok());
+/// assert!(validate_key("bad key!").is_err());
+/// ```
+pub fn validate_key(key: &str) -> Result<(), &'static str> {
     let name = match key.split_once('/') {
         None => key,
         Some((_, name)) if name.contains('/') => {
@@ -443,7 +451,14 @@ fn validate_key(key: &str) -> Result<(), &'static str> {
 }
 
 /// apimachinery's `IsValidLabelValue`, reporting the first rule broken.
-fn validate_value(value: &str) -> Result<(), &'static str> {
+///
+/// ```
+/// use kubegen_apimachinery::labels::validate_value;
+///
+/// assert!(validate_value("").is_ok());
+/// assert!(validate_value("bad value!").is_err());
+/// ```
+pub fn validate_value(value: &str) -> Result<(), &'static str> {
     if value.len() > 63 {
         return Err("must be no more than 63 characters");
     }

@@ -19,13 +19,24 @@
 //!   column types, default types, root `metadata` schema or a protected group's missing
 //!   approval is a 422 Invalid with kube-apiserver's causes (`crd_rule_causes`, the
 //!   rules `kubegen_apimachinery::crd_validation` shares with the generator).
-//! - Not done: evaluating CEL rules (`x-kubernetes-validations`) on objects, `format`, `oneOf`/`anyOf`/`allOf`/
-//!   `not`, list-type and map-type uniqueness. Conversion between versions is the
-//!   `conversion` and `versions` modules'.
+//! - A `null` where the schema is not `nullable` is dropped (or defaulted) before
+//!   validation, as kube-apiserver does: absent, not of the wrong type.
+//! - Then the schema's CEL rules (`x-kubernetes-validations`, the `cel_rules` module),
+//!   unless a cause is a type error, an unsupported enum value or a missing required
+//!   field (kube-apiserver's `<nil>` cause "some validation rules were not checked"
+//!   instead). A write through a version that does not store the objects is validated
+//!   against its own version's schema, as kube-apiserver does.
+//! - Also `format`, `x-kubernetes-list-type` `set` and `map` duplicates, property counts
+//!   and the composition keywords (`allOf`, `oneOf`, `anyOf`, `not`): the
+//!   `schema_checks` module.
+//! - Conversion between versions is the `conversion` and `versions` modules'.
 
 use serde_json::{Map, Value};
 
 use kubegen_apimachinery::crd_validation;
+
+use crate::cel_rules::CelRules;
+use crate::schema_checks;
 
 use crate::errors::{cause, StatusCause, StatusError};
 
@@ -174,21 +185,57 @@ impl Registration {
         if out.is_empty() {
             return Err(bad("no served version"));
         }
+        let schemas = crate::cel_rules::VersionSchemas::compile(
+            out.iter()
+                .filter_map(|r| Some((r.api_version(), r.schema.clone()?)))
+                .collect(),
+        );
+        for r in &mut out {
+            r.version_schemas = schemas.clone();
+        }
         Ok(out)
     }
 }
 
-/// Prunes, defaults and validates a custom resource against its schema.
+/// Prunes, defaults and validates a custom resource against its schema, then evaluates
+/// its CEL rules (`prev`: the stored object of an update, for transition rules and
+/// ratcheting). As kube-apiserver, the rules are not evaluated on an object with a type
+/// error, an unsupported enum value or a missing required field: a `<nil>` cause says so
+/// instead.
 pub(crate) fn admit(
     reg: &Registration,
-    schema: &Value,
+    (schema, rules): (&Value, &CelRules),
     obj: &mut Map<String, Value>,
+    prev: Option<&Map<String, Value>>,
 ) -> Result<(), StatusError> {
     let mut v = Value::Object(std::mem::take(obj));
     prune(&mut v, schema, true);
     default(&mut v, schema);
     let mut causes = Vec::new();
-    validate(&v, schema, "", &mut causes, true);
+    let old = prev.map(|p| Value::Object(p.clone()));
+    validate(&v, schema, "", &mut causes, true, old.as_ref());
+    if reg.scale {
+        scale_replicas(&v, &reg.scale_paths.spec_replicas, &mut causes);
+    }
+    if !rules.is_empty() {
+        let blocking = [
+            cause::FIELD_VALUE_TYPE_INVALID,
+            cause::FIELD_VALUE_NOT_SUPPORTED,
+            cause::FIELD_VALUE_REQUIRED,
+            cause::FIELD_VALUE_TOO_LONG,
+            cause::FIELD_VALUE_TOO_MANY,
+        ];
+        if causes.iter().any(|c| blocking.contains(&c.reason.as_str())) {
+            // kube-apiserver's field is a nil path, printed as such.
+            causes.push(StatusCause {
+                reason: cause::FIELD_VALUE_INVALID.into(),
+                message: "Invalid value: null: some validation rules were not checked because the object was invalid; correct the existing errors to complete validation".into(),
+                field: "<nil>".into(),
+            });
+        } else {
+            rules.validate(schema, &v, old.as_ref(), &mut causes);
+        }
+    }
     let name = v
         .pointer("/metadata/name")
         .and_then(Value::as_str)
@@ -260,11 +307,17 @@ fn prune(v: &mut Value, schema: &Value, root: bool) {
     }
 }
 
+/// Defaults absent properties, as kube-apiserver does after pruning; a `null` where the
+/// schema is not `nullable` counts as absent (defaulted, or dropped when there is no
+/// default, so that a required one is then `Required value`).
 fn default(v: &mut Value, schema: &Value) {
     match v {
         Value::Object(m) => {
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
                 for (k, s) in props {
+                    if m.get(k).is_some_and(|x| x.is_null()) && !truthy(s, "nullable") {
+                        m.remove(k);
+                    }
                     if !m.contains_key(k) {
                         if let Some(d) = s.get("default") {
                             m.insert(k.clone(), d.clone());
@@ -276,8 +329,15 @@ fn default(v: &mut Value, schema: &Value) {
                 }
             }
             if let Some(a) = schema.get("additionalProperties").filter(|a| a.is_object()) {
-                for x in m.values_mut() {
-                    default(x, a);
+                let declared = schema.get("properties").and_then(Value::as_object);
+                let is_declared = |k: &String| declared.is_some_and(|d| d.contains_key(k));
+                if !truthy(a, "nullable") {
+                    m.retain(|k, x| is_declared(k) || !x.is_null());
+                }
+                for (k, x) in m.iter_mut() {
+                    if !is_declared(k) {
+                        default(x, a);
+                    }
                 }
             }
         }
@@ -327,57 +387,62 @@ fn type_ok(v: &Value, ty: &str) -> bool {
     }
 }
 
-fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, root: bool) {
-    if v.is_null() {
-        if !truthy(s, "nullable") && !root {
+/// Validates `v` against its schema `s`. `old` is the value's correlated old value on an
+/// update (object properties and map values by key, `map` and `set` list items by key
+/// and value): an unchanged value is not validated again (kube-apiserver's ratcheting).
+/// The scale subresource's replicas (`specReplicasPath`) must be a non-negative int32
+/// when present; kube-apiserver names the field by the path as written (`.spec.replicas`).
+fn scale_replicas(v: &Value, path: &str, causes: &mut Vec<StatusCause>) {
+    let mut at = v;
+    let parts: Vec<&str> = path.trim_start_matches('.').split('.').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let Some(m) = at.as_object() else {
+            let walked = parts[..i].join(".");
             push(
                 causes,
-                cause::FIELD_VALUE_TYPE_INVALID,
+                cause::FIELD_VALUE_INVALID,
                 path,
-                format!(
-                    "Invalid value: \"null\": {path} in body must be of type {}: \"null\"",
-                    s.get("type").and_then(Value::as_str).unwrap_or("object")
-                ),
-            );
-        }
-        return;
-    }
-    if truthy(s, "x-kubernetes-int-or-string") {
-        if !(v.is_string() || v.is_i64() || v.is_u64()) {
-            push(
-                causes,
-                cause::FIELD_VALUE_TYPE_INVALID,
-                path,
-                format!(
-                    "Invalid value: {}: {path} in body must be of type integer,string",
-                    shown(v)
-                ),
-            );
-        }
-        return;
-    }
-    if let Some(ty) = s.get("type").and_then(Value::as_str) {
-        if !type_ok(v, ty) {
-            let got = match v {
-                Value::Object(_) => "object",
-                Value::Array(_) => "array",
-                Value::String(_) => "string",
-                Value::Number(_) => "number",
-                Value::Bool(_) => "boolean",
-                Value::Null => "null",
-            };
-            push(
-                causes,
-                cause::FIELD_VALUE_TYPE_INVALID,
-                path,
-                format!(
-                    "Invalid value: {:?}: {path} in body must be of type {ty}: {got:?}",
-                    got
-                ),
+                format!("Invalid value: 0: .{walked} accessor error: {at} is of the type {}, expected map[string]interface{{}}", go_type(at)),
             );
             return;
+        };
+        match m.get(*part) {
+            Some(x) => at = x,
+            None => return,
         }
     }
+    let why = match at.as_i64() {
+        None => format!(
+            "{path} accessor error: {at} is of the type {}, expected int64",
+            go_type(at)
+        ),
+        Some(n) if n < 0 => "should be a non-negative integer".to_owned(),
+        Some(n) if n > i64::from(i32::MAX) => {
+            format!("should be less than or equal to {}", i32::MAX)
+        }
+        Some(_) => return,
+    };
+    push(
+        causes,
+        cause::FIELD_VALUE_INVALID,
+        path,
+        format!("Invalid value: {at}: {why}"),
+    );
+}
+
+fn go_type(v: &Value) -> &'static str {
+    match v {
+        Value::Object(_) => "map[string]interface {}",
+        Value::Array(_) => "[]interface {}",
+        Value::String(_) => "string",
+        Value::Number(n) if n.is_f64() => "float64",
+        Value::Number(_) => "int64",
+        Value::Bool(_) => "bool",
+        Value::Null => "<nil>",
+    }
+}
+
+fn check_enum(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>) {
     if let Some(allowed) = s.get("enum").and_then(Value::as_array) {
         if !allowed.contains(v) {
             let list: Vec<String> = allowed.iter().map(shown).collect();
@@ -393,6 +458,93 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
             );
         }
     }
+}
+
+fn validate(
+    v: &Value,
+    s: &Value,
+    path: &str,
+    causes: &mut Vec<StatusCause>,
+    root: bool,
+    old: Option<&Value>,
+) {
+    if old == Some(v) {
+        return;
+    }
+    if v.is_null() {
+        if !truthy(s, "nullable") && !root {
+            push(
+                causes,
+                cause::FIELD_VALUE_TYPE_INVALID,
+                path,
+                format!(
+                    "Invalid value: \"null\": {path} in body must be of type {}: \"null\"",
+                    s.get("type").and_then(Value::as_str).unwrap_or("object")
+                ),
+            );
+        }
+        return;
+    }
+    let int_or_string = truthy(s, "x-kubernetes-int-or-string");
+    if int_or_string && !(v.is_string() || v.is_i64() || v.is_u64()) {
+        push(
+            causes,
+            cause::FIELD_VALUE_TYPE_INVALID,
+            path,
+            format!(
+                "Invalid value: {}: {path} in body must be of type integer,string",
+                shown(v)
+            ),
+        );
+        return;
+    }
+    if let Some(ty) = s
+        .get("type")
+        .and_then(Value::as_str)
+        .filter(|_| !int_or_string)
+    {
+        if !type_ok(v, ty) {
+            let got = match v {
+                Value::Object(_) => "object",
+                Value::Array(_) => "array",
+                Value::String(_) => "string",
+                Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+                Value::Number(_) => "number",
+                Value::Bool(_) => "boolean",
+                Value::Null => "null",
+            };
+            push(
+                causes,
+                cause::FIELD_VALUE_TYPE_INVALID,
+                path,
+                format!(
+                    "Invalid value: {:?}: {path} in body must be of type {ty}: {got:?}",
+                    got
+                ),
+            );
+            // kube-apiserver checks the enum of a value of the wrong type too.
+            check_enum(v, s, path, causes);
+            return;
+        }
+    }
+    check_enum(v, s, path, causes);
+    if let Some(c) = schema_checks::format(v, s, path) {
+        causes.push(c);
+    }
+    for branch in s
+        .get("allOf")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        validate(v, branch, path, causes, root, old);
+    }
+    let fits = |branch: &Value| {
+        let mut found = Vec::new();
+        validate(v, branch, path, &mut found, root, None);
+        found.is_empty()
+    };
+    schema_checks::composition(s, path, fits, causes);
     match v {
         Value::Number(n) => {
             let x = n.as_f64().unwrap_or_default();
@@ -437,8 +589,10 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
         }
         Value::String(st) => {
             let len = st.chars().count() as u64;
+            let mut too_long = false;
             if let Some(max) = s.get("maxLength").and_then(Value::as_u64) {
                 if len > max {
+                    too_long = true;
                     push(
                         causes,
                         cause::FIELD_VALUE_TOO_LONG,
@@ -457,7 +611,12 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
                     );
                 }
             }
-            if let Some(p) = s.get("pattern").and_then(Value::as_str) {
+            // kube-apiserver does not match a pattern against a string already too long.
+            if let Some(p) = s
+                .get("pattern")
+                .and_then(Value::as_str)
+                .filter(|_| !too_long)
+            {
                 match regex::Regex::new(p) {
                     Ok(re) if !re.is_match(st) => push(
                         causes,
@@ -475,9 +634,12 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
                 if n > max {
                     push(
                         causes,
-                        "FieldValueTooMany",
+                        cause::FIELD_VALUE_TOO_MANY,
                         path,
-                        format!("Too many: {n}: must have at most {max} items"),
+                        format!(
+                            "Too many: {n}: must have at most {max} {}",
+                            if max == 1 { "item" } else { "items" }
+                        ),
                     );
                 }
             }
@@ -495,9 +657,13 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
             }
             if let Some(is) = s.get("items") {
                 for (i, x) in items.iter().enumerate() {
-                    validate(x, is, &format!("{path}[{i}]"), causes, false);
+                    let o = old
+                        .and_then(Value::as_array)
+                        .and_then(|olds| crate::cel_rules::correlate(s, x, olds));
+                    validate(x, is, &format!("{path}[{i}]"), causes, false, o);
                 }
             }
+            schema_checks::list_type(items, s, path, causes);
         }
         Value::Object(m) => {
             if let Some(req) = s.get("required").and_then(Value::as_array) {
@@ -512,6 +678,7 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
                     }
                 }
             }
+            schema_checks::property_count(m.len(), s, path, causes);
             let props = s.get("properties").and_then(Value::as_object);
             let additional = s.get("additionalProperties").filter(|a| a.is_object());
             for (k, x) in m {
@@ -519,7 +686,8 @@ fn validate(v: &Value, s: &Value, path: &str, causes: &mut Vec<StatusCause>, roo
                     continue;
                 }
                 if let Some(sub) = props.and_then(|p| p.get(k)).or(additional) {
-                    validate(x, sub, &join(path, k), causes, false);
+                    let o = old.and_then(|o| o.get(k));
+                    validate(x, sub, &join(path, k), causes, false, o);
                 }
             }
         }
@@ -561,13 +729,19 @@ mod tests {
         let reg = Registration::new("example.com", "v1", "foos", "Foo");
         let mut ok = json!({"metadata": {"name": "x"}, "spec": {"size": 2, "junk": 1, "free": {"any": 1}}, "top": 1});
         let m = ok.as_object_mut().unwrap();
-        admit(&reg, &schema, m).unwrap();
+        admit(&reg, (&schema, &reg.cel), m, None).unwrap();
         assert_eq!(
             Value::Object(m.clone()),
             json!({"metadata": {"name": "x"}, "spec": {"size": 2, "mode": "a", "free": {"any": 1}}})
         );
         let mut bad = json!({"metadata": {"name": "x"}, "spec": {"mode": "c", "name": "ABCDE"}});
-        let err = admit(&reg, &schema, bad.as_object_mut().unwrap()).unwrap_err();
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            bad.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
         let fields: Vec<(String, String)> = err
             .details()
             .unwrap()
@@ -578,10 +752,161 @@ mod tests {
         assert!(fields.contains(&("spec.size".into(), cause::FIELD_VALUE_REQUIRED.into())));
         assert!(fields.contains(&("spec.mode".into(), cause::FIELD_VALUE_NOT_SUPPORTED.into())));
         assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_TOO_LONG.into())));
-        assert!(fields.contains(&("spec.name".into(), cause::FIELD_VALUE_INVALID.into())));
+        // kube-apiserver does not match the pattern of a string already too long.
+        assert!(!fields.contains(&("spec.name".into(), cause::FIELD_VALUE_INVALID.into())));
+        let mut pattern = json!({"metadata": {"name": "x"}, "spec": {"size": 2, "name": "AB"}});
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            pattern.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err.details().unwrap().causes[0].field, "spec.name");
+        assert_eq!(
+            err.details().unwrap().causes[0].reason,
+            cause::FIELD_VALUE_INVALID
+        );
         let mut big = json!({"metadata": {"name": "x"}, "spec": {"size": 9}});
-        let err = admit(&reg, &schema, big.as_object_mut().unwrap()).unwrap_err();
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            big.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
         assert!(err.message().contains("spec.size"));
+    }
+
+    /// kube-apiserver drops a `null` where the schema is not nullable (or defaults it), so
+    /// it is absent rather than of the wrong type.
+    #[test]
+    fn nulls_of_non_nullable_fields_are_absent() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "required": ["size"],
+        "properties": {
+            "size": {"type": "integer"},
+            "mode": {"type": "string", "default": "a"},
+            "note": {"type": "string", "nullable": true},
+            "extra": {"type": "string"},
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+        }}}});
+        let reg = Registration::new("example.com", "v1", "foos", "Foo");
+        let mut obj = json!({"metadata": {"name": "x"}, "spec": {"size": 1, "mode": null,
+            "note": null, "extra": null, "labels": {"a": null, "b": "c"}}});
+        admit(
+            &reg,
+            (&schema, &reg.cel),
+            obj.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap();
+        assert_eq!(
+            obj["spec"],
+            json!({"size": 1, "mode": "a", "note": null, "labels": {"b": "c"}})
+        );
+        let mut missing = json!({"metadata": {"name": "x"}, "spec": {"size": null}});
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            missing.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
+        let causes = &err.details().unwrap().causes;
+        assert_eq!(causes.len(), 1);
+        assert_eq!(
+            (causes[0].field.as_str(), causes[0].reason.as_str()),
+            ("spec.size", cause::FIELD_VALUE_REQUIRED)
+        );
+    }
+
+    /// An update keeps a field that was invalid before and is unchanged (validation
+    /// ratcheting, kube-apiserver 1.30+); a changed one is validated.
+    #[test]
+    fn unchanged_invalid_fields_ratchet_on_update() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {
+            "size": {"type": "integer", "maximum": 5},
+            "name": {"type": "string", "format": "hostname"},
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "other": {"type": "integer"}
+        }}}});
+        let reg = Registration::new("example.com", "v1", "foos", "Foo");
+        let old = json!({"metadata": {"name": "x"}, "spec": {"size": 9, "name": "-bad-",
+            "tags": ["a", "a"], "other": 1}});
+        let prev = old.as_object().unwrap();
+        let mut new = old.clone();
+        new["spec"]["other"] = json!(2);
+        admit(
+            &reg,
+            (&schema, &reg.cel),
+            new.as_object_mut().unwrap(),
+            Some(prev),
+        )
+        .unwrap();
+        let mut changed = old.clone();
+        changed["spec"]["size"] = json!(8);
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            changed.as_object_mut().unwrap(),
+            Some(prev),
+        )
+        .unwrap_err();
+        let fields: Vec<&str> = err
+            .details()
+            .unwrap()
+            .causes
+            .iter()
+            .map(|c| c.field.as_str())
+            .collect();
+        assert_eq!(fields, vec!["spec.size"]);
+        let mut created = old.clone();
+        let err = admit(
+            &reg,
+            (&schema, &reg.cel),
+            created.as_object_mut().unwrap(),
+            None,
+        )
+        .unwrap_err();
+        assert_eq!(err.details().unwrap().causes.len(), 3);
+    }
+
+    /// As kube-apiserver, CEL rules do not run on an object with a type error.
+    #[test]
+    fn cel_rules_wait_for_a_well_typed_object() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "x-kubernetes-validations": [{"rule": "self.size > 1"}],
+            "properties": {"size": {"type": "integer"}, "name": {"type": "string"}}}}});
+        let mut reg = Registration::new("example.com", "v1", "foos", "Foo");
+        reg.cel = crate::cel_rules::CelRules::compile(Some(&schema));
+        let fields = |obj: Value| -> Vec<String> {
+            let mut obj = obj;
+            let err = admit(
+                &reg,
+                (&schema, &reg.cel),
+                obj.as_object_mut().unwrap(),
+                None,
+            )
+            .unwrap_err();
+            let causes = &err.details().unwrap().causes;
+            causes
+                .iter()
+                .map(|c| format!("{}: {}", c.field, c.reason))
+                .collect()
+        };
+        assert_eq!(
+            fields(json!({"metadata": {"name": "x"}, "spec": {"size": 1}})),
+            vec!["spec: FieldValueInvalid"]
+        );
+        assert_eq!(
+            fields(json!({"metadata": {"name": "x"}, "spec": {"size": 1, "name": 5}})),
+            vec![
+                "spec.name: FieldValueTypeInvalid",
+                "<nil>: FieldValueInvalid"
+            ]
+        );
     }
 
     /// A one-version CRD whose root schema has `properties`, in `group`.

@@ -46,8 +46,8 @@
 //!   collection, `dryRun=All`, and optionally strict namespaces (see the `writes`,
 //!   `patch` and `apply` modules' contracts).
 //! - Custom resources registered from their CRD ([`ApiServer::register_crd`]) are
-//!   pruned, defaulted and validated against their structural schema (CEL rules are
-//!   not evaluated). A CRD written through the API is validated (422), gets its names
+//!   pruned, defaulted and validated against their structural schema, CEL rules
+//!   (`x-kubernetes-validations`) included. A CRD written through the API is validated (422), gets its names
 //!   accepted and is established (or reports a name conflict), is served with its new
 //!   schema after every change, and when deleted takes its custom resources with it
 //!   (see the `crd_lifecycle` module's contract).
@@ -89,7 +89,10 @@
 mod apply;
 mod body;
 mod builtin_conversion;
+mod builtin_defaults;
 mod builtin_types;
+mod builtin_validation;
+mod cel_rules;
 mod conversion;
 mod crd;
 mod crd_lifecycle;
@@ -107,6 +110,7 @@ mod protobuf;
 mod query;
 mod registry;
 mod response;
+mod schema_checks;
 mod select;
 mod server;
 mod store;

@@ -128,6 +128,150 @@ pub(crate) fn decode_object(
     }
 }
 
+/// A create or update body whose `kind` or `apiVersion` names another type than the
+/// endpoint's is a 400, as kube-apiserver's decoder answers (a Secret POSTed to the
+/// configmaps endpoint is not stored as a ConfigMap). Absent ones are taken from the
+/// endpoint; a custom resource may name any version of its group (the versions share a
+/// storage).
+pub(crate) fn check_type(obj: &Map<String, Value>, reg: &Registration) -> Result<(), StatusError> {
+    let field = |k: &str| obj.get(k).and_then(Value::as_str).filter(|x| !x.is_empty());
+    let kind = field("kind").unwrap_or(&reg.kind);
+    if let Some(av) = field("apiVersion") {
+        let group = av.rsplit_once('/').map_or("", |(g, _)| g);
+        let other_version = (reg.custom || !reg.storage_version.is_empty()) && group == reg.group;
+        if av != reg.api_version() && !other_version {
+            return Err(StatusError::bad_request(format!(
+                "{kind} in version \"{}\" cannot be handled as a {}: no kind \"{kind}\" is registered for version \"{av}\" in scheme \"pkg/runtime/scheme.go:111\"",
+                reg.version, reg.kind
+            )));
+        }
+    }
+    if kind != reg.kind {
+        let internal = if reg.group.is_empty() {
+            "core"
+        } else {
+            &reg.group
+        };
+        let group = internal.split('.').next().unwrap_or(internal);
+        return Err(StatusError::bad_request(format!(
+            "{kind} in version \"{v}\" cannot be handled as a {k}: converting ({v}.{kind}) to ({group}.{k}): unknown conversion",
+            v = reg.version,
+            k = reg.kind
+        )));
+    }
+    Ok(())
+}
+
+/// The fields a JSON body names twice (`data.a`), which `fieldValidation=Strict` refuses
+/// (400 "strict decoding error: duplicate field"), as kube-apiserver's strict decoder does.
+pub(crate) fn duplicate_fields(body: &[u8]) -> Vec<String> {
+    let found = std::cell::RefCell::new(Vec::new());
+    let mut de = serde_json::Deserializer::from_slice(body);
+    let seed = Dups {
+        path: String::new(),
+        found: &found,
+    };
+    // A body that is not JSON is the decoder's error to report, not this one's.
+    let _ = serde::de::DeserializeSeed::deserialize(seed, &mut de);
+    found.into_inner()
+}
+
+struct Dups<'a> {
+    path: String,
+    found: &'a std::cell::RefCell<Vec<String>>,
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for Dups<'_> {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for Dups<'_> {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut seen = std::collections::HashSet::new();
+        while let Some(k) = map.next_key::<String>()? {
+            let path = if self.path.is_empty() {
+                k.clone()
+            } else {
+                format!("{}.{k}", self.path)
+            };
+            if !seen.insert(k) {
+                self.found.borrow_mut().push(path.clone());
+            }
+            map.next_value_seed(Dups {
+                path,
+                found: self.found,
+            })?;
+        }
+        Ok(())
+    }
+
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq
+            .next_element_seed(Dups {
+                path: self.path.clone(),
+                found: self.found,
+            })?
+            .is_some()
+        {}
+        Ok(())
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+/// `fieldValidation=Strict`'s refusal of a JSON body that names a field twice.
+pub(crate) fn check_duplicates(
+    req: &Request<Bytes>,
+    reg: &Registration,
+    policy: FieldValidation,
+) -> Result<(), StatusError> {
+    let json = matches!(content_type(req).as_str(), "" | "application/json" | "*/*");
+    if policy != FieldValidation::Strict || !json {
+        return Ok(());
+    }
+    let dups = duplicate_fields(req.body());
+    if dups.is_empty() {
+        return Ok(());
+    }
+    let list = dups
+        .iter()
+        .map(|p| format!("duplicate field {p:?}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    Err(StatusError::bad_request(format!(
+        "{kind} in version {v:?} cannot be handled as a {kind}: strict decoding error: {list}",
+        kind = reg.kind,
+        v = reg.version
+    )))
+}
+
 /// A DELETE body (DeleteOptions) as JSON, by its media type; `None` when empty.
 pub(crate) fn decode_delete_options(req: &Request<Bytes>) -> Result<Option<Value>, StatusError> {
     let body = req.body();

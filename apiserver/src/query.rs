@@ -37,6 +37,9 @@ pub(crate) struct Query {
     pub force: bool,
     pub grace_period_seconds: Option<i64>,
     pub field_validation: FieldValidation,
+    /// A `fieldValidation` value that is none of the supported ones: a write answers
+    /// 422 for it (its options kind depends on the verb).
+    pub bad_field_validation: Option<String>,
     pub include_object: Option<String>,
 }
 
@@ -101,7 +104,10 @@ impl Query {
                 "propagationPolicy" => out.propagation_policy = some(v),
                 "dryRun" => out.dry_run = v == "All",
                 "fieldManager" => out.field_manager = some(v),
-                "fieldValidation" => out.field_validation = FieldValidation::parse(&v)?,
+                "fieldValidation" => match FieldValidation::parse(&v) {
+                    Ok(f) => out.field_validation = f,
+                    Err(_) => out.bad_field_validation = Some(v),
+                },
                 "includeObject" => out.include_object = Some(v),
                 "force" => out.force = parse_bool(&v),
                 "gracePeriodSeconds" => out.grace_period_seconds = v.parse().ok(),

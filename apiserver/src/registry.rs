@@ -73,6 +73,11 @@ pub struct Registration {
     pub storage_version: String,
     /// How objects convert between the CRD's versions (`spec.conversion`).
     pub conversion: super::Conversion,
+    /// The schema's CEL rules, compiled when the registration is registered.
+    pub(crate) cel: crate::cel_rules::CelRules,
+    /// Every served version's schema and rules, for writes through another version than
+    /// the one that stores the objects (set by [`Registration::from_crd`]).
+    pub(crate) version_schemas: crate::cel_rules::VersionSchemas,
 }
 
 /// One of a CRD version's `additionalPrinterColumns`.
@@ -117,6 +122,8 @@ impl Registration {
             printer_columns: Vec::new(),
             storage_version: String::new(),
             conversion: super::Conversion::None,
+            cel: Default::default(),
+            version_schemas: Default::default(),
         }
     }
 

@@ -505,7 +505,15 @@ impl State {
     /// Registers a resource and returns its index; a second registration of the same
     /// group/version/resource replaces the description (schema, columns, ...) and
     /// serves it again, keeping the objects.
-    pub(crate) fn register(&mut self, reg: Registration) -> usize {
+    pub(crate) fn register(&mut self, mut reg: Registration) -> usize {
+        // Compiled here (the schema may have been set after `Registration::new`, and a
+        // registration is immutable once registered), unless `from_crd` compiled this very
+        // schema with the CRD's other versions.
+        let own = reg.version_schemas.get(&reg.api_version());
+        reg.cel = match (own, &reg.schema) {
+            (Some((s, rules)), Some(schema)) if s == schema => rules.clone(),
+            _ => crate::cel_rules::CelRules::compile(reg.schema.as_ref()),
+        };
         let key = (reg.api_version(), reg.plural.clone());
         let (group, plural) = (reg.group.clone(), reg.plural.clone());
         let i = if let Some(i) = self.index.get(&key).copied() {

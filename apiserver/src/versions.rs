@@ -113,6 +113,13 @@ impl View {
         )
     }
 
+    /// The requested apiVersion when its schema validates the write: the body is then
+    /// the requested version's (strategy `None` only rewrites `apiVersion`; a webhook
+    /// converts the body to the storage version first).
+    pub(crate) fn schema_version(&self) -> Option<&str> {
+        (!self.webhook() && self.target != self.storage).then_some(self.target.as_str())
+    }
+
     /// Whether `o` is one of the served objects (of this group and kind).
     fn ours(&self, o: &Map<String, Value>) -> bool {
         o.get("kind").and_then(Value::as_str) == Some(self.kind.as_str())

@@ -864,8 +864,9 @@ async fn minimal_writes_through_kube_api() {
         assert_eq!(status.details.unwrap().causes[0].field, "metadata.name");
 
         // SEMANTICS 9.15
-        let generated: Pod =
-            serde_json::from_value(json!({"metadata": {"generateName": "web-"}})).unwrap();
+        let generated: Pod = serde_json::from_value(json!({"metadata": {"generateName": "web-"},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+        .unwrap();
         let g = pods
             .create(&PostParams::default(), &generated)
             .await
@@ -877,8 +878,9 @@ async fn minimal_writes_through_kube_api() {
             .chars()
             .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
         let long = "a".repeat(60);
-        let generated: Pod =
-            serde_json::from_value(json!({"metadata": {"generateName": long}})).unwrap();
+        let generated: Pod = serde_json::from_value(json!({"metadata": {"generateName": long},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+        .unwrap();
         let g = pods
             .create(&PostParams::default(), &generated)
             .await
@@ -887,8 +889,9 @@ async fn minimal_writes_through_kube_api() {
 
         // SEMANTICS 9.16
         let fin: Pod =
-            serde_json::from_value(json!({"metadata": {"name": "f", "finalizers": ["x"]}}))
-                .unwrap();
+            serde_json::from_value(json!({"metadata": {"name": "f", "finalizers": ["x"]},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+            .unwrap();
         pods.create(&PostParams::default(), &fin).await.unwrap();
         let mut w = pods
             .watch(
@@ -913,7 +916,9 @@ async fn minimal_writes_through_kube_api() {
         assert!(pods.get_opt("f").await.unwrap().is_none());
 
         // SEMANTICS 9.17
-        let fg: Pod = serde_json::from_value(json!({"metadata": {"name": "fg"}})).unwrap();
+        let fg: Pod = serde_json::from_value(json!({"metadata": {"name": "fg"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}))
+        .unwrap();
         pods.create(&PostParams::default(), &fg).await.unwrap();
         let dp = DeleteParams {
             propagation_policy: Some(PropagationPolicy::Foreground),
@@ -1097,7 +1102,9 @@ async fn status_subresource_and_generation() {
         let deps: Api<Deployment> = Api::namespaced(env.client.clone(), "default");
         let d: Deployment = serde_json::from_value(json!({
             "metadata": {"name": "web"},
-            "spec": {"replicas": 1, "selector": {}, "template": {}},
+            "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}},
+                    "spec": {"containers": [{"name": "c", "image": "i"}]}}},
         }))
         .unwrap();
         let created = deps.create(&PostParams::default(), &d).await.unwrap();

@@ -237,7 +237,8 @@ async fn status_subresource_and_generation() {
         s.status = Some(from(json!({"replicas": 7})));
         let s = deps.update(&s, &w).await.unwrap();
         assert_eq!(s.metadata.generation, Some(2));
-        assert!(s.status.is_none());
+        // The status a Deployment was created with (empty), not the client's.
+        assert_eq!(s.status, Some(from(json!({}))));
 
         // The status subresource ignores everything else.
         let mut st = s.clone();
@@ -514,7 +515,8 @@ async fn finalizers_and_delete_options() {
         let w = WriteParams::default();
 
         // SEMANTICS 9.16
-        let p: Pod = from(json!({"metadata": {"name": "f", "finalizers": ["x"]}}));
+        let p: Pod = from(json!({"metadata": {"name": "f", "finalizers": ["x"]},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}));
         pods.create(&p, &w).await.unwrap();
         let rv = env.server.resource_version().to_string();
         let mut watch = pods
@@ -548,7 +550,8 @@ async fn finalizers_and_delete_options() {
 
         // SEMANTICS 9.17
         pods.create(
-            &from(json!({"metadata": {"name": "fg", "finalizers": ["keep"]}})),
+            &from(json!({"metadata": {"name": "fg", "finalizers": ["keep"]},
+                "spec": {"containers": [{"name": "c", "image": "i"}]}})),
             &w,
         )
         .await
@@ -600,9 +603,13 @@ async fn finalizers_and_delete_options() {
             Deleted::Status(s) => assert_eq!(s.status.as_deref(), Some("Success")),
             Deleted::Object(o) => panic!("expected a Status, got {o:?}"),
         }
-        pods.create(&from(json!({"metadata": {"name": "now"}})), &w)
-            .await
-            .unwrap();
+        pods.create(
+            &from(json!({"metadata": {"name": "now"},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}})),
+            &w,
+        )
+        .await
+        .unwrap();
         assert!(matches!(
             pods.delete("now", &DeleteOptions::default()).await.unwrap(),
             Deleted::Object(_)
@@ -616,11 +623,15 @@ fn owned(name: &str, owner: &ReplicaSet, block: bool) -> Pod {
         "apiVersion": "apps/v1", "kind": "ReplicaSet",
         "name": owner.metadata.name, "uid": owner.metadata.uid,
         "controller": true, "blockOwnerDeletion": block
-    }]}}))
+    }]}, "spec": {"containers": [{"name": "c", "image": "i"}]}}))
 }
 
 fn replicaset(name: &str) -> ReplicaSet {
-    from(json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"a": "b"}}}}))
+    from(
+        json!({"metadata": {"name": name}, "spec": {"selector": {"matchLabels": {"a": "b"}},
+        "template": {"metadata": {"labels": {"a": "b"}},
+            "spec": {"containers": [{"name": "c", "image": "i"}]}}}}),
+    )
 }
 
 #[tokio::test]

@@ -35,6 +35,10 @@ use crate::watch;
 use crate::writes::WriteOpts;
 use route::{route, Target};
 
+/// The apiVersion whose schema validates a write (see `WriteOpts::schema_version`).
+#[derive(Clone)]
+struct SchemaVersion(String);
+
 /// Answers one request.
 pub(crate) async fn handle(
     inner: Arc<Inner>,
@@ -45,7 +49,12 @@ pub(crate) async fn handle(
     let conv = crate::versions::View::of(&inner, req.uri().path());
     let req = match &conv {
         Some(c) => match c.request(&inner, req).await {
-            Ok(r) => r,
+            Ok(mut r) => {
+                if let Some(v) = c.schema_version() {
+                    r.extensions_mut().insert(SchemaVersion(v.to_owned()));
+                }
+                r
+            }
             Err(e) => return error_response(&e),
         },
         None => req,
@@ -128,6 +137,28 @@ async fn respond(
     let target = route(&inner, req.uri().path(), view)?;
     media::check_size(req.body())?;
     let q = Query::parse(req.uri().query())?;
+    if let Some(bad) = &q.bad_field_validation {
+        let options = match *req.method() {
+            Method::POST => Some("CreateOptions"),
+            Method::PUT => Some("UpdateOptions"),
+            Method::PATCH => Some("PatchOptions"),
+            _ => None,
+        };
+        if let Some(kind) = options {
+            return Err(StatusError::invalid(
+                "meta.k8s.io",
+                kind,
+                "",
+                vec![crate::errors::StatusCause {
+                    reason: crate::errors::cause::FIELD_VALUE_NOT_SUPPORTED.into(),
+                    message: format!(
+                        "Unsupported value: {bad:?}: supported values: \"\", \"Ignore\", \"Strict\", \"Warn\""
+                    ),
+                    field: "fieldValidation".into(),
+                }],
+            ));
+        }
+    }
     let method = req.method().clone();
     let verb = verb_of(&target, &method, q.watch);
     if !verb.is_empty() {
@@ -151,6 +182,8 @@ async fn respond(
         dry_run: q.dry_run,
         field_manager: q.field_manager.clone(),
         force: q.force,
+        schema_version: req.extensions().get::<SchemaVersion>().map(|v| v.0.clone()),
+        from_client: true,
     };
     match (target, method) {
         (Target::Version, Method::GET) => Ok(json_response(StatusCode::OK, discovery::version())),

@@ -37,6 +37,8 @@ pub(crate) fn create(
 ) -> Result<Response<Body>, StatusError> {
     let reg = inner.registration(idx);
     let mut obj = media::decode_object(req, &reg)?;
+    media::check_type(&obj, &reg)?;
+    media::check_duplicates(req, &reg, q.field_validation)?;
     let warnings = media::check_fields(&reg, &mut obj, q.field_validation, true)?;
     crate::writes::on_client_create(&reg, &mut obj);
     let s = inner.create(idx, ns.unwrap_or_default(), obj, wopts)?;
@@ -105,6 +107,8 @@ pub(crate) fn update(
     wopts: &WriteOpts,
 ) -> Result<Response<Body>, StatusError> {
     let mut obj = media::decode_object(req, o.reg)?;
+    media::check_type(&obj, o.reg)?;
+    media::check_duplicates(req, o.reg, q.field_validation)?;
     let warnings = media::check_fields(o.reg, &mut obj, q.field_validation, true)?;
     let s = inner.update(o.idx, o.ns, o.name, obj, o.status_only, wopts)?;
     Ok(with_warnings(

@@ -38,6 +38,7 @@ impl Inner {
         reg: &Registration,
         ns: &str,
         obj: &mut Map<String, Value>,
+        opts: &WriteOpts,
     ) -> Result<bool, StatusError> {
         obj.insert("kind".into(), Value::String(reg.kind.clone()));
         obj.insert("apiVersion".into(), Value::String(reg.api_version()));
@@ -113,7 +114,11 @@ impl Inner {
         }
         meta.insert("uid".into(), Value::String(uid()));
         meta.insert("creationTimestamp".into(), Value::String(now()));
-        meta.insert("generation".into(), Value::from(1));
+        if crate::builtin_defaults::has_generation(reg) {
+            meta.insert("generation".into(), Value::from(1));
+        } else {
+            meta.remove("generation");
+        }
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
@@ -123,7 +128,7 @@ impl Inner {
         if reg.group.is_empty() && reg.kind == "Secret" && obj.get("type").is_none_or(|t| t == "") {
             obj.insert("type".into(), Value::String("Opaque".into()));
         }
-        self.admit(reg, obj, true)?;
+        self.admit(reg, obj, None, opts)?;
         Ok(generated)
     }
 
@@ -218,7 +223,7 @@ impl Inner {
         opts: &WriteOpts,
     ) -> Result<Arc<Stored>, StatusError> {
         let reg = self.registration(idx);
-        let generated = self.prepare_new(&reg, ns, &mut obj)?;
+        let generated = self.prepare_new(&reg, ns, &mut obj, opts)?;
         let mut v = Value::Object(obj);
         if let Some(m) = opts.field_manager.as_deref() {
             let (time, av) = (now(), reg.api_version());
@@ -259,6 +264,9 @@ pub(crate) fn on_client_create(reg: &Registration, obj: &mut Map<String, Value>)
         );
     } else if reg.status && !namespaces::is_namespaces(reg) {
         obj.remove("status");
+    }
+    if let Some(status) = crate::builtin_defaults::initial_status(reg) {
+        obj.insert("status".into(), status);
     }
 }
 

@@ -58,6 +58,12 @@ pub(crate) struct WriteOpts {
     pub dry_run: bool,
     pub field_manager: Option<String>,
     pub force: bool,
+    /// The apiVersion a custom resource write came through when another version stores
+    /// the objects: its schema is the one that validates.
+    pub schema_version: Option<String>,
+    /// The write came through the API (not the admin API, which seeds fixtures as
+    /// given): built-in kinds are defaulted and validated as kube-apiserver does.
+    pub from_client: bool,
 }
 
 /// Options of a deletion (`DeleteOptions`).
@@ -232,18 +238,35 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Inner {
-    /// Custom-resource schema (pruning, defaults and validation), and the built-in
-    /// validation the server implements (Events) on create or update.
+    /// Metadata and built-in kinds' validation (the `builtin_validation` module),
+    /// custom-resource schema (pruning, defaults and validation, CEL rules included), and
+    /// Events' validation, on create (`prev` None) or update.
     fn admit(
         &self,
         reg: &Registration,
         obj: &mut Map<String, Value>,
-        creating: bool,
+        prev: Option<&Map<String, Value>>,
+        opts: &WriteOpts,
     ) -> Result<(), StatusError> {
-        match &reg.schema {
-            Some(schema) => crate::crd::admit(reg, schema, obj),
-            None if crate::events::is_event(reg) => crate::events::validate(reg, obj, creating),
-            None => Ok(()),
+        if opts.from_client {
+            crate::builtin_defaults::apply(reg, obj, prev);
+            let causes = crate::builtin_validation::causes(reg, obj, prev);
+            if !causes.is_empty() {
+                let name = meta_str(obj, "name").to_owned();
+                return Err(StatusError::invalid(&reg.group, &reg.kind, &name, causes));
+            }
+        }
+        let through = opts
+            .schema_version
+            .as_deref()
+            .and_then(|v| reg.version_schemas.get(v));
+        match (&reg.schema, through) {
+            (Some(_), Some(other)) => crate::crd::admit(reg, other, obj, prev),
+            (Some(schema), None) => crate::crd::admit(reg, (schema, &reg.cel), obj, prev),
+            (None, _) if crate::events::is_event(reg) => {
+                crate::events::validate(reg, obj, prev.is_none())
+            }
+            (None, _) => Ok(()),
         }
     }
 
@@ -343,7 +366,7 @@ impl Inner {
             body.insert("apiVersion".into(), Value::String(reg.api_version()));
             body
         };
-        self.admit(reg, &mut new, false)?;
+        self.admit(reg, &mut new, Some(prev), ctx.opts)?;
         // Finalizers cannot be added to an object being deleted.
         if !meta_str(prev, "deletionTimestamp").is_empty() {
             let old = finalizers(prev);
@@ -369,7 +392,7 @@ impl Inner {
             }
         }
         let changed = generation_view(prev, reg.status) != generation_view(&new, reg.status);
-        if changed {
+        if changed && crate::builtin_defaults::has_generation(reg) {
             let g = prev
                 .get("metadata")
                 .and_then(|m| m.get("generation"))

@@ -69,7 +69,7 @@ impl Inner {
                 )?;
                 // The managed fields survive prepare_new; the rest is server-set.
                 let mut obj = to_map(std::mem::take(&mut v))?;
-                let generated = self.prepare_new(&reg, ns, &mut obj)?;
+                let generated = self.prepare_new(&reg, ns, &mut obj, opts)?;
                 let out = self.insert_locked(&mut st, &ctx, obj, generated)?;
                 drop(st);
                 if crd_lifecycle::is_crds(&reg) && !opts.dry_run {
@@ -121,6 +121,8 @@ impl Inner {
                 dry_run: opts.dry_run,
                 field_manager: None,
                 force: false,
+                schema_version: opts.schema_version.clone(),
+                from_client: opts.from_client,
             };
             let uctx = Ctx {
                 idx,

@@ -43,7 +43,9 @@ impl<K: Resource> ResourceClient<K> {
     ///         "deployments.apps",
     ///         serde_json::json!({
     ///             "metadata": {"name": "web", "namespace": "ns"},
-    ///             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}}},
+    ///             "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+    ///                 "template": {"metadata": {"labels": {"app": "web"}},
+    ///                     "spec": {"containers": [{"name": "web", "image": "nginx"}]}}},
     ///         }),
     ///     )
     ///     .unwrap();
