@@ -29,7 +29,7 @@ stage() {
 }
 
 # Features: never --all-features (k8s-openapi would get two Kubernetes versions).
-FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus"
+FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook"
 # The crates published to the registry; every other member has `publish = false`.
 PUBLISHED="-p kubegen-apimachinery -p kubegen-apiserver -p kubegen-templates -p kubegen -p kubegen-runtime -p kubegen-kubernetes"
 

@@ -137,4 +137,6 @@ pub mod retry;
 #[cfg(feature = "testing")]
 pub mod testing;
 pub mod watch;
+#[cfg(feature = "webhook")]
+pub mod webhook;
 pub mod workqueue;
