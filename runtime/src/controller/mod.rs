@@ -74,6 +74,9 @@
 //! worker's task ends and the key stays marked as processing.
 
 mod action;
+pub mod child;
+pub mod conditions;
+pub mod finalizer;
 pub mod metrics;
 pub mod owner;
 pub mod predicate;
