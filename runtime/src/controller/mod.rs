@@ -569,6 +569,7 @@ impl<K: Object> Builder<K> {
             workers,
             metrics,
             gate: RwLock::new(Gate::default()),
+            stop: stop.clone(),
             pools: Arc::new(tokio::sync::RwLock::new(())),
         });
         let Some(config) = leader else {
@@ -601,7 +602,21 @@ impl<K: Object> Builder<K> {
                 return finish(registered, &queue, &health, Err(err));
             }
         };
-        elector.run(stop).await;
+        // The elector gets its own token: on `stop`, the reconciles in flight finish
+        // before the lease may be released (`release_on_cancel`), so that a successor
+        // never overlaps them.
+        let elector_stop = CancellationToken::new();
+        let election = elector.run(elector_stop.clone());
+        tokio::pin!(election);
+        tokio::select! {
+            () = &mut election => {}
+            () = stop.cancelled() => {
+                runner.close();
+                let _ = runner.pools.write().await;
+                elector_stop.cancel();
+                election.await;
+            }
+        }
         runner.close();
         // The leading task is not awaited by the elector: wait for its workers to finish
         // the reconciles they started.
@@ -646,6 +661,8 @@ struct Runner<K: Object, C, F> {
     workers: usize,
     metrics: Arc<ReconcileMetrics>,
     gate: RwLock<Gate>,
+    /// The controller's stop: workers end on it whatever the leadership.
+    stop: CancellationToken,
     /// Held for reading by every running worker pool.
     pools: Arc<tokio::sync::RwLock<()>>,
 }
@@ -687,6 +704,7 @@ where
             let key = tokio::select! {
                 biased;
                 () = token.cancelled() => return,
+                () = self.stop.cancelled() => return,
                 key = self.queue.get() => match key {
                     Some(key) => key,
                     None => return,
@@ -726,7 +744,7 @@ where
         // begin before.
         let first = std::future::poll_fn(|cx| {
             let gate = self.gate.read();
-            if !gate.open || token.is_cancelled() {
+            if !gate.open || token.is_cancelled() || self.stop.is_cancelled() {
                 return Poll::Ready(None);
             }
             self.metrics.started(&self.name);
