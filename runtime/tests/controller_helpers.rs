@@ -312,3 +312,121 @@ async fn watches_map_and_recorder_reports_over_tower() {
 async fn watches_map_and_recorder_reports_over_tcp() {
     watches_map_and_recorder_reports(Transport::Tcp).await;
 }
+
+/// The operator's whole cycle against a real kube-apiserver: the finalizer is added, an
+/// owned child is created with a controller reference, a change of the child reconciles
+/// its owner, and deletion runs the cleanup and lets the object go.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn an_operator_cycle_on_a_real_control_plane() {
+    let server = ApiServer::new();
+    let conn = connect(Transport::Real, &server).await;
+    let client = conn.client();
+    let configmaps: Api<ConfigMap> = Api::namespaced(client.clone(), NS);
+    let secrets: Api<Secret> = Api::namespaced(client.clone(), NS);
+    let cleanups = Arc::new(Mutex::new(Vec::<String>::new()));
+    let factory = InformerFactory::new(client.clone(), FactoryOptions::new(Duration::ZERO));
+    let builder = Controller::new(&factory)
+        .for_::<ConfigMap>()
+        .owns::<Secret>();
+    let metrics = builder.metrics();
+    let (rcm, rsecrets, rcleanups) = (configmaps.clone(), secrets.clone(), Arc::clone(&cleanups));
+    let reconcile = move |target: Target<ConfigMap>, _ctx: Arc<Context<()>>| {
+        let (configmaps, secrets, cleanups) =
+            (rcm.clone(), rsecrets.clone(), Arc::clone(&rcleanups));
+        async move {
+            let Some(cm) = target.live() else {
+                return Ok(Action::done());
+            };
+            finalizer(&configmaps, FINALIZER, cm, |event| async move {
+                match event {
+                    Event::Apply(cm) => {
+                        let name =
+                            format!("{}-child", cm.metadata.name.clone().unwrap_or_default());
+                        // `data`, not the write-only `stringData`: an unchanged child is
+                        // then not written again.
+                        let data = cm
+                            .data
+                            .clone()
+                            .unwrap_or_default()
+                            .into_iter()
+                            .map(|(k, v)| (k, k8s_openapi::ByteString(v.into_bytes())));
+                        create_or_update(&secrets, cm.as_ref(), &name, |s| {
+                            s.data = Some(data.collect());
+                        })
+                        .await
+                        .map(|_| Action::done())
+                        .map_err(|e| e.to_string())
+                    }
+                    Event::Cleanup(cm) => {
+                        cleanups
+                            .lock()
+                            .push(cm.metadata.name.clone().unwrap_or_default());
+                        Ok(Action::done())
+                    }
+                }
+            })
+            .await
+        }
+    };
+    let stop = CancellationToken::new();
+    let task = tokio::spawn(builder.run(reconcile, (), stop.clone()));
+    let cm: ConfigMap = serde_json::from_value(json!({
+        "metadata": {"name": "op", "namespace": NS}, "data": {"v": "1"}}))
+    .unwrap();
+    configmaps
+        .create(&kube::api::PostParams::default(), &cm)
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let child = loop {
+        if let Some(s) = secrets.get_opt("op-child").await.unwrap() {
+            break s;
+        }
+        assert!(Instant::now() < deadline, "the child Secret was created");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let live = configmaps.get("op").await.unwrap();
+    assert_eq!(live.metadata.finalizers, Some(vec![FINALIZER.to_owned()]));
+    let owner = &child.metadata.owner_references.clone().unwrap_or_default()[0];
+    assert_eq!(
+        (owner.kind.as_str(), owner.controller),
+        ("ConfigMap", Some(true))
+    );
+    assert_eq!(Some(&owner.uid), live.metadata.uid.as_ref());
+
+    // A change to the child reconciles the owner, which sets the child back.
+    let before = metrics.reconcile_total(ReconcileResult::Success);
+    secrets
+        .patch(
+            "op-child",
+            &kube::api::PatchParams::default(),
+            &kube::api::Patch::Merge(json!({"stringData": {"v": "tampered"}})),
+        )
+        .await
+        .unwrap();
+    while metrics.reconcile_total(ReconcileResult::Success) == before {
+        assert!(
+            Instant::now() < deadline,
+            "the child's change reconciled its owner"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    configmaps
+        .delete("op", &DeleteParams::default())
+        .await
+        .unwrap();
+    while configmaps.get_opt("op").await.unwrap().is_some() {
+        assert!(
+            Instant::now() < deadline,
+            "the ConfigMap was deleted after its cleanup"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(*cleanups.lock(), ["op"]);
+    stop.cancel();
+    task.await.unwrap().unwrap();
+    factory.shutdown().await;
+    conn.close().await;
+}
