@@ -38,15 +38,16 @@ pub enum Event<K> {
     Cleanup(Arc<K>),
 }
 
-/// Why [`finalizer`] failed.
+/// Why [`finalizer`] failed. The reconcile's own error is shown, not chained as a
+/// `source`, so that any `E: Display` works (a `Box<dyn Error>` included).
 #[derive(Debug, thiserror::Error)]
 pub enum Error<E: fmt::Display + fmt::Debug> {
     /// [`Event::Apply`] failed.
     #[error("apply failed: {0}")]
-    Apply(#[source] E),
+    Apply(E),
     /// [`Event::Cleanup`] failed; the finalizer stays.
     #[error("cleanup failed (finalizer kept, retried with backoff): {0}")]
-    Cleanup(#[source] E),
+    Cleanup(E),
     /// Adding the finalizer failed.
     #[error("adding finalizer {finalizer} failed: {source}")]
     AddFinalizer {
