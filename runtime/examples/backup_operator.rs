@@ -40,6 +40,9 @@ type BoxError = Box<dyn Error + Send + Sync>;
 /// A Backup: what to back up, how often, and with which image.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 struct Backup {
+    #[serde(rename = "apiVersion")]
+    api_version: String,
+    kind: String,
     metadata: ObjectMeta,
     spec: BackupSpec,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -212,6 +215,7 @@ async fn main() -> Result<(), BoxError> {
     let backups = Api::<Backup>::namespaced(client.clone(), "default");
     let cron_jobs = Api::<CronJob>::namespaced(client, "default");
     let backup: Backup = serde_json::from_value(json!({
+        "apiVersion": "example.kubegen.io/v1", "kind": "Backup",
         "metadata": {"name": "db", "namespace": "default"},
         "spec": {"schedule": "0 3 * * *", "image": "restic/restic:0.17", "source": "pvc/db-data"},
     }))?;
