@@ -53,6 +53,10 @@ struct Args {
     /// Workers of the kubegen controller in its second run (0: skip that run).
     #[arg(long, default_value_t = 16)]
     kubegen_workers: usize,
+    /// Also run each side with a second controller in the process that reads Secrets too
+    /// (kubegen: one shared informer; kube-runtime: a watch per controller).
+    #[arg(long)]
+    pairs: bool,
     /// Seconds to wait for any one step.
     #[arg(long, default_value_t = 900)]
     timeout: u64,
@@ -193,6 +197,7 @@ fn child_data(cm: &ConfigMap) -> BTreeMap<String, ByteString> {
 async fn kubegen_controller(
     client: kube::Client,
     workers: usize,
+    pair: bool,
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), Error> {
     use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
@@ -225,7 +230,17 @@ async fn kubegen_controller(
         }
         Ok::<_, Error>(Action::done())
     };
+    // The second controller reads Secrets too: the factory's informer serves both.
+    let second = pair.then(|| {
+        let noop =
+            |_: Target<Secret>, _: Arc<Context<()>>| async { Ok::<_, Error>(Action::done()) };
+        let builder = Controller::new(&factory).for_::<Secret>().named("secrets");
+        tokio::spawn(builder.run(noop, (), stop.clone()))
+    });
     builder.run(reconcile, (), stop).await?;
+    if let Some(second) = second {
+        second.await??;
+    }
     factory.shutdown().await;
     Ok(())
 }
@@ -243,6 +258,7 @@ impl std::error::Error for KrError {}
 
 async fn kube_runtime_controller(
     client: kube::Client,
+    pair: bool,
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), Error> {
     use kube_runtime::controller::{Action, Controller};
@@ -288,6 +304,20 @@ async fn kube_runtime_controller(
     fn error_policy(_: Arc<ConfigMap>, _: &KrError, _: Arc<kube::Client>) -> Action {
         Action::requeue(Duration::from_secs(1))
     }
+    // The second controller reads Secrets too, through a watch of its own.
+    let second = pair.then(|| {
+        let stop = stop.clone();
+        let noop = |_: Arc<Secret>, _: Arc<()>| async { Ok::<_, KrError>(Action::await_change()) };
+        let policy = |_: Arc<Secret>, _: &KrError, _: Arc<()>| Action::await_change();
+        let controller = Controller::new(
+            Api::<Secret>::all(client.clone()),
+            watcher::Config::default(),
+        )
+        .graceful_shutdown_on(async move { stop.cancelled().await })
+        .run(noop, policy, Arc::new(()))
+        .for_each(|_| async {});
+        tokio::spawn(controller)
+    });
     Controller::new(
         Api::<ConfigMap>::all(client.clone()),
         watcher::Config::default(),
@@ -300,6 +330,9 @@ async fn kube_runtime_controller(
     .run(reconcile, error_policy, Arc::new(client))
     .for_each(|_| async {})
     .await;
+    if let Some(second) = second {
+        second.await?;
+    }
     Ok(())
 }
 
@@ -322,8 +355,10 @@ async fn controller(which: &str, kubeconfig: &PathBuf, workers: usize) -> Result
         stopper.cancel();
     });
     match which {
-        "kubegen" => kubegen_controller(client, workers, stop).await?,
-        "kube-runtime" => kube_runtime_controller(client, stop).await?,
+        "kubegen" => kubegen_controller(client, workers, false, stop).await?,
+        "kubegen-pair" => kubegen_controller(client, workers, true, stop).await?,
+        "kube-runtime" => kube_runtime_controller(client, false, stop).await?,
+        "kube-runtime-pair" => kube_runtime_controller(client, true, stop).await?,
         other => {
             return Err(format!("unknown controller {other:?}: kubegen or kube-runtime").into())
         }
@@ -419,6 +454,19 @@ fn orchestrate(args: &Args) -> Result<(), Error> {
     let kg = ["--controller".to_owned(), "kubegen".to_owned()];
     runs.push(run_one(args, "kube-runtime (defaults)", &kr)?);
     runs.push(run_one(args, "kubegen (defaults: 4 workers)", &kg)?);
+    if args.pairs {
+        let pair = |c: &str| ["--controller".to_owned(), c.to_owned()];
+        runs.push(run_one(
+            args,
+            "kube-runtime, two controllers",
+            &pair("kube-runtime-pair"),
+        )?);
+        runs.push(run_one(
+            args,
+            "kubegen, two controllers",
+            &pair("kubegen-pair"),
+        )?);
+    }
     if args.kubegen_workers > 0 {
         let mut cmd = kg.to_vec();
         cmd.extend(["--workers".into(), args.kubegen_workers.to_string()]);
@@ -451,12 +499,19 @@ fn orchestrate(args: &Args) -> Result<(), Error> {
             r.update_requests,
         );
     }
-    let base = &runs[0];
-    println!("\nratios against {} (lower is better):\n", base.label);
+    println!(
+        "\nratios, kubegen against kube-runtime with as many controllers (lower is better):\n"
+    );
     println!("| controller | converge | update | CPU | peak RSS | requests |");
     println!("|---|---|---|---|---|---|");
-    for r in &runs[1..] {
-        let req = |r: &Run| (total(&r.converge_requests) + total(&r.update_requests)) as f64;
+    let req = |r: &Run| (total(&r.converge_requests) + total(&r.update_requests)) as f64;
+    for r in runs.iter().filter(|r| r.label.starts_with("kubegen")) {
+        let pair = r.label.contains("two controllers");
+        let Some(base) = runs.iter().find(|b| {
+            b.label.starts_with("kube-runtime") && b.label.contains("two controllers") == pair
+        }) else {
+            continue;
+        };
         println!(
             "| {} | {:.2}x | {:.2}x | {:.2}x | {:.2}x | {:.2}x |",
             r.label,
