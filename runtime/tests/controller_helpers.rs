@@ -430,3 +430,78 @@ async fn an_operator_cycle_on_a_real_control_plane() {
     factory.shutdown().await;
     conn.close().await;
 }
+
+/// A primary kind chosen at run time: the controller runs on the informer of a
+/// `DynamicSharedInformerFactory` (started by its owner), with owned typed children.
+async fn a_dynamic_primary(transport: Transport) {
+    use kubegen_runtime::cache::dynamic::DynamicSharedInformerFactory;
+    use kubegen_runtime::object::{DynamicObject, GroupVersionResource};
+
+    let server = ApiServer::new();
+    let conn = connect(transport, &server).await;
+    server.create("configmaps", config_map("a", &[])).unwrap();
+    let options = || FactoryOptions::new(Duration::ZERO);
+    let dynamic = DynamicSharedInformerFactory::new(conn.client(), options());
+    let configmaps = dynamic
+        .for_resource(&GroupVersionResource::gvr("", "v1", "configmaps"))
+        .await
+        .expect("configmaps are discovered");
+    let api_resource = configmaps.mapping().api_resource();
+    let typed = InformerFactory::new(conn.client(), options());
+    let seen = Arc::new(Mutex::new(Vec::<(String, bool)>::new()));
+    let recorded = Arc::clone(&seen);
+    let reconcile = move |target: Target<DynamicObject>, _ctx: Arc<Context<()>>| {
+        let seen = Arc::clone(&recorded);
+        async move {
+            let entry = match &target {
+                Target::Live(obj) => (kubegen_runtime::object::object_key(obj.as_ref()), false),
+                Target::Gone(r) => (r.key(), true),
+            };
+            seen.lock().push(entry);
+            Ok::<_, String>(Action::done())
+        }
+    };
+    let stop = CancellationToken::new();
+    let builder = Controller::new(&typed)
+        .for_informer(configmaps.informer().clone(), &api_resource)
+        .owns::<Secret>();
+    let task = tokio::spawn(builder.run(reconcile, (), stop.clone()));
+    dynamic.start(&stop);
+    eventually("the dynamic primary is reconciled", || {
+        seen.lock().contains(&("default/a".to_owned(), false))
+    })
+    .await;
+    let owner = server.get("configmaps", NS, "a").unwrap().unwrap();
+    server
+        .create(
+            "secrets",
+            json!({"metadata": {"name": "s", "namespace": NS, "ownerReferences": [{
+                "apiVersion": "v1", "kind": "ConfigMap", "name": "a",
+                "uid": owner["metadata"]["uid"], "controller": true}]}}),
+        )
+        .unwrap();
+    eventually("its owned Secret reconciles it again", || {
+        seen.lock().iter().filter(|(k, _)| k == "default/a").count() >= 2
+    })
+    .await;
+    server.delete("configmaps", NS, "a").unwrap();
+    eventually("it is reconciled as gone", || {
+        seen.lock().contains(&("default/a".to_owned(), true))
+    })
+    .await;
+    stop.cancel();
+    task.await.unwrap().unwrap();
+    typed.shutdown().await;
+    dynamic.shutdown().await;
+    conn.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamic_primary_over_tower() {
+    a_dynamic_primary(Transport::Tower).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dynamic_primary_over_tcp() {
+    a_dynamic_primary(Transport::Tcp).await;
+}

@@ -163,7 +163,8 @@ impl Controller {
     /// Reconciles the objects of `informer`, for kinds chosen at run time (the informer of
     /// a [`DynamicSharedInformerFactory`](crate::cache::dynamic::DynamicSharedInformerFactory),
     /// with its [`ApiResource`](kube::core::ApiResource) as `dyntype`). A primary whose
-    /// scope is only known at run time is taken as namespaced.
+    /// scope is only known at run time is taken as namespaced. [`Builder::run`] starts
+    /// the controller's own factory only: start the factory `informer` came from.
     pub fn for_informer<K>(
         self,
         informer: SharedIndexInformer<K>,
