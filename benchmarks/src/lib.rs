@@ -13,7 +13,11 @@
 #![deny(missing_docs)]
 
 use std::fmt;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::str::FromStr;
+use std::sync::mpsc;
+use std::time::Duration;
 
 use serde_json::{json, Value};
 
@@ -372,5 +376,88 @@ impl RelistResult {
             peak_rss: it.next()?.parse().ok()?,
             cpu_secs: it.next()?.parse().ok()?,
         })
+    }
+}
+
+/// An error of a benchmark process ([`Proc`]).
+pub type ProcError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A child process of a benchmark, with its stdin and a channel of its stdout lines;
+/// killed when dropped.
+pub struct Proc {
+    name: String,
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    timeout: Duration,
+}
+
+impl Proc {
+    /// Starts `cmd` with piped stdin and stdout (stderr inherited).
+    pub fn spawn(name: &str, cmd: &mut Command, timeout: Duration) -> Result<Proc, ProcError> {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("starting {name}: {e}"))?;
+        let stdin = child.stdin.take().ok_or("no stdin")?;
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Ok(Proc {
+            name: name.to_owned(),
+            child,
+            stdin,
+            lines,
+            timeout,
+        })
+    }
+
+    /// Sets how long [`Proc::expect`] waits.
+    pub fn set_timeout(&mut self, timeout: Duration) {
+        self.timeout = timeout;
+    }
+
+    /// Waits for the process to exit (after it was told to).
+    pub fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+        self.child.wait()
+    }
+
+    /// Writes `line` and a newline to the process's stdin.
+    pub fn send(&mut self, line: &str) -> Result<(), ProcError> {
+        writeln!(self.stdin, "{line}")?;
+        self.stdin.flush()?;
+        Ok(())
+    }
+
+    /// The rest of the first line starting with `prefix`.
+    /// Waits (at most the timeout) for a stdout line starting with `prefix`; returns the
+    /// rest of it, trimmed. Other lines are echoed to stderr.
+    pub fn expect(&mut self, prefix: &str) -> Result<String, ProcError> {
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(self.timeout)
+                .map_err(|e| format!("{}: waiting for {prefix}: {e}", self.name))?;
+            if let Some(rest) = line.strip_prefix(prefix) {
+                return Ok(rest.trim().to_owned());
+            }
+            eprintln!("{}: {line}", self.name);
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }

@@ -66,6 +66,8 @@
 //! - [`cache`]: the thread-safe store and indexer, listers, the DeltaFIFO; informers and
 //!   factories, typed and for resources chosen at run time (dynamic, metadata);
 //! - [`workqueue`]: the rate-limited workqueue and its rate limiters;
+//! - [`controller`]: the reconcile layer: a controller builder on the shared informers
+//!   (owned and watched kinds, predicates, backoff, leader election, metrics);
 //! - [`flowcontrol`]: the token bucket shared by the workqueue and client-side rate
 //!   limiting;
 //! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
@@ -126,6 +128,7 @@ macro_rules! testing_only {
 pub mod apply;
 pub mod cache;
 pub mod client;
+pub mod controller;
 pub mod errors;
 pub mod flowcontrol;
 pub mod leaderelection;

@@ -17,14 +17,12 @@
 //! REAL=1 hack/bench-informer.sh 10000    # the same against a real kube-apiserver
 //! ```
 
-use std::io::{BufRead, BufReader, Write};
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::time::Duration;
 
 use clap::Parser;
-use kubegen_benchmarks::{ClientKind, ClientResult, RelistResult};
+use kubegen_benchmarks::{ClientKind, ClientResult, Proc, RelistResult};
 
 #[derive(Parser)]
 struct Args {
@@ -72,72 +70,7 @@ struct Args {
     timeout: u64,
 }
 
-type Error = Box<dyn std::error::Error>;
-
-/// A child process with its stdin and a channel of its stdout lines.
-struct Proc {
-    name: String,
-    child: Child,
-    stdin: ChildStdin,
-    lines: mpsc::Receiver<String>,
-    timeout: Duration,
-}
-
-impl Proc {
-    fn spawn(name: &str, cmd: &mut Command, timeout: Duration) -> Result<Proc, Error> {
-        let mut child = cmd
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("starting {name}: {e}"))?;
-        let stdin = child.stdin.take().ok_or("no stdin")?;
-        let stdout = child.stdout.take().ok_or("no stdout")?;
-        let (tx, lines) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        Ok(Proc {
-            name: name.to_owned(),
-            child,
-            stdin,
-            lines,
-            timeout,
-        })
-    }
-
-    fn send(&mut self, line: &str) -> Result<(), Error> {
-        writeln!(self.stdin, "{line}")?;
-        self.stdin.flush()?;
-        Ok(())
-    }
-
-    /// The rest of the first line starting with `prefix`.
-    fn expect(&mut self, prefix: &str) -> Result<String, Error> {
-        loop {
-            let line = self
-                .lines
-                .recv_timeout(self.timeout)
-                .map_err(|e| format!("{}: waiting for {prefix}: {e}", self.name))?;
-            if let Some(rest) = line.strip_prefix(prefix) {
-                return Ok(rest.trim().to_owned());
-            }
-            eprintln!("{}: {line}", self.name);
-        }
-    }
-}
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
+type Error = kubegen_benchmarks::ProcError;
 
 fn sibling(name: &str) -> Result<PathBuf, Error> {
     let exe = std::env::current_exe()?;
@@ -227,7 +160,7 @@ fn run_client(
         );
     }
     client.send("quit")?;
-    let _ = client.child.wait();
+    let _ = client.wait();
     Ok(Measured { result, relist })
 }
 
@@ -329,7 +262,7 @@ fn main() -> Result<(), Error> {
         cmd.arg("--history").arg((events + 1000).to_string());
     }
     let mut server = Proc::spawn("server", &mut cmd, timeout)?;
-    server.timeout = Duration::from_secs(args.seed_timeout.max(args.timeout));
+    server.set_timeout(Duration::from_secs(args.seed_timeout.max(args.timeout)));
     let pod_size = if real {
         let bytes = server.expect("POD-BYTES")?;
         format!("{bytes} bytes of JSON each as the server returns one, managedFields included")
@@ -337,7 +270,7 @@ fn main() -> Result<(), Error> {
         "~6 KiB JSON each".to_owned()
     };
     let kubeconfig = server.expect("READY")?;
-    server.timeout = timeout;
+    server.set_timeout(timeout);
 
     let mut floors = Vec::new();
     let mut runs: Vec<(ClientKind, Vec<Measured>)> =
@@ -365,7 +298,7 @@ fn main() -> Result<(), Error> {
         .map(|(kind, ms)| (kind, median_of(&ms)))
         .collect();
     let _ = server.send("quit");
-    let _ = server.child.wait();
+    let _ = server.wait();
 
     println!(
         "informer benchmark: {} Pods ({pod_size}), {events} MODIFIED events{}; one process per client; medians of {} interleaved round(s)",

@@ -255,6 +255,11 @@ impl InformerFactory {
         }
     }
 
+    /// The client informers list and watch through, unless the factory has none.
+    pub fn client(&self) -> Option<&kube::Client> {
+        self.client.as_ref()
+    }
+
     /// The factory's options.
     pub fn options(&self) -> &FactoryOptions {
         &self.options
