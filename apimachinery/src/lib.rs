@@ -27,4 +27,5 @@ pub mod crd_validation;
 pub mod errors;
 pub mod fields;
 pub mod labels;
+pub mod protobuf;
 pub mod types;
