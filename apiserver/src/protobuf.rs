@@ -8,7 +8,9 @@
 //! every built-in field and the decoder live in `kubegen_apimachinery::protobuf`, which
 //! the runtime's client shares.
 
-pub(crate) use kubegen_apimachinery::protobuf::{base64, decode, MEDIA_TYPE};
+pub(crate) use kubegen_apimachinery::protobuf::{
+    base64, decode, encode_list, encode_object, watch_frame, MEDIA_TYPE,
+};
 
 /// Whether bodies of this kind can be decoded.
 #[cfg(test)]
