@@ -165,8 +165,34 @@ struct Table {
     kinds: HashMap<String, HashMap<String, String>>,
     /// meta/v1 kinds (DeleteOptions, ...), accepted under any group/version.
     meta_kinds: HashMap<String, String>,
-    messages: HashMap<String, Vec<Field>>,
+    messages: HashMap<String, Vec<Field>, Fnv>,
 }
+
+/// FNV-1a: the message names are short, trusted (the table's own) and looked up once
+/// per decoded message, where SipHash's DoS resistance buys nothing.
+#[derive(Default)]
+struct FnvHasher(u64);
+
+impl std::hash::Hasher for FnvHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        let mut h = if self.0 == 0 {
+            0xcbf2_9ce4_8422_2325
+        } else {
+            self.0
+        };
+        for b in bytes {
+            h ^= u64::from(*b);
+            h = h.wrapping_mul(0x100_0000_01b3);
+        }
+        self.0 = h;
+    }
+}
+
+type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
 
 fn table() -> &'static Table {
     static TABLE: OnceLock<Table> = OnceLock::new();
@@ -192,7 +218,7 @@ fn parse_table(text: &str) -> Result<Table, String> {
         .map(|(gv, ks)| Ok((gv.clone(), strings(ks)?)))
         .collect::<Result<_, String>>()?;
     let meta_kinds = strings(&v["metaKinds"])?;
-    let mut messages = HashMap::new();
+    let mut messages = HashMap::default();
     for (name, fields) in v["messages"].as_object().ok_or("no messages")? {
         let fields = fields
             .as_array()

@@ -241,7 +241,8 @@ impl<'de> serde::Deserializer<'de> for Deserializer<'_> {
             ));
         }
         let mut access = Fields {
-            frames: Vec::with_capacity(2),
+            base: None,
+            inlined: Vec::new(),
             type_meta: self.type_meta,
             pending: None,
             depth: self.depth + 1,
@@ -284,7 +285,9 @@ struct Frame<'a> {
 }
 
 struct Fields<'a> {
-    frames: Vec<Frame<'a>>,
+    /// The message's own fields, then (`inlined`) those of the messages inlined into it.
+    base: Option<Frame<'a>>,
+    inlined: Vec<Frame<'a>>,
     type_meta: Option<(&'a str, &'a str)>,
     /// The value of the key just returned.
     pending: Option<Pending<'a>>,
@@ -320,13 +323,19 @@ enum Shape {
 
 impl<'a> Fields<'a> {
     fn push(&mut self, bytes: &'a [u8], fields: &'static [Field]) -> Result<(), Unsupported> {
-        let mut wires = Vec::with_capacity(fields.len());
+        let mut wires = Vec::with_capacity(fields.len().min(16));
         let mut sorted = true;
         let mut last = 0u16;
         for field in Reader(bytes) {
             let (num, wire) = field?;
-            // Unknown numbers are skipped, as generated Go decoders skip them.
-            if let Some(i) = fields.iter().position(|f| f.num == num) {
+            // Fields mostly come in the table's order: the one after the last is tried
+            // first. Unknown numbers are skipped, as generated Go decoders skip them.
+            let next = usize::from(last) + 1;
+            let found = match fields.get(next) {
+                Some(f) if f.num == num => Some(next),
+                _ => fields.iter().position(|f| f.num == num),
+            };
+            if let Some(i) = found {
                 let i = i as u16;
                 sorted &= i >= last;
                 last = i;
@@ -336,23 +345,34 @@ impl<'a> Fields<'a> {
         if !sorted {
             wires.sort_by_key(|(i, _)| *i);
         }
-        self.frames.push(Frame {
+        let frame = Frame {
             fields,
             wires,
             next_field: 0,
             next_wire: 0,
-        });
+        };
+        if self.base.is_none() {
+            self.base = Some(frame);
+        } else {
+            self.inlined.push(frame);
+        }
         Ok(())
     }
 
     /// The next field encoding/json writes, with its value's shape.
     fn next_field(&mut self) -> Result<Option<(&'static Field, Ws<'a>, Shape)>, Unsupported> {
         loop {
-            let Some(frame) = self.frames.last_mut() else {
-                return Ok(None);
+            let frame = match self.inlined.last_mut() {
+                Some(f) => f,
+                None => match self.base.as_mut() {
+                    Some(f) => f,
+                    None => return Ok(None),
+                },
             };
             let Some(f) = frame.fields.get(frame.next_field) else {
-                self.frames.pop();
+                if self.inlined.pop().is_none() {
+                    self.base = None;
+                }
                 continue;
             };
             let i = frame.next_field as u16;
@@ -625,11 +645,20 @@ fn single<'de, V: Visitor<'de>>(
     }
 }
 
-/// Whether values of this type are built as JSON first (see the module documentation).
+/// Whether values of this type are built as JSON first (see the module documentation),
+/// to know whether they are null.
 fn special(ty: &Ty) -> bool {
     !matches!(
         ty,
-        Ty::Msg(_) | Ty::Str | Ty::Bool | Ty::I32 | Ty::I64 | Ty::U32 | Ty::U64
+        Ty::Msg(_)
+            | Ty::Str
+            | Ty::Bool
+            | Ty::I32
+            | Ty::I64
+            | Ty::U32
+            | Ty::U64
+            | Ty::Quantity
+            | Ty::IntOrString
     )
 }
 
@@ -667,6 +696,40 @@ fn one<'de, V: Visitor<'de>>(
         (Ty::U32, Wire::Varint(v)) => visitor.visit_u64(u64::from(v as u32)),
         (Ty::U64, Wire::Varint(v)) => visitor.visit_u64(v),
         (Ty::Msg(_), _) => single(ty, &[w], depth, visitor, at),
+        (Ty::Quantity, Wire::Len(b)) => {
+            let mut s: &[u8] = &[];
+            for e in Reader(b) {
+                if let (1, Wire::Len(x)) = e? {
+                    s = x;
+                }
+            }
+            if s.is_empty() {
+                return err(format!("{}: a quantity without a value", at()));
+            }
+            match String::from_utf8_lossy(s) {
+                Cow::Borrowed(s) => visitor.visit_str(s),
+                Cow::Owned(s) => visitor.visit_string(s),
+            }
+        }
+        (Ty::IntOrString, Wire::Len(b)) => {
+            let (mut is_str, mut int, mut s): (bool, i32, &[u8]) = (false, 0, &[]);
+            for e in Reader(b) {
+                match e? {
+                    (1, Wire::Varint(t)) => is_str = t == 1,
+                    // Two's complement, as Go's int32 travels.
+                    (2, Wire::Varint(i)) => int = i as i32,
+                    (3, Wire::Len(x)) => s = x,
+                    _ => {}
+                }
+            }
+            if !is_str {
+                return visitor.visit_i64(i64::from(int));
+            }
+            match String::from_utf8_lossy(s) {
+                Cow::Borrowed(s) => visitor.visit_str(s),
+                Cow::Owned(s) => visitor.visit_string(s),
+            }
+        }
         _ => {
             let v: Value = json_decoder().value(ty, w, at)?;
             v.deserialize_any(visitor)
