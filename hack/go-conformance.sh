@@ -87,20 +87,20 @@ if [ ${#failed[@]} -gt 0 ]; then
 fi
 echo "go-conformance: passed with WatchListClient on and off"
 
-# Protobuf request bodies: the server's table (apiserver/src/protobuf/table.json) must be
+# Protobuf request bodies: the server's table (apimachinery/src/protobuf/table.json) must be
 # the one this go.mod's k8s.io/api gives, and a fresh corpus of random objects of every
 # built-in kind, encoded by apimachinery's protobuf serializer, must decode to exactly
 # the JSON kube-apiserver stores (encoding/json of the decoded Go object).
 version=$(cd tests/go-conformance && "$go_bin" list -m -f '{{.Path}} {{.Version}}' k8s.io/api)
 (cd tests/go-conformance && PROTOBUFGEN_SOURCE="$version" nice -n 10 "$go_bin" run ./protobufgen table) >"$work/table.json"
-if ! cmp -s "$work/table.json" apiserver/src/protobuf/table.json; then
-  diff "$work/table.json" apiserver/src/protobuf/table.json | head -20 >&2
-  echo "go-conformance: apiserver/src/protobuf/table.json is stale: run hack/update-builtin-protobuf.sh" >&2
+if ! cmp -s "$work/table.json" apimachinery/src/protobuf/table.json; then
+  diff "$work/table.json" apimachinery/src/protobuf/table.json | head -20 >&2
+  echo "go-conformance: apimachinery/src/protobuf/table.json is stale: run hack/update-builtin-protobuf.sh" >&2
   exit 1
 fi
 seed=${PROTOBUF_CORPUS_SEED:-$(date +%s)}
 (cd tests/go-conformance && "$go_bin" run ./protobufgen corpus -seed "$seed" -objects 20) >"$work/corpus.jsonl"
 echo "--- protobuf corpus: $(wc -l <"$work/corpus.jsonl") random objects, seed $seed (PROTOBUF_CORPUS_SEED=$seed reproduces)"
-KUBEGEN_PROTOBUF_CORPUS="$work/corpus.jsonl" nice -n 10 cargo test --quiet --locked -p kubegen-apiserver --lib \
+KUBEGEN_PROTOBUF_CORPUS="$work/corpus.jsonl" nice -n 10 cargo test --quiet --locked -p kubegen-apimachinery --lib \
   protobuf::tests::corpus -- --nocapture
 echo "go-conformance: protobuf table current, corpus decodes as kube-apiserver would"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Regenerates apiserver/src/protobuf/table.json (how every built-in kind travels in
+# Regenerates apimachinery/src/protobuf/table.json (how every built-in kind travels in
 # protobuf: field numbers, JSON names, Go pointer/slice/omitempty facts) and the test
-# corpus apiserver/src/protobuf/corpus.jsonl (one random object of every built-in kind
+# corpus apimachinery/src/protobuf/corpus.jsonl (one random object of every built-in kind
 # with the JSON kube-apiserver stores for it), from the Go types of the k8s.io/api that
 # tests/go-conformance/go.mod pins, by tests/go-conformance/protobufgen.
 # hack/go-conformance.sh checks the table is current and decodes a fresh, larger corpus.
@@ -16,9 +16,9 @@ if ! command -v "$go_bin" >/dev/null 2>&1; then
 fi
 version=$(cd tests/go-conformance && "$go_bin" list -m -f '{{.Path}} {{.Version}}' k8s.io/api)
 (cd tests/go-conformance && PROTOBUFGEN_SOURCE="$version" "$go_bin" run ./protobufgen table) \
-  > apiserver/src/protobuf/table.json.new
-mv apiserver/src/protobuf/table.json.new apiserver/src/protobuf/table.json
+  > apimachinery/src/protobuf/table.json.new
+mv apimachinery/src/protobuf/table.json.new apimachinery/src/protobuf/table.json
 (cd tests/go-conformance && "$go_bin" run ./protobufgen corpus -seed 1) \
-  > apiserver/src/protobuf/corpus.jsonl.new
-mv apiserver/src/protobuf/corpus.jsonl.new apiserver/src/protobuf/corpus.jsonl
-echo "apiserver/src/protobuf/{table.json,corpus.jsonl} from $version"
+  > apimachinery/src/protobuf/corpus.jsonl.new
+mv apimachinery/src/protobuf/corpus.jsonl.new apimachinery/src/protobuf/corpus.jsonl
+echo "apimachinery/src/protobuf/{table.json,corpus.jsonl} from $version"

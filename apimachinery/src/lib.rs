@@ -13,6 +13,10 @@
 //! - `crd_validation` (feature `crd-validation`): kube-apiserver's rules for a
 //!   CustomResourceDefinition, shared by the generator and the in-memory server;
 //! - [`labels`] and [`fields`]: selector parsing and matching (apimachinery's grammar);
+//! - [`protobuf`]: Kubernetes' protobuf encoding of every built-in kind, by a table
+//!   written from `k8s.io/api`: decoded into kube-apiserver's JSON or straight into
+//!   typed objects through serde (the runtime's client), and encoded from JSON (the
+//!   in-memory server's answers);
 //! - [`types`]: wire types that keep what standard types would lose (timestamps,
 //!   numbers, conditions, explicit nulls) and the constant resource descriptions
 //!   generated code fills in.
@@ -27,4 +31,5 @@ pub mod crd_validation;
 pub mod errors;
 pub mod fields;
 pub mod labels;
+pub mod protobuf;
 pub mod types;

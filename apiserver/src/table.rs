@@ -33,10 +33,20 @@ pub(crate) enum Output {
     Table,
     PartialObjectMetadata,
     PartialObjectMetadataList,
+    /// `application/vnd.kubernetes.protobuf`: built-in kinds only.
+    Protobuf,
 }
 
-/// Picks the first acceptable clause of an Accept header.
+/// Picks the first acceptable clause of an Accept header (never protobuf).
+#[cfg(test)]
 pub(crate) fn negotiate(accept: Option<&str>) -> Result<Output, StatusError> {
+    negotiate_for(accept, false)
+}
+
+/// Picks the first acceptable clause of an Accept header; protobuf only when `protobuf`
+/// (a built-in kind: kube-apiserver has no protobuf for custom resources, and skips the
+/// clause for them as for any other it cannot produce).
+pub(crate) fn negotiate_for(accept: Option<&str>, protobuf: bool) -> Result<Output, StatusError> {
     let accept = match accept {
         None => return Ok(Output::Json),
         Some(a) if a.trim().is_empty() => return Ok(Output::Json),
@@ -50,6 +60,9 @@ pub(crate) fn negotiate(accept: Option<&str>) -> Result<Output, StatusError> {
             if let Some((k, v)) = p.split_once('=') {
                 params.insert(k.trim().to_owned(), Value::String(v.trim().to_owned()));
             }
+        }
+        if media == crate::protobuf::MEDIA_TYPE && protobuf && params.is_empty() {
+            return Ok(Output::Protobuf);
         }
         if !matches!(media.as_str(), "application/json" | "*/*" | "application/*") {
             continue;

@@ -150,7 +150,11 @@ pub(crate) async fn start(
     let mut r = Response::new(Body::watch(rx));
     r.headers_mut().insert(
         header::CONTENT_TYPE,
-        header::HeaderValue::from_static("application/json"),
+        header::HeaderValue::from_static(if output == Output::Protobuf {
+            "application/vnd.kubernetes.protobuf;stream=watch"
+        } else {
+            "application/json"
+        }),
     );
     Ok(r)
 }
@@ -159,9 +163,32 @@ fn too_old(x: u64, oldest: u64) -> StatusError {
     StatusError::expired(format!("too old resource version: {x} ({oldest})"))
 }
 
-fn error_frame(err: &StatusError) -> Bytes {
+fn error_frame(err: &StatusError, protobuf: bool) -> Bytes {
+    if protobuf {
+        let status = serde_json::to_value(err.status()).unwrap_or_default();
+        if let Some(frame) = protobuf_frame("ERROR", &status) {
+            return frame;
+        }
+    }
     let obj = serde_json::to_string(err.status()).unwrap_or_default();
     format!("{{\"type\":\"ERROR\",\"object\":{obj}}}\n").into()
+}
+
+/// A protobuf watch frame (`None` when the object has no protobuf encoding: a kind the
+/// table does not know, which the caller then sends as an ERROR).
+fn protobuf_frame(ty: &str, obj: &Value) -> Option<Bytes> {
+    let mut obj = obj.as_object()?.clone();
+    if ty == "ERROR" {
+        obj.entry("apiVersion").or_insert_with(|| "v1".into());
+        obj.entry("kind").or_insert_with(|| "Status".into());
+    }
+    match crate::protobuf::encode_object(&obj) {
+        Ok(body) => Some(crate::protobuf::watch_frame(ty, &body).into()),
+        Err(e) => {
+            tracing::warn!("a watch event has no protobuf encoding: {e}");
+            None
+        }
+    }
 }
 
 /// Copies many small frames into chunks of about [`CHUNK`] bytes, so that a fast stream
@@ -219,6 +246,14 @@ impl Convert {
             super::crd::read_view(&mut obj, schema);
         }
         let obj = &obj;
+        if self.output == Output::Protobuf {
+            return protobuf_frame(ty, obj).unwrap_or_else(|| {
+                error_frame(
+                    &StatusError::internal(format!("{} has no protobuf encoding", self.reg.kind)),
+                    true,
+                )
+            });
+        }
         let object = if self.output == Output::Json {
             obj.clone()
         } else if self.output == Output::Table {
@@ -257,7 +292,19 @@ impl Watcher {
             meta["annotations"] = json!({ INITIAL_EVENTS_END: "true" });
         }
         let obj = json!({"kind": self.kind, "apiVersion": self.api_version, "metadata": meta});
+        if self.protobuf() {
+            if let Some(frame) = protobuf_frame("BOOKMARK", &obj) {
+                return frame;
+            }
+        }
         format!("{{\"type\":\"BOOKMARK\",\"object\":{obj}}}\n").into()
+    }
+
+    /// Whether this watch answers in protobuf.
+    fn protobuf(&self) -> bool {
+        self.convert
+            .as_ref()
+            .is_some_and(|c| c.output == Output::Protobuf)
     }
 
     fn translate(&self, e: &Event) -> Option<Out> {
@@ -346,7 +393,7 @@ impl Watcher {
             let events = match self.take() {
                 Ok(e) => e,
                 Err(err) => {
-                    let _ = self.send(vec![error_frame(&err)]).await;
+                    let _ = self.send(vec![error_frame(&err, self.protobuf())]).await;
                     return false;
                 }
             };
@@ -384,7 +431,7 @@ impl Watcher {
     ) {
         let work = async {
             if let Some(err) = expired {
-                let _ = self.send(vec![error_frame(&err)]).await;
+                let _ = self.send(vec![error_frame(&err, self.protobuf())]).await;
                 return;
             }
             if !self.send_initial(initial).await {

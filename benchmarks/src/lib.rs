@@ -163,8 +163,11 @@ pub fn pod(i: usize) -> Value {
 /// The client under test in one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientKind {
-    /// kubegen's `SharedIndexInformer` with default settings.
+    /// kubegen's `SharedIndexInformer` with default settings (protobuf where the server
+    /// offers it).
     Ours,
+    /// kubegen's `SharedIndexInformer` reading JSON only (`client::protobuf::json_only`).
+    OursJson,
     /// kube-runtime's `reflector(store, watcher(..))` with default settings.
     Kube,
     /// kube-runtime with managedFields stripped by `.modify()`.
@@ -186,8 +189,9 @@ pub enum ClientKind {
 
 impl ClientKind {
     /// Every kind, in table order.
-    pub const ALL: [ClientKind; 8] = [
+    pub const ALL: [ClientKind; 9] = [
         ClientKind::Ours,
+        ClientKind::OursJson,
         ClientKind::Kube,
         ClientKind::KubeStripped,
         ClientKind::Go,
@@ -201,6 +205,7 @@ impl ClientKind {
     pub fn name(self) -> &'static str {
         match self {
             ClientKind::Ours => "ours",
+            ClientKind::OursJson => "ours-json",
             ClientKind::Kube => "kube",
             ClientKind::KubeStripped => "kube-strip",
             ClientKind::Go => "go",
@@ -215,6 +220,7 @@ impl ClientKind {
     pub fn label(self) -> &'static str {
         match self {
             ClientKind::Ours => "(a) kubegen SharedIndexInformer",
+            ClientKind::OursJson => "(a') kubegen, JSON only",
             ClientKind::Kube => "(b) kube-runtime reflector",
             ClientKind::KubeStripped => "(c) kube-runtime, managedFields stripped",
             ClientKind::Go => "(f) client-go informer",

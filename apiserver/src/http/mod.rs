@@ -223,7 +223,7 @@ async fn respond(
             discovery::resources(&inner, &gv),
         )),
         (Target::Collection { idx, ns }, Method::GET) => {
-            let out = read::output(&req)?;
+            let out = read::output(&inner, &req, &inner.registration(idx))?;
             if q.watch {
                 watch::start(inner, idx, ns, q, out, stop).await
             } else {
@@ -275,7 +275,10 @@ async fn respond(
                 status_only,
             };
             match m {
-                Method::GET => read::get(&inner, idx, &reg, &ns, &name, &q, read::output(&req)?),
+                Method::GET => {
+                    let out = read::output(&inner, &req, &reg)?;
+                    read::get(&inner, idx, &reg, &ns, &name, &q, out)
+                }
                 Method::PUT => write::update(&inner, &obj, &q, &req, &wopts),
                 Method::PATCH => write::patch(&inner, &obj, &q, &req, &wopts),
                 Method::DELETE if !status_only => write::delete(&inner, &obj, &q, &req),

@@ -26,13 +26,29 @@ pub(crate) fn read_view(reg: &Registration, mut obj: Value) -> Value {
     obj
 }
 
-/// The response form the Accept header asks for.
-pub(crate) fn output(req: &Request<Bytes>) -> Result<Output, StatusError> {
-    table::negotiate(
+/// The response form the Accept header asks for (protobuf only for built-in kinds, on a
+/// server built with `protobuf_responses`).
+pub(crate) fn output(
+    inner: &Inner,
+    req: &Request<Bytes>,
+    reg: &Registration,
+) -> Result<Output, StatusError> {
+    table::negotiate_for(
         req.headers()
             .get(header::ACCEPT)
             .and_then(|v| v.to_str().ok()),
+        inner.protobuf_responses && !reg.custom,
     )
+}
+
+/// A protobuf response.
+pub(crate) fn protobuf_response(body: Vec<u8>) -> Response<Body> {
+    let mut r = Response::new(Body::full(body));
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(crate::protobuf::MEDIA_TYPE),
+    );
+    r
 }
 
 /// A list's objects in the form `out` asks for (not plain JSON).
@@ -50,6 +66,16 @@ fn converted_list(
         .iter()
         .map(|s| s.to_value().map(|o| read_view(reg, Value::Object(o))))
         .collect::<Result<Vec<_>, _>>()?;
+    if out == Output::Protobuf {
+        let body = crate::protobuf::encode_list(
+            &reg.api_version(),
+            &reg.list_kind,
+            &meta,
+            objects.iter().filter_map(Value::as_object),
+        )
+        .map_err(|e| StatusError::internal(format!("encoding the list as protobuf: {e}")))?;
+        return Ok(protobuf_response(body));
+    }
     let v = match out {
         Output::Table => {
             let include = table::include(q.include_object.as_deref())?;
@@ -71,7 +97,7 @@ fn converted_list(
                 ),
             ))
         }
-        Output::Json => {
+        Output::Json | Output::Protobuf => {
             let items: Vec<Value> = objects
                 .into_iter()
                 .map(|mut o| {
@@ -143,6 +169,13 @@ pub(crate) fn get(
         Some(s) if out == Output::Json => {
             let obj = read_view(reg, Value::Object(s.to_value()?));
             Ok(json_response(StatusCode::OK, obj.to_string().into_bytes()))
+        }
+        Some(s) if out == Output::Protobuf => {
+            let obj = s.to_value()?;
+            let body = crate::protobuf::encode_object(&obj).map_err(|e| {
+                StatusError::internal(format!("encoding the object as protobuf: {e}"))
+            })?;
+            Ok(protobuf_response(body))
         }
         Some(s) => {
             let obj = read_view(reg, Value::Object(s.to_value()?));

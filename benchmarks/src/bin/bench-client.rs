@@ -217,6 +217,11 @@ fn start_client(
 ) -> Pin<Box<dyn Future<Output = Result<StoreProbe, Error>> + Send + '_>> {
     match kind {
         ClientKind::Ours => Box::pin(run_ours::<Pod>(client, counter, stop)),
+        ClientKind::OursJson => Box::pin(run_ours::<Pod>(
+            kubegen_runtime::client::protobuf::json_only(client),
+            counter,
+            stop,
+        )),
         ClientKind::OursProjection => Box::pin(run_ours::<PodView>(client, counter, stop)),
         ClientKind::OursMetadata => Box::pin(async move {
             let factory =

@@ -26,6 +26,10 @@ struct Args {
     /// server's 64 MiB default would expire a slow client's resourceVersion mid-run).
     #[arg(long, default_value_t = 4 << 30)]
     history_bytes: usize,
+    /// Answer protobuf to clients that ask for it (client-go, kubegen), as
+    /// kube-apiserver does; without it every answer is JSON.
+    #[arg(long)]
+    protobuf: bool,
 }
 
 #[tokio::main]
@@ -34,6 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let server = ApiServer::builder()
         .history_limit(args.history)
         .history_bytes(args.history_bytes)
+        .protobuf_responses(args.protobuf)
         .build();
     server.seed("pods", args.pods, kubegen_benchmarks::pod)?;
     let tcp = server.serve_tcp().await?;

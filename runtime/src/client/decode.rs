@@ -360,6 +360,7 @@ mod page_tests {
             .unwrap();
         let client = kube::Client::new(server.service(), "default");
         let pods = ResourceClient::<Pod>::all(client);
+        // (The default server answers JSON: this is the JSON page decoder.)
         let opts = ListOptions::default()
             .limit(100)
             .without_managed_fields(true);

@@ -38,6 +38,7 @@ pub mod dynamic;
 mod exact;
 pub mod metadata;
 mod pool;
+pub mod protobuf;
 mod rest;
 mod scale;
 mod skip;
@@ -422,6 +423,8 @@ impl<K> fmt::Debug for DeferredPage<K> {
 pub struct ResourceClient<K> {
     client: kube::Client,
     path: String,
+    /// Whether reads ask for protobuf first: `K` is a built-in kind (see [`protobuf`]).
+    protobuf: bool,
     _k: PhantomData<fn() -> K>,
 }
 
@@ -430,6 +433,7 @@ impl<K> Clone for ResourceClient<K> {
         ResourceClient {
             client: self.client.clone(),
             path: self.path.clone(),
+            protobuf: self.protobuf,
             _k: PhantomData,
         }
     }
@@ -439,6 +443,7 @@ impl<K> fmt::Debug for ResourceClient<K> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResourceClient")
             .field("path", &self.path)
+            .field("protobuf", &self.protobuf)
             .finish()
     }
 }
@@ -470,6 +475,7 @@ impl<K: Resource> ResourceClient<K> {
         ResourceClient {
             client,
             path: K::url_path(dt, Some(namespace)),
+            protobuf: protobuf::offered_for::<K>(dt),
             _k: PhantomData,
         }
     }
@@ -480,6 +486,7 @@ impl<K: Resource> ResourceClient<K> {
         ResourceClient {
             client,
             path: K::url_path(dt, None),
+            protobuf: protobuf::offered_for::<K>(dt),
             _k: PhantomData,
         }
     }
@@ -502,6 +509,17 @@ impl<K: Resource> ResourceClient<K> {
     /// The URL of an object's subresource (`status`, `scale`, ...).
     pub fn subresource_url(&self, name: &str, subresource: &str) -> String {
         format!("{}/{name}/{subresource}", self.path)
+    }
+
+    /// Whether this client's reads ask for protobuf (`K` is a built-in kind and not
+    /// metadata-only); the server may still answer JSON, which then decodes as JSON.
+    pub fn prefers_protobuf(&self) -> bool {
+        self.protobuf
+    }
+
+    /// The `Accept` header of a read (`list`: of a collection).
+    fn accept(&self, list: bool) -> Option<&'static str> {
+        metadata::accept::<K>(list).or(self.protobuf.then_some(protobuf::ACCEPT))
     }
 
     fn with_query(&self, q: String) -> String {
@@ -547,6 +565,15 @@ async fn read_all(
     uri: String,
     accept: Option<&'static str>,
 ) -> Result<bytes::Bytes, Error> {
+    Ok(read_body(client, uri, accept).await?.0)
+}
+
+/// The body of a GET and whether it is protobuf (by its `Content-Type`).
+async fn read_body(
+    client: &kube::Client,
+    uri: String,
+    accept: Option<&'static str>,
+) -> Result<(bytes::Bytes, bool), Error> {
     let mut req = Request::get(uri);
     if let Some(accept) = accept {
         req = req.header(http::header::ACCEPT, accept);
@@ -556,12 +583,14 @@ async fn read_all(
         .map_err(Error::Request)?;
     let res = client.send(req).await.map_err(Error::Transport)?;
     let res = checked(res).await?;
-    Ok(res
+    let pb = protobuf::is_protobuf(&res);
+    let body = res
         .into_body()
         .collect()
         .await
         .map_err(Error::Transport)?
-        .to_bytes())
+        .to_bytes();
+    Ok((body, pb))
 }
 
 impl<K> ResourceClient<K>
@@ -570,8 +599,10 @@ where
 {
     /// Gets one object by name.
     pub async fn get(&self, name: &str) -> Result<K, Error> {
-        let accept = metadata::accept::<K>(false);
-        let body = read_all(&self.client, self.object_url(name), accept).await?;
+        let (body, pb) = read_body(&self.client, self.object_url(name), self.accept(false)).await?;
+        if pb {
+            return protobuf::decode_object(&body, false);
+        }
         serde_json::from_slice(&body).map_err(Error::Decode)
     }
 
@@ -616,9 +647,13 @@ where
     ) -> Result<DeferredPage<K>, Error> {
         let url = self.list_url(opts);
         let span = tracing::debug_span!("list", url = %url);
-        let accept = metadata::accept::<K>(true);
-        let body = read_all(&self.client, url, accept).instrument(span).await?;
+        let (body, pb) = read_body(&self.client, url, self.accept(true))
+            .instrument(span)
+            .await?;
         let without_managed_fields = opts.without_managed_fields;
+        if pb {
+            return protobuf::list_page(body, without_managed_fields);
+        }
         let whole = (decode::WHOLE_PAGE_MIN_BYTES..decode::CHUNKED_MIN_BYTES)
             .contains(&body.len())
             .then(|| decode::leading_metadata(&body))
@@ -731,7 +766,7 @@ where
         let url = self.watch_url(opts);
         let span = tracing::debug_span!("watch", url = %url);
         let mut req = Request::get(url);
-        if let Some(accept) = metadata::accept::<K>(false) {
+        if let Some(accept) = self.accept(false) {
             req = req.header(http::header::ACCEPT, accept);
         }
         let req = req
@@ -740,6 +775,12 @@ where
         let res = async { checked(self.client.send(req).await.map_err(Error::Transport)?).await }
             .instrument(span)
             .await?;
+        if protobuf::is_protobuf(&res) {
+            return Ok(WatchStream::protobuf(
+                res.into_body(),
+                opts.without_managed_fields,
+            ));
+        }
         Ok(WatchStream::with_decoding(
             res.into_body(),
             opts.without_managed_fields,

@@ -107,6 +107,8 @@ pub(crate) struct FrameDecoder {
     pos: usize,
     /// Decode objects without `metadata.managedFields`.
     without_managed_fields: bool,
+    /// Frames are protobuf (a 4-byte big-endian length, a `metav1.WatchEvent`).
+    protobuf: bool,
 }
 
 fn object<'a>(raw: Option<&'a RawValue>, ty: &str) -> Result<&'a str, String> {
@@ -135,6 +137,9 @@ impl FrameDecoder {
         &mut self,
         exact: bool,
     ) -> Option<Result<WatchEvent<K>, String>> {
+        if self.protobuf {
+            return self.next_protobuf();
+        }
         let rest = &self.buf[self.pos..];
         let skip = rest
             .iter()
@@ -166,6 +171,17 @@ impl FrameDecoder {
 }
 
 impl FrameDecoder {
+    /// The next protobuf frame's event; `None` when the frame is not complete yet.
+    fn next_protobuf<K: DeserializeOwned>(&mut self) -> Option<Result<WatchEvent<K>, String>> {
+        let rest = &self.buf[self.pos..];
+        let len: [u8; 4] = rest.get(..4)?.try_into().ok()?;
+        let len = usize::try_from(u32::from_be_bytes(len)).ok()?;
+        let frame = rest.get(4..4 + len)?;
+        let event = convert_protobuf::<K>(frame, self.without_managed_fields);
+        self.pos += 4 + len;
+        Some(event)
+    }
+
     /// The next event decoded in one pass, its object straight into `K` (no separate
     /// scan for the object's extent), when the frame ends before a newline and names its
     /// type before its object, as API servers write frames. `None` sends the caller to
@@ -362,6 +378,45 @@ fn convert<K: DeserializeOwned>(
     }
 }
 
+/// A protobuf frame's event (see `super::protobuf`).
+fn convert_protobuf<K: DeserializeOwned>(
+    frame: &[u8],
+    without_managed_fields: bool,
+) -> Result<WatchEvent<K>, String> {
+    use kubegen_apimachinery::protobuf as pb;
+    let ev = pb::watch_event(frame).map_err(|e| e.to_string())?;
+    let object = || {
+        if ev.object.is_empty() {
+            return Err(format!("watch event {} has no object", ev.kind));
+        }
+        pb::envelope(ev.object)
+            .and_then(pb::Deserializer::object)
+            .map_err(|e| e.to_string())
+    };
+    let typed = || -> Result<K, String> {
+        super::decode::deserialize(object()?, without_managed_fields, false)
+            .map_err(|e| e.to_string())
+    };
+    match ev.kind {
+        "ADDED" => typed().map(WatchEvent::Added),
+        "MODIFIED" => typed().map(WatchEvent::Modified),
+        "DELETED" => typed().map(WatchEvent::Deleted),
+        "BOOKMARK" => {
+            let b = BookmarkObject::deserialize(object()?).map_err(|e| e.to_string())?;
+            let meta = b.metadata.unwrap_or_default();
+            Ok(WatchEvent::Bookmark(Bookmark {
+                resource_version: meta.resource_version.unwrap_or_default(),
+                annotations: meta.annotations.unwrap_or_default(),
+            }))
+        }
+        "ERROR" => {
+            let st = Status::deserialize(object()?).map_err(|e| e.to_string())?;
+            Ok(WatchEvent::Error(st.into()))
+        }
+        other => Err(format!("got invalid watch event type: {other}")),
+    }
+}
+
 /// The events of one watch, in order; ends when the server closes the watch, or after
 /// a decoding error event.
 pub struct WatchStream<K> {
@@ -419,6 +474,9 @@ impl FrameDecoder {
     /// JSON can only be whitespace, and the server ends each frame with one; whether it
     /// really ended a frame is known once this decoder has consumed everything before it.
     fn split_at_newline(&mut self) -> Option<FrameDecoder> {
+        if self.protobuf {
+            return None;
+        }
         let rest = &self.buf[self.pos..];
         let mid = rest.len() / 2;
         let at = mid + memchr::memchr(b'\n', &rest[mid..])? + 1;
@@ -431,6 +489,7 @@ impl FrameDecoder {
             buf: tail,
             pos: 0,
             without_managed_fields: self.without_managed_fields,
+            protobuf: false,
         })
     }
 }
@@ -590,13 +649,37 @@ where
         B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
     {
+        let dec = FrameDecoder {
+            without_managed_fields,
+            ..FrameDecoder::default()
+        };
+        Self::from_decoder(body, dec, exact)
+    }
+
+    /// Decodes the events of a protobuf watch response body (`Content-Type:
+    /// application/vnd.kubernetes.protobuf;stream=watch`; see `super::protobuf`).
+    pub(crate) fn protobuf<B>(body: B, without_managed_fields: bool) -> Self
+    where
+        B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
+        B::Error: std::fmt::Display,
+    {
+        let dec = FrameDecoder {
+            without_managed_fields,
+            protobuf: true,
+            ..FrameDecoder::default()
+        };
+        Self::from_decoder(body, dec, false)
+    }
+
+    fn from_decoder<B>(body: B, dec: FrameDecoder, exact: bool) -> Self
+    where
+        B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
+        B::Error: std::fmt::Display,
+    {
         let mut reader = Reader {
             exact,
             body,
-            dec: FrameDecoder {
-                without_managed_fields,
-                ..FrameDecoder::default()
-            },
+            dec,
             done: false,
             kind: std::marker::PhantomData,
         };

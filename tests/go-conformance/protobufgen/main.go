@@ -1,7 +1,7 @@
 // Command protobufgen describes how Kubernetes' built-in kinds travel in protobuf, for
 // kubegen-apiserver's protobuf request decoding, and writes test data that pins it.
 //
-//	protobufgen table  > apiserver/src/protobuf/table.json
+//	protobufgen table  > apimachinery/src/protobuf/table.json
 //	protobufgen corpus [-seed N] [-objects N] [-kinds core/v1,apps/v1] > corpus.jsonl
 //
 // The table comes from the Go types of k8s.io/api (the version go.mod pins), read by
