@@ -66,6 +66,7 @@ pub(crate) fn apply(
     if reg.custom {
         return;
     }
+    omit_empty_maps(reg, obj);
     let creating = prev.is_none();
     match (reg.group.as_str(), reg.kind.as_str()) {
         ("", "Pod") => {
@@ -123,6 +124,18 @@ pub(crate) fn apply(
             }
         }
         _ => {}
+    }
+}
+
+/// Empty maps kube-apiserver's Go types leave out (`omitempty`): labels and annotations,
+/// and a ConfigMap's or Secret's data.
+fn omit_empty_maps(reg: &Registration, obj: &mut Map<String, Value>) {
+    let empty = |v: &Value| v.as_object().is_some_and(Map::is_empty);
+    if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.retain(|k, v| !(matches!(k.as_str(), "labels" | "annotations") && empty(v)));
+    }
+    if reg.group.is_empty() && matches!(reg.kind.as_str(), "ConfigMap" | "Secret") {
+        obj.retain(|k, v| !(matches!(k.as_str(), "data" | "binaryData") && empty(v)));
     }
 }
 

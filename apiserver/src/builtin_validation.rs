@@ -17,7 +17,9 @@
 //! - Deployments, ReplicaSets, StatefulSets, DaemonSets: `selector` required and not
 //!   empty, valid operators, matching the template's labels, immutable on update;
 //!   `replicas` not negative.
-//! - Services: `ports` required (except ExternalName and headless without selector),
+//! - Secrets: `type` immutable; a `kubernetes.io/tls` Secret has `tls.crt` and `tls.key`.
+//! - Deployments: no `rollingUpdate` with the `Recreate` strategy.
+//! - Services: a DNS-1123 label as name; `ports` required (except ExternalName and headless without selector),
 //!   each port within 1-65535, names required when there are several, `type` from its
 //!   enum.
 //! - Not done: the rest of each kind's validation (resource quantities, probes, volumes,
@@ -44,9 +46,15 @@ pub(crate) fn causes(
     let spec = obj.get("spec");
     match (reg.group.as_str(), reg.kind.as_str()) {
         ("", "ConfigMap") => c.config_keys(obj, true),
-        ("", "Secret") => c.config_keys(obj, false),
+        ("", "Secret") => {
+            c.config_keys(obj, false);
+            c.secret_type(obj, prev);
+        }
         ("", "Pod") => c.pod_spec(spec, "spec"),
-        ("", "Service") => c.service(spec),
+        ("", "Service") => {
+            c.service_name(obj);
+            c.service(spec);
+        }
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
             c.workload(spec, prev.and_then(|p| p.get("spec")));
         }
@@ -165,6 +173,36 @@ impl Causes {
         }
     }
 
+    /// A Service's name is a DNS label, not a subdomain (it becomes a DNS name);
+    /// kube-apiserver 1.34+ takes RFC 1123 labels (`1abc` too).
+    fn service_name(&mut self, obj: &Map<String, Value>) {
+        let name = obj.get("metadata").and_then(|m| m.get("name"));
+        if let Some(Value::String(n)) = name {
+            if !is_dns1123_label(n) {
+                self.invalid("metadata.name", &Value::String(n.clone()), DNS1123_LABEL);
+            }
+        }
+    }
+
+    /// A Secret's `type` is immutable, and a TLS Secret carries its keys.
+    fn secret_type(&mut self, obj: &Map<String, Value>, prev: Option<&Map<String, Value>>) {
+        let ty = obj.get("type").and_then(Value::as_str).unwrap_or("Opaque");
+        if let Some(old) = prev.map(|p| p.get("type").and_then(Value::as_str).unwrap_or("Opaque")) {
+            if old != ty {
+                self.invalid("type", &Value::String(ty.to_owned()), "field is immutable");
+            }
+        }
+        let data = obj.get("data").and_then(Value::as_object);
+        let has = |k: &str| data.is_some_and(|d| d.contains_key(k));
+        if ty == "kubernetes.io/tls" {
+            for k in ["tls.crt", "tls.key"] {
+                if !has(k) {
+                    self.required(&format!("data[{k}]"));
+                }
+            }
+        }
+    }
+
     fn pod_spec(&mut self, spec: Option<&Value>, at: &str) {
         let containers = spec
             .and_then(|s| s.get("containers"))
@@ -229,6 +267,20 @@ impl Causes {
     }
 
     fn workload(&mut self, spec: Option<&Value>, prev: Option<&Value>) {
+        let strategy = spec.and_then(|s| s.get("strategy"));
+        let recreate =
+            strategy.and_then(|s| s.get("type")).and_then(Value::as_str) == Some("Recreate");
+        if recreate
+            && strategy
+                .and_then(|s| s.get("rollingUpdate"))
+                .is_some_and(|r| !r.is_null())
+        {
+            self.push(
+                cause::FIELD_VALUE_FORBIDDEN,
+                "spec.strategy.rollingUpdate",
+                "Forbidden: may not be specified when strategy `type` is 'Recreate'".into(),
+            );
+        }
         if let Some(r) = spec.and_then(|s| s.get("replicas")) {
             if r.as_i64().is_some_and(|n| n < 0) {
                 self.invalid("spec.replicas", r, "must be greater than or equal to 0");
@@ -329,14 +381,15 @@ impl Causes {
             }
             match p.get("port") {
                 Some(n) if port_ok(n) => {}
-                Some(n) => {
-                    self.invalid(&format!("{at}.port"), n, PORT_RANGE);
-                    // targetPort defaults to port, so it is out of range too.
-                    if p.get("targetPort").is_none() {
-                        self.invalid(&format!("{at}.targetPort"), n, PORT_RANGE);
-                    }
-                }
+                Some(n) => self.invalid(&format!("{at}.port"), n, PORT_RANGE),
                 None => self.required(&format!("{at}.port")),
+            }
+            // targetPort defaults to port: a number must be a port too.
+            match p.get("targetPort").or_else(|| p.get("port")) {
+                Some(n) if n.is_number() && !port_ok(n) => {
+                    self.invalid(&format!("{at}.targetPort"), n, PORT_RANGE)
+                }
+                _ => {}
             }
         }
     }

@@ -154,7 +154,7 @@ impl CelRules {
         if let Some(node) = &self.0 {
             BASE.with(|base| {
                 let mut w = Walk { base, causes };
-                w.node(node, schema, obj, old, "", true)
+                w.node(node, schema, obj, old, "", true, None)
             });
         }
     }
@@ -228,6 +228,7 @@ struct Walk<'a> {
 }
 
 impl Walk<'_> {
+    #[allow(clippy::too_many_arguments)]
     fn node(
         &mut self,
         node: &Node,
@@ -236,19 +237,35 @@ impl Walk<'_> {
         old: Option<&Value>,
         path: &str,
         root: bool,
+        conv: Option<&Cel>,
     ) {
         let w = self;
         // Ratcheting: an unchanged value is not validated again; nulls carry no rules.
         if v.is_null() || old == Some(v) {
             return;
         }
-        if !node.rules.is_empty() {
-            w.rules(node, schema, v, old, path, root);
+        // `v` as CEL sees it: converted once, by the highest node with rules, and
+        // looked up (not converted again) by the nodes below it.
+        let own;
+        let conv = match conv {
+            None if !node.rules.is_empty() => {
+                own = to_cel(v, schema, root);
+                Some(&own)
+            }
+            other => other,
+        };
+        if let Some(this) = conv.filter(|_| !node.rules.is_empty()) {
+            w.rules(node, schema, v, this, old, path, root);
         }
+        let entry = |key: &str| match conv {
+            Some(Cel::Map(m)) => m.map.get(&self::key(key)),
+            _ => None,
+        };
         for (k, child) in &node.properties {
             if let (Some(x), Some(s)) = (v.get(k), schema.pointer(&prop_pointer(k))) {
                 let o = old.and_then(|o| o.get(k));
-                w.node(child, s, x, o, &join(path, k), false);
+                let c = escape(k).and_then(|e| entry(&e));
+                w.node(child, s, x, o, &join(path, k), false, c);
             }
         }
         if let (Some(child), Some(s), Some(m)) = (
@@ -262,7 +279,7 @@ impl Walk<'_> {
                     continue;
                 }
                 let o = old.and_then(|o| o.get(k));
-                w.node(child, s, x, o, &format!("{path}[{k}]"), false);
+                w.node(child, s, x, o, &format!("{path}[{k}]"), false, entry(k));
             }
         }
         if let (Some(child), Some(s), Some(list)) = (&node.items, schema.get("items"), v.as_array())
@@ -270,21 +287,26 @@ impl Walk<'_> {
             let olds = old.and_then(Value::as_array);
             for (i, x) in list.iter().enumerate() {
                 let o = olds.and_then(|olds| correlate(schema, x, olds));
-                w.node(child, s, x, o, &format!("{path}[{i}]"), false);
+                let c = match conv {
+                    Some(Cel::List(l)) => l.get(i),
+                    _ => None,
+                };
+                w.node(child, s, x, o, &format!("{path}[{i}]"), false, c);
             }
         }
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn rules(
         &mut self,
         node: &Node,
         schema: &Value,
         v: &Value,
+        this: &Cel,
         old: Option<&Value>,
         path: &str,
         root: bool,
     ) {
-        let this = to_cel(v, schema, root);
         let before = old.map(|o| to_cel(o, schema, root));
         for rule in &node.rules {
             if rule.transition && before.is_none() && !rule.optional_old_self {

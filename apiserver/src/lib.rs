@@ -8,7 +8,10 @@
 //! over `query` (parameters, continue tokens) and `response`; `watch` streams;
 //! `writes` holds the storage's write verbs (a file per verb, the garbage collector in
 //! `gc`); `store` the storage and history; `registry`, `crd`, `crd_lifecycle`,
-//! `versions`, `namespaces`, `events` the resource semantics; `discovery`, `openapi`,
+//! `versions`, `namespaces`, `events` the resource semantics; `cel_rules` and
+//! `schema_checks` a custom resource's validation beyond types and bounds,
+//! `builtin_validation` and `builtin_defaults` the built-in kinds' (and every object's
+//! metadata); `discovery`, `openapi`,
 //! `table`, `media`, `protobuf` the wire forms; `server` and `typed` the admin API;
 //! `faults` the request log and reactors. The apimachinery vocabulary (`errors`,
 //! `labels`, `fields`, `types`) is the `kubegen-apimachinery` crate, shared with the

@@ -365,6 +365,7 @@ pub fn builtin() -> Vec<Registration> {
         core("services", "Service")
             .categories(&["all"])
             .short_names(&["svc"])
+            .return_deleted_object(true)
             .status_subresource(),
         core("endpoints", "Endpoints")
             .short_names(&["ep"])

@@ -222,3 +222,45 @@ async fn field_validation_values_and_duplicate_fields() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn seeded_fixtures_are_stored_as_given_and_their_status_can_be_written() {
+    // SEMANTICS 13 (status writes go through the status strategy)
+    let server = ApiServer::new();
+    server
+        .create(
+            "pods",
+            json!({"metadata": {"name": "bare", "namespace": "default"}}),
+        )
+        .expect("the admin API seeds a Pod without containers");
+    let tcp = server.serve_tcp().await.expect("listen");
+    for client in [
+        kube::Client::new(server.service(), "default"),
+        tcp.client().await.expect("client"),
+    ] {
+        let pods: Api<Pod> = Api::namespaced(client, "default");
+        let status = json!({"status": {"phase": "Running"}});
+        let patched = pods
+            .patch_status(
+                "bare",
+                &Default::default(),
+                &kube::api::Patch::Merge(&status),
+            )
+            .await
+            .expect("a status write does not validate the spec");
+        assert_eq!(
+            patched.status.and_then(|s| s.phase).as_deref(),
+            Some("Running")
+        );
+        let spec = json!({"metadata": {"labels": {"a": "b"}}});
+        let err = pods
+            .patch("bare", &Default::default(), &kube::api::Patch::Merge(&spec))
+            .await
+            .expect_err("a write of the object validates it");
+        let kube::Error::Api(s) = err else {
+            panic!("not an API error: {err}")
+        };
+        assert_eq!(s.code, 422);
+    }
+    tcp.shutdown().await;
+}

@@ -235,3 +235,13 @@ fn secret_string_data_goes_into_data() {
         json!({"data": {"a": "MQ==", "password": "aHVudGVyMg=="}})
     );
 }
+
+#[test]
+fn empty_maps_are_left_out_as_go_leaves_them_out() {
+    let cm = defaulted(
+        "",
+        "ConfigMap",
+        json!({"metadata": {"name": "c", "labels": {}}, "data": {}}),
+    );
+    assert_eq!(cm, json!({"metadata": {"name": "c"}}));
+}

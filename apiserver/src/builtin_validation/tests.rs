@@ -279,3 +279,40 @@ fn service_ports_and_type() {
         vec![pair("spec.type", "FieldValueNotSupported")]
     );
 }
+
+#[test]
+fn secrets_services_and_strategies() {
+    let tls = json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "eA=="}});
+    assert_eq!(
+        check("", "Secret", tls, None),
+        vec![pair("data[tls.key]", "FieldValueRequired")]
+    );
+    let opaque = json!({"data": {"a": "eA=="}});
+    let retyped = json!({"type": "example.com/x", "data": {"a": "eA=="}});
+    assert_eq!(
+        check("", "Secret", retyped, Some(opaque)),
+        vec![pair("type", "FieldValueInvalid")]
+    );
+    let svc = |name: &str| json!({"metadata": {"name": name}, "spec": {"ports": [{"port": 80}]}});
+    assert!(check("", "Service", svc("web-1"), None).is_empty());
+    assert!(check("", "Service", svc("1web"), None).is_empty());
+    assert_eq!(
+        check("", "Service", svc("web.example"), None),
+        vec![pair("metadata.name", "FieldValueInvalid")]
+    );
+    let bad_target = json!({"spec": {"ports": [{"port": 80, "targetPort": 70000}]}});
+    assert_eq!(
+        check("", "Service", bad_target, None),
+        vec![pair("spec.ports[0].targetPort", "FieldValueInvalid")]
+    );
+    let mut recreate = deployment(
+        Some(json!({"matchLabels": {"app": "x"}})),
+        json!({"app": "x"}),
+        1,
+    );
+    recreate["spec"]["strategy"] = json!({"type": "Recreate", "rollingUpdate": {"maxSurge": 1}});
+    assert_eq!(
+        check("apps", "Deployment", recreate, None),
+        vec![pair("spec.strategy.rollingUpdate", "FieldValueForbidden")]
+    );
+}
