@@ -10,7 +10,7 @@ use kubegen_apimachinery::crd_validation::FieldError;
 use serde_json::Value;
 
 use crate::error::Error;
-use crate::input::rust::fields::{convert_case, serde_attrs};
+use crate::input::rust::fields::{serde_attrs, wire_name};
 use crate::input::rust::markers::{self, Marker};
 use crate::input::rust::source::{Item, ItemKind, Source};
 
@@ -89,13 +89,7 @@ pub fn locate(
             let Ok(attrs) = serde_attrs(&f.attrs, item) else {
                 continue;
             };
-            let rust = ident.to_string();
-            let bare = rust.strip_prefix("r#").unwrap_or(&rust).to_owned();
-            let json = match (&attrs.rename, &container.rename_all) {
-                (Some(r), _) => r.clone(),
-                (None, Some(rule)) => convert_case(rule, &bare).unwrap_or(bare),
-                (None, None) => bare,
-            };
+            let json = wire_name(&ident.to_string(), &attrs, &container);
             if json != name {
                 continue;
             }

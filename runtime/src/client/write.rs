@@ -376,13 +376,8 @@ where
         cfg: &A,
         opts: &crate::apply::ApplyOptions,
     ) -> Result<K, Error> {
-        let name = cfg
-            .name()
-            .ok_or(crate::apply::ApplyError::NoName)?
-            .to_owned();
-        let v = serde_json::to_value(cfg).map_err(Error::Decode)?;
-        self.patch(&name, &Patch::Apply(v), &opts.to_patch_params())
-            .await
+        let (name, patch) = apply_body(cfg)?;
+        self.patch(&name, &patch, &opts.to_patch_params()).await
     }
 
     /// Server-side apply of an apply configuration to the `status` subresource.
@@ -391,12 +386,8 @@ where
         cfg: &A,
         opts: &crate::apply::ApplyOptions,
     ) -> Result<K, Error> {
-        let name = cfg
-            .name()
-            .ok_or(crate::apply::ApplyError::NoName)?
-            .to_owned();
-        let v = serde_json::to_value(cfg).map_err(Error::Decode)?;
-        self.patch_status(&name, &Patch::Apply(v), &opts.to_patch_params())
+        let (name, patch) = apply_body(cfg)?;
+        self.patch_status(&name, &patch, &opts.to_patch_params())
             .await
     }
 
@@ -464,4 +455,14 @@ fn decode_deleted<T>(
     } else {
         Ok(Deleted::Object(decode(body).map_err(Error::Decode)?))
     }
+}
+
+/// The name an apply configuration names and its apply patch.
+fn apply_body<A: crate::apply::ApplyConfiguration>(cfg: &A) -> Result<(String, Patch), Error> {
+    let name = cfg
+        .name()
+        .ok_or(crate::apply::ApplyError::NoName)?
+        .to_owned();
+    let v = serde_json::to_value(cfg).map_err(Error::Decode)?;
+    Ok((name, Patch::Apply(v)))
 }

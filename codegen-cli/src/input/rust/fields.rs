@@ -135,6 +135,17 @@ pub fn skip_value(meta: &syn::meta::ParseNestedMeta) -> syn::Result<()> {
     Ok(())
 }
 
+/// The wire name serde gives a field or variant named `rust_name` (`r#type` is `type`):
+/// its own `rename`, else the container's `rename_all`, else the name.
+pub fn wire_name(rust_name: &str, attrs: &SerdeAttrs, container: &SerdeAttrs) -> String {
+    let bare = rust_name.strip_prefix("r#").unwrap_or(rust_name);
+    match (&attrs.rename, &container.rename_all) {
+        (Some(r), _) => r.clone(),
+        (None, Some(rule)) => convert_case(rule, bare).unwrap_or_else(|| bare.to_owned()),
+        (None, None) => bare.to_owned(),
+    }
+}
+
 /// `name` in serde's `rename_all` convention `rule` (`None` for an unknown rule).
 pub fn convert_case(rule: &str, name: &str) -> Option<String> {
     Some(match rule {
@@ -195,15 +206,7 @@ pub fn struct_def(item: &Item, s: &syn::ItemStruct, path: String) -> Result<Stru
         let attrs = serde_attrs(&f.attrs, item)?;
         let (_, doc) = super::markers::read(&f.attrs, &item.file)?;
         let rust_name = ident.to_string();
-        let bare = rust_name
-            .strip_prefix("r#")
-            .unwrap_or(&rust_name)
-            .to_owned();
-        let json_name = match (&attrs.rename, &container.rename_all) {
-            (Some(r), _) => r.clone(),
-            (None, Some(rule)) => convert_case(rule, &bare).unwrap_or(bare),
-            (None, None) => bare,
-        };
+        let json_name = wire_name(&rust_name, &attrs, &container);
         let (mut ty, option) = field_ty(&f.ty);
         // The runtime's zero-sized type meta fields are Copy: the deep copy assigns them.
         let last = type_name(&f.ty);

@@ -25,7 +25,7 @@ use kubegen_templates::schema::{self, SchemaExtra, Types};
 use quote::ToTokens;
 use serde_json::{json, Value};
 
-use super::fields::{convert_case, option_inner, serde_attrs};
+use super::fields::{option_inner, serde_attrs, wire_name};
 use super::kinds::FoundKind;
 use super::markers::{self, Marker};
 use super::source::{Item, ItemKind, Source};
@@ -199,15 +199,7 @@ impl SchemaBuilder<'_> {
             let attrs = serde_attrs(&f.attrs, item)?;
             let (field_markers, doc) = markers::read(&f.attrs, &item.file)?;
             let rust_name = ident.to_string();
-            let bare = rust_name
-                .strip_prefix("r#")
-                .unwrap_or(&rust_name)
-                .to_owned();
-            let json_name = match (&attrs.rename, &container.rename_all) {
-                (Some(r), _) => r.clone(),
-                (None, Some(rule)) => convert_case(rule, &bare).unwrap_or(bare),
-                (None, None) => bare,
-            };
+            let json_name = wire_name(&rust_name, &attrs, &container);
             let mut set = MarkerSet::default();
             for (i, m) in field_markers.iter().enumerate() {
                 apply_marker(&mut set, m, i, item)?;
@@ -530,12 +522,7 @@ impl SchemaBuilder<'_> {
             if attrs.skip {
                 continue;
             }
-            let variant = v.ident.to_string();
-            values.push(match (&attrs.rename, &container.rename_all) {
-                (Some(r), _) => r.clone(),
-                (None, Some(rule)) => convert_case(rule, &variant).unwrap_or(variant.clone()),
-                (None, None) => variant.clone(),
-            });
+            values.push(wire_name(&v.ident.to_string(), &attrs, container));
             let fields = match &v.fields {
                 syn::Fields::Unit => continue,
                 syn::Fields::Named(_) => {
@@ -782,11 +769,7 @@ fn enum_def(item: &Item, e: &syn::ItemEnum) -> Result<EnumDef, Error> {
         }
         let attrs = serde_attrs(&v.attrs, item)?;
         let name = v.ident.to_string();
-        let value = match (&attrs.rename, &container.rename_all) {
-            (Some(r), _) => r.clone(),
-            (None, Some(rule)) => convert_case(rule, &name).unwrap_or(name.clone()),
-            (None, None) => name.clone(),
-        };
+        let value = wire_name(&name, &attrs, &container);
         if !attrs.skip {
             variants.push(Variant { name, value });
         }
