@@ -77,34 +77,37 @@ mod action;
 pub mod child;
 pub mod conditions;
 pub mod finalizer;
+mod health;
 pub mod metrics;
 pub mod owner;
 pub mod predicate;
+mod sources;
+mod worker;
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::task::Poll;
 use std::time::Duration;
 
 use parking_lot::RwLock;
 use tokio_util::sync::CancellationToken;
 
 pub use action::{Action, Context, Target};
+pub use health::{Health, HealthError};
 pub use metrics::{ReconcileMetrics, ReconcileResult};
 pub use owner::OwnerMatch;
 pub use predicate::Predicate;
 
 use crate::cache::factory::InformerFactory;
-use crate::cache::informer::{
-    DeltaObject, InformerError, ResourceEventHandler, SharedIndexInformer,
-};
+use crate::cache::informer::{InformerError, SharedIndexInformer};
 use crate::leaderelection::{ConfigError, LeaderCallbacks, LeaderElectionConfig, LeaderElector};
-use crate::object::{object_key, Object, ObjectRef};
+use crate::object::{Object, ObjectRef};
 use crate::record::EventRecorder;
 use crate::workqueue::{MetricsProvider, QueueConfig, RateLimitingQueue};
 use owner::OwnerKind;
+use sources::{register, MapFn, MapHandler, PrimaryHandler, Registered, Source};
+use worker::{Gate, Runner};
 
 /// Workers of a controller unless [`Builder::workers`] says otherwise. Reconciles mostly
 /// wait on the API server, so a few run at once; controller-runtime defaults to 1 and
@@ -196,132 +199,6 @@ impl Controller {
             metrics: Arc::new(ReconcileMetrics::default()),
             health: Health::default(),
         }
-    }
-}
-
-/// A handler registration the controller removes when it stops.
-struct Registered {
-    has_synced: Box<dyn Fn() -> bool + Send + Sync>,
-    remove: Box<dyn FnOnce() + Send>,
-}
-
-type Source =
-    Box<dyn FnOnce(RateLimitingQueue<String>) -> Result<Registered, InformerError> + Send>;
-type MapFn<C> = Arc<dyn Fn(&C) -> Vec<String> + Send + Sync>;
-
-fn register<C: Object>(
-    informer: SharedIndexInformer<C>,
-    handler: impl ResourceEventHandler<C>,
-) -> Result<Registered, InformerError> {
-    let registration = informer.add_event_handler(handler)?;
-    let synced = registration.clone();
-    Ok(Registered {
-        has_synced: Box::new(move || synced.has_synced()),
-        remove: Box::new(move || informer.remove_event_handler(&registration)),
-    })
-}
-
-/// Enqueues the primary's own key for notifications every predicate passes.
-struct PrimaryHandler<K> {
-    queue: RateLimitingQueue<String>,
-    predicates: Arc<[Arc<dyn Predicate<K>>]>,
-}
-
-impl<K: Object> ResourceEventHandler<K> for PrimaryHandler<K> {
-    fn on_add(&self, obj: &Arc<K>, _initial: bool) {
-        if self.predicates.iter().all(|p| p.create(obj)) {
-            self.queue.add(object_key(obj.as_ref()));
-        }
-    }
-    fn on_update(&self, old: &Arc<K>, new: &Arc<K>) {
-        if self.predicates.iter().all(|p| p.update(old, new)) {
-            self.queue.add(object_key(new.as_ref()));
-        }
-    }
-    fn on_delete(&self, obj: &DeltaObject<K>) {
-        let last = obj.object().map(Arc::as_ref);
-        if self.predicates.iter().all(|p| p.delete(last)) {
-            let key = match obj {
-                DeltaObject::Object(o) => object_key(o.as_ref()),
-                DeltaObject::Tombstone(t) => t.key.clone(),
-            };
-            self.queue.add(key);
-        }
-    }
-}
-
-/// Enqueues the keys a related object maps to; an update enqueues the keys of both its
-/// old and new state (an owner reference may have moved).
-struct MapHandler<C> {
-    queue: RateLimitingQueue<String>,
-    map: MapFn<C>,
-}
-
-impl<C: Object> ResourceEventHandler<C> for MapHandler<C> {
-    fn on_add(&self, obj: &Arc<C>, _initial: bool) {
-        (self.map)(obj).into_iter().for_each(|k| self.queue.add(k));
-    }
-    fn on_update(&self, old: &Arc<C>, new: &Arc<C>) {
-        let mut keys = (self.map)(old);
-        for key in (self.map)(new) {
-            if !keys.contains(&key) {
-                keys.push(key);
-            }
-        }
-        keys.into_iter().for_each(|k| self.queue.add(k));
-    }
-    fn on_delete(&self, obj: &DeltaObject<C>) {
-        if let Some(obj) = obj.object() {
-            (self.map)(obj).into_iter().for_each(|k| self.queue.add(k));
-        }
-    }
-}
-
-/// Readiness and liveness of a running controller (controller-runtime's healthz/readyz).
-#[derive(Debug, Clone, Default)]
-pub struct Health {
-    inner: Arc<HealthState>,
-}
-
-#[derive(Debug, Default)]
-struct HealthState {
-    running: AtomicBool,
-    synced: AtomicBool,
-    leading: AtomicBool,
-}
-
-/// Why a controller is not ready or not healthy.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum HealthError {
-    /// `run` has not started or has returned.
-    #[error("the controller is not running")]
-    NotRunning,
-    /// Some informer of the controller has not synced yet.
-    #[error("the controller's caches have not synced yet")]
-    NotSynced,
-}
-
-impl Health {
-    /// Ready: running with every cache synced, as leader or as a warm standby.
-    pub fn readyz(&self) -> Result<(), HealthError> {
-        self.healthz()?;
-        if !self.inner.synced.load(Ordering::SeqCst) {
-            return Err(HealthError::NotSynced);
-        }
-        Ok(())
-    }
-
-    /// Alive: `run` is running.
-    pub fn healthz(&self) -> Result<(), HealthError> {
-        if !self.inner.running.load(Ordering::SeqCst) {
-            return Err(HealthError::NotRunning);
-        }
-        Ok(())
-    }
-
-    /// Whether the workers run now (leading, or no leader election).
-    pub fn is_leading(&self) -> bool {
-        self.inner.leading.load(Ordering::SeqCst)
     }
 }
 
@@ -638,158 +515,4 @@ fn finish(
     }
     health.inner.running.store(false, Ordering::SeqCst);
     result
-}
-
-/// Whether workers may start reconciles: open while leading (always, without leader
-/// election); once ended it never opens again.
-#[derive(Debug, Default)]
-struct Gate {
-    open: bool,
-    ended: bool,
-}
-
-/// Why a reconcile did not return.
-struct TimedOut(Duration);
-
-/// The workers' shared state.
-struct Runner<K: Object, C, F> {
-    name: String,
-    ctx: Arc<Context<C>>,
-    queue: RateLimitingQueue<String>,
-    primary: SharedIndexInformer<K>,
-    reconcile: F,
-    timeout: Option<Duration>,
-    workers: usize,
-    metrics: Arc<ReconcileMetrics>,
-    gate: RwLock<Gate>,
-    /// The controller's stop: workers end on it whatever the leadership.
-    stop: CancellationToken,
-    /// Held for reading by every running worker pool.
-    pools: Arc<tokio::sync::RwLock<()>>,
-}
-
-impl<K, C, E, F, Fut> Runner<K, C, F>
-where
-    K: Object,
-    C: Send + Sync + 'static,
-    E: fmt::Display + Send + 'static,
-    F: Fn(Target<K>, Arc<Context<C>>) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Action, E>> + Send + 'static,
-{
-    fn open(&self) {
-        let mut gate = self.gate.write();
-        gate.open = !gate.ended;
-    }
-
-    fn close(&self) {
-        let mut gate = self.gate.write();
-        gate.open = false;
-        gate.ended = true;
-    }
-
-    /// Runs the workers until `token` fires or the queue shuts down, and waits for them.
-    async fn run_workers(self: Arc<Self>, token: CancellationToken) {
-        let _pool = Arc::clone(&self.pools).read_owned().await;
-        let tasks: Vec<_> = (0..self.workers)
-            .map(|_| tokio::spawn(Arc::clone(&self).worker(token.clone())))
-            .collect();
-        for task in tasks {
-            if let Err(err) = task.await {
-                tracing::error!(controller = %self.name, error = %err, "a controller worker panicked");
-            }
-        }
-    }
-
-    async fn worker(self: Arc<Self>, token: CancellationToken) {
-        loop {
-            let key = tokio::select! {
-                biased;
-                () = token.cancelled() => return,
-                () = self.stop.cancelled() => return,
-                key = self.queue.get() => match key {
-                    Some(key) => key,
-                    None => return,
-                },
-            };
-            if !self.process(&key, &token).await {
-                return;
-            }
-        }
-    }
-
-    /// Reconciles `key`; false when the gate was closed and the key was put back.
-    async fn process(&self, key: &String, token: &CancellationToken) -> bool {
-        let target = match self.primary.indexer().get_by_key(key) {
-            Some(obj) => Target::Live(obj),
-            None => match key.parse::<ObjectRef>() {
-                Ok(gone) => Target::Gone(gone),
-                Err(err) => {
-                    tracing::error!(controller = %self.name, key, error = %err, "dropping a key that is not namespace/name");
-                    self.queue.forget(key);
-                    self.queue.done(key);
-                    return true;
-                }
-            },
-        };
-        let call = (self.reconcile)(target, Arc::clone(&self.ctx));
-        let timeout = self.timeout;
-        let mut call = Box::pin(async move {
-            match timeout {
-                Some(d) => tokio::time::timeout(d, call).await.map_err(|_| TimedOut(d)),
-                None => Ok(call.await),
-            }
-        });
-        let started = tokio::time::Instant::now();
-        // The reconcile's first step runs under the gate, so that once leadership ends
-        // (the gate closes under its write lock) no reconcile has begun that did not
-        // begin before.
-        let first = std::future::poll_fn(|cx| {
-            let gate = self.gate.read();
-            if !gate.open || token.is_cancelled() || self.stop.is_cancelled() {
-                return Poll::Ready(None);
-            }
-            self.metrics.started(&self.name);
-            Poll::Ready(Some(call.as_mut().poll(cx)))
-        })
-        .await;
-        let outcome = match first {
-            None => {
-                // Back in line for whoever runs next; `done` requeues it.
-                self.queue.add(key.clone());
-                self.queue.done(key);
-                return false;
-            }
-            Some(Poll::Ready(outcome)) => outcome,
-            Some(Poll::Pending) => call.await,
-        };
-        let result = match outcome {
-            Ok(Ok(action)) if action.is_requeue() => {
-                self.queue.add_rate_limited(key.clone());
-                ReconcileResult::Requeue
-            }
-            Ok(Ok(action)) => {
-                self.queue.forget(key);
-                match action.requeue_after_duration() {
-                    Some(delay) => {
-                        self.queue.add_after(key.clone(), delay);
-                        ReconcileResult::RequeueAfter
-                    }
-                    None => ReconcileResult::Success,
-                }
-            }
-            Ok(Err(err)) => {
-                tracing::warn!(controller = %self.name, key, error = %err, "reconcile failed; requeued with backoff");
-                self.queue.add_rate_limited(key.clone());
-                ReconcileResult::Error
-            }
-            Err(TimedOut(d)) => {
-                tracing::warn!(controller = %self.name, key, timeout = ?d, "reconcile timed out; requeued with backoff");
-                self.queue.add_rate_limited(key.clone());
-                ReconcileResult::Error
-            }
-        };
-        self.metrics.finished(&self.name, result, started.elapsed());
-        self.queue.done(key);
-        true
-    }
 }
