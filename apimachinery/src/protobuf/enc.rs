@@ -143,6 +143,15 @@ fn message(
             }
             continue;
         }
+        // apiextensions' "schema or array" types are set but empty when their JSON is
+        // `null` (Go's MarshalJSON writes an empty one so): an empty message keeps them
+        // set, as Go encodes them.
+        if obj.get(&f.json).is_some_and(Value::is_null)
+            && matches!(f.ty, Ty::SchemaOrArray(_) | Ty::SchemaOrStringArray(_))
+        {
+            put_len(out, f.num, &[]);
+            continue;
+        }
         let Some(v) = obj.get(&f.json).filter(|v| !v.is_null()) else {
             continue;
         };
