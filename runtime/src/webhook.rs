@@ -30,7 +30,7 @@ use std::time::SystemTime;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
-use kube::core::{DynamicObject, Resource};
+use kube::core::Resource;
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
@@ -78,8 +78,9 @@ pub enum Mutation<K> {
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-type Handler =
-    Arc<dyn Fn(AdmissionRequest<DynamicObject>) -> BoxFuture<AdmissionResponse> + Send + Sync>;
+/// A handler takes the request body (an `AdmissionReview`) and decodes it once, straight
+/// into the review of its kind.
+type Handler = Arc<dyn Fn(Bytes) -> BoxFuture<AdmissionResponse> + Send + Sync>;
 
 /// The TLS a [`WebhookServer`] serves with.
 #[derive(Clone)]
@@ -303,14 +304,14 @@ impl WebhookServer {
         Fut: Future<Output = Validation> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        let h: Handler = Arc::new(move |req: AdmissionRequest<DynamicObject>| {
+        let h: Handler = Arc::new(move |body: Bytes| {
             let handler = handler.clone();
             Box::pin(async move {
-                let base = AdmissionResponse::from(&req);
-                let typed: AdmissionRequest<K> = match retype(req) {
+                let typed: AdmissionRequest<K> = match decode(&body) {
                     Ok(t) => t,
-                    Err(e) => return base.deny(format!("cannot decode the request: {e}")),
+                    Err(why) => return AdmissionResponse::invalid(why),
                 };
+                let base = AdmissionResponse::from(&typed);
                 let v = handler(typed).await;
                 let mut resp = match v.denied {
                     Some(message) => base.deny(message),
@@ -334,19 +335,21 @@ impl WebhookServer {
         Fut: Future<Output = Mutation<K>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        let h: Handler = Arc::new(move |req: AdmissionRequest<DynamicObject>| {
+        let h: Handler = Arc::new(move |body: Bytes| {
             let handler = handler.clone();
             Box::pin(async move {
-                let base = AdmissionResponse::from(&req);
-                let original = req
+                let typed: AdmissionRequest<K> = match decode(&body) {
+                    Ok(t) => t,
+                    Err(why) => return AdmissionResponse::invalid(why),
+                };
+                let base = AdmissionResponse::from(&typed);
+                // The patch goes from the object as `K` reads it to the handler's `K`:
+                // fields `K` does not model are in neither, so the patch leaves them be.
+                let original = typed
                     .object
                     .as_ref()
                     .and_then(|o| serde_json::to_value(o).ok())
                     .unwrap_or(serde_json::Value::Null);
-                let typed: AdmissionRequest<K> = match retype(req) {
-                    Ok(t) => t,
-                    Err(e) => return base.deny(format!("cannot decode the request: {e}")),
-                };
                 match handler(typed).await {
                     Mutation::Deny(message) => base.deny(message),
                     Mutation::Object(obj) => {
@@ -428,22 +431,14 @@ impl WebhookServer {
     }
 }
 
-/// Re-reads a request of any object as one of `K`.
-fn retype<K: Resource + DeserializeOwned>(
-    req: AdmissionRequest<DynamicObject>,
-) -> Result<AdmissionRequest<K>, serde_json::Error> {
-    let review = AdmissionReview::<DynamicObject> {
-        types: kube::core::TypeMeta {
-            api_version: "admission.k8s.io/v1".into(),
-            kind: "AdmissionReview".into(),
-        },
-        request: Some(req),
-        response: None,
-    };
-    let typed: AdmissionReview<K> = serde_json::from_value(serde_json::to_value(review)?)?;
-    typed
-        .request
-        .ok_or_else(|| serde::de::Error::custom("the review has no request"))
+/// The request of an `AdmissionReview` body, decoded as one of `K`; a body that is not
+/// one is answered with a review that denies it and says why, as controller-runtime does.
+fn decode<K: Resource + DeserializeOwned>(body: &[u8]) -> Result<AdmissionRequest<K>, String> {
+    let review: AdmissionReview<K> = serde_json::from_slice(body)
+        .map_err(|e| format!("the body is not an AdmissionReview: {e}"))?;
+    review
+        .try_into()
+        .map_err(|e| format!("the review has no request: {e}"))
 }
 
 async fn route(
@@ -478,23 +473,7 @@ async fn route(
             )
         }
     };
-    let review: AdmissionReview<DynamicObject> = match serde_json::from_slice(&body) {
-        Ok(r) => r,
-        Err(e) => {
-            let denied =
-                AdmissionResponse::invalid(format!("the body is not an AdmissionReview: {e}"));
-            return respond(
-                200,
-                "application/json",
-                serde_json::to_vec(&denied.into_review()).unwrap_or_default(),
-            );
-        }
-    };
-    let request: Result<AdmissionRequest<DynamicObject>, _> = review.try_into();
-    let response = match request {
-        Ok(req) => handler(req).await,
-        Err(e) => AdmissionResponse::invalid(format!("the review has no request: {e}")),
-    };
+    let response = handler(body).await;
     let mut out = serde_json::to_value(response.into_review()).unwrap_or_default();
     // `patch` is a Go []byte: base64 text on the wire (kube's type writes the bytes as
     // a number array, which Go also reads, but no other client does).

@@ -196,7 +196,7 @@ impl Use<'_> {
         for (k, _) in &args {
             if !keys.contains(&k.as_str()) {
                 return Err(err(
-                    format!("`+{}` has no argument `{k}`", self.written_base()),
+                    format!("`+{}` has no argument `{k}`", self.written),
                     format!(
                         "use {}",
                         keys.iter()
@@ -208,10 +208,6 @@ impl Use<'_> {
             }
         }
         Ok(args)
-    }
-
-    fn written_base(&self) -> &str {
-        self.written
     }
 }
 
