@@ -215,9 +215,7 @@ impl Builder {
                         }
                     }
                 }
-                Element::None
-                    if value_ty.to_string() == quote!(::std::string::String).to_string() =>
-                {
+                Element::None if is_string(prop) => {
                     let doc = format!(" Sets `{json_name}`.");
                     quote! {
                         #[doc = #doc]
@@ -307,6 +305,11 @@ fn has_properties(schema: &Value) -> bool {
         .get("properties")
         .and_then(Value::as_object)
         .is_some_and(|p| !p.is_empty())
+}
+
+/// A string that is not an int-or-string (its setter takes `impl Into<String>`).
+fn is_string(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("string") && !is_int_or_string(schema)
 }
 
 fn is_int_or_string(schema: &Value) -> bool {
