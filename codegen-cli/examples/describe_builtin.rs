@@ -1,17 +1,31 @@
 //! Derives the built-in API description (`kubernetes/api/builtin.yaml`) from
 //! k8s-openapi's source and the checked-in table; `hack/update-builtin-api.sh` runs it.
 //!
-//! Usage: `describe_builtin <k8s-openapi version dir, e.g. .../src/v1_37> <table.yaml>`;
-//! the description is written to standard output.
+//! Usage: `describe_builtin <k8s-openapi version dir, e.g. .../src/v1_37> <table.yaml>
+//! [<openapi.json relative to the description> [<feature>]]`; the description is written
+//! to standard output. With an OpenAPI document, the description asks for apply
+//! configurations, gated by the feature when one is given.
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let [dir, table] = args.as_slice() else {
-        eprintln!("usage: describe_builtin <k8s-openapi src/v1_NN dir> <table.yaml>");
-        return ExitCode::from(2);
+    let (dir, table, rest) = match args.as_slice() {
+        [dir, table, rest @ ..] if rest.len() <= 2 => (dir, table, rest),
+        _ => {
+            eprintln!(
+                "usage: describe_builtin <k8s-openapi src/v1_NN dir> <table.yaml> [<openapi.json> [<feature>]]"
+            );
+            return ExitCode::from(2);
+        }
     };
+    let apply_configurations =
+        rest.first().map(
+            |openapi| kubegen::input::builtin::ApplyConfigurationsDescription {
+                openapi: openapi.clone(),
+                feature: rest.get(1).cloned(),
+            },
+        );
     let dir = PathBuf::from(dir);
     let table: kubegen::input::builtin::Table = match std::fs::read_to_string(table)
         .map_err(|e| e.to_string())
@@ -27,7 +41,7 @@ fn main() -> ExitCode {
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
-    match kubegen::input::builtin::describe(&dir, &kubernetes, &table)
+    match kubegen::input::builtin::describe(&dir, &kubernetes, &table, apply_configurations)
         .and_then(|d| serde_yaml::to_string(&d).map_err(|e| e.to_string()))
     {
         Ok(text) => {

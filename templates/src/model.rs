@@ -93,6 +93,29 @@ pub struct Kind {
     /// `api-approved.kubernetes.io` approval, a bundle version), carried through the
     /// generated types as `+kubebuilder:metadata` markers.
     pub crd_metadata: CrdMetadata,
+    /// For built-in kinds: the kind's schema in Kubernetes' OpenAPI document, from which
+    /// its apply configurations are generated (one per referenced definition).
+    pub openapi: Option<OpenApiKind>,
+}
+
+/// A built-in kind's place in Kubernetes' OpenAPI document.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OpenApiKind {
+    /// The kind's definition name (`io.k8s.api.apps.v1.Deployment`).
+    pub name: String,
+    /// The document's definitions, shared by every kind of one input.
+    pub definitions: std::sync::Arc<OpenApiDefinitions>,
+}
+
+/// The definitions of an OpenAPI document (v3 `components.schemas`), by name, with
+/// references written `#/components/schemas/<name>`.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OpenApiDefinitions {
+    /// Schemas by definition name.
+    pub schemas: std::collections::BTreeMap<String, serde_json::Value>,
+    /// The cargo feature of the mounting crate that gates the generated apply
+    /// configurations (and the typed clients' `apply_config`), when they are optional.
+    pub feature: Option<String>,
 }
 
 /// Annotations and labels of a CustomResourceDefinition object itself (not of its

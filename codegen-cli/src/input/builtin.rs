@@ -20,9 +20,11 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use kubegen_templates::model::{
-    ClientTags, ExtensionMethod, Kind, KindSource, Names, Scale, Scope, TypeRef, Verb, Version,
+    ClientTags, ExtensionMethod, Kind, KindSource, Names, OpenApiDefinitions, OpenApiKind, Scale,
+    Scope, TypeRef, Verb, Version,
 };
 use kubegen_templates::names;
 use serde::{Deserialize, Serialize};
@@ -47,8 +49,24 @@ pub struct Description {
     pub kubernetes: String,
     /// The Rust path of k8s-openapi as the generated code names it.
     pub crate_path: String,
+    /// Apply configurations: generated from Kubernetes' OpenAPI document when set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub apply_configurations: Option<ApplyConfigurationsDescription>,
     /// One entry per resource.
     pub resources: Vec<Resource>,
+}
+
+/// Where the built-in kinds' schemas come from, for their apply configurations.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct ApplyConfigurationsDescription {
+    /// Kubernetes' OpenAPI definitions as JSON, relative to the description file: an
+    /// object of schemas by definition name, an OpenAPI v3 document
+    /// (`components.schemas`) or a Swagger 2.0 one (`definitions`).
+    pub openapi: String,
+    /// The cargo feature of the mounting crate that turns them on; absent: always on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feature: Option<String>,
 }
 
 /// One built-in resource.
@@ -170,14 +188,26 @@ pub fn read(file: &Path, text: &str) -> Result<Vec<VersionPart>, Error> {
         )
         .in_file(file));
     }
+    let openapi = match &description.apply_configurations {
+        Some(ac) => Some(read_openapi(file, ac)?),
+        None => None,
+    };
     let mut by_gv: BTreeMap<(String, String), Vec<Kind>> = BTreeMap::new();
     for (i, r) in description.resources.iter().enumerate() {
         let place = format!("resources[{i}]");
-        let kind = resource_kind(&description.crate_path, r)
+        let mut kind = resource_kind(&description.crate_path, r)
             .map_err(|(what, problem)| {
                 Error::at(format!("{place}.{what}"), problem, "fix the description")
             })
             .map_err(|e| e.in_file(file))?;
+        if let Some((definitions, by_gvk)) = &openapi {
+            kind.openapi = by_gvk
+                .get(&(r.group.clone(), r.version.clone(), r.kind.clone()))
+                .map(|name| OpenApiKind {
+                    name: name.clone(),
+                    definitions: definitions.clone(),
+                });
+        }
         by_gv
             .entry((r.group.clone(), r.version.clone()))
             .or_default()
@@ -199,6 +229,61 @@ pub fn read(file: &Path, text: &str) -> Result<Vec<VersionPart>, Error> {
             }
         })
         .collect())
+}
+
+/// Definitions by group, version and kind (`x-kubernetes-group-version-kind`).
+type ByGvk = BTreeMap<(String, String, String), String>;
+
+/// Reads the OpenAPI definitions an `applyConfigurations` stanza names.
+fn read_openapi(
+    file: &Path,
+    ac: &ApplyConfigurationsDescription,
+) -> Result<(Arc<OpenApiDefinitions>, ByGvk), Error> {
+    let path = file
+        .parent()
+        .unwrap_or_else(|| Path::new("."))
+        .join(&ac.openapi);
+    let fail = |problem: String| {
+        Error::at(
+            "applyConfigurations.openapi",
+            problem,
+            "point it, relative to this file, at Kubernetes' OpenAPI definitions as JSON",
+        )
+        .in_file(file)
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
+    let doc: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| fail(format!("{} is not JSON: {e}", path.display())))?;
+    let schemas = doc
+        .pointer("/components/schemas")
+        .or_else(|| doc.get("definitions"))
+        .unwrap_or(&doc)
+        .as_object()
+        .ok_or_else(|| fail(format!("{} holds no object of schemas", path.display())))?;
+    let mut by_gvk = ByGvk::new();
+    for (name, schema) in schemas {
+        let gvks = schema
+            .get("x-kubernetes-group-version-kind")
+            .and_then(serde_json::Value::as_array);
+        for g in gvks.into_iter().flatten() {
+            let f = |k: &str| {
+                g.get(k)
+                    .and_then(serde_json::Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            by_gvk.insert((f("group"), f("version"), f("kind")), name.clone());
+        }
+    }
+    let definitions = OpenApiDefinitions {
+        schemas: schemas
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+        feature: ac.feature.clone(),
+    };
+    Ok((Arc::new(definitions), by_gvk))
 }
 
 fn type_ref(crate_path: &str, text: &str) -> TypeRef {
@@ -261,13 +346,19 @@ fn resource_kind(crate_path: &str, r: &Resource) -> Result<Kind, (&'static str, 
         list_type_name: format!("{}List", r.kind),
         selectable_fields: Vec::new(),
         crd_metadata: Default::default(),
+        openapi: None,
     })
 }
 
 /// Derives the description from k8s-openapi's source (`dir` is its Kubernetes version
 /// module, e.g. `.../k8s-openapi-0.29.0/src/v1_37`) and the checked-in `table`.
 /// Resources come out sorted by group, version and kind, so the text is stable.
-pub fn describe(dir: &Path, kubernetes: &str, table: &Table) -> Result<Description, String> {
+pub fn describe(
+    dir: &Path,
+    kubernetes: &str,
+    table: &Table,
+    apply_configurations: Option<ApplyConfigurationsDescription>,
+) -> Result<Description, String> {
     let mut files = Vec::new();
     for sub in ["api", "apiextensions_apiserver", "kube_aggregator"] {
         for entry in walkdir::WalkDir::new(dir.join(sub)).sort_by_file_name() {
@@ -292,6 +383,7 @@ pub fn describe(dir: &Path, kubernetes: &str, table: &Table) -> Result<Descripti
         kind: DESCRIPTION_KIND.to_owned(),
         kubernetes: kubernetes.to_owned(),
         crate_path: "::kubegen_runtime::k8s_openapi".to_owned(),
+        apply_configurations,
         resources,
     })
 }

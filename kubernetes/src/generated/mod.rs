@@ -12,6 +12,9 @@
 #![cfg_attr(rustfmt, rustfmt::skip)]
 
 pub mod apis;
+
+#[cfg(feature = "applyconfigurations")]
+pub mod applyconfigurations;
 pub mod clientset;
 pub mod informers;
 pub mod listers;

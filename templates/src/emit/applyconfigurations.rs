@@ -21,6 +21,8 @@
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::Value;
 
 use super::{ident, kind_module, kind_type, Module};
@@ -29,42 +31,111 @@ use crate::names::{self, Namer};
 
 /// The `applyconfigurations` module, or `None` when no kind has a schema.
 pub fn applyconfigurations_module(api: &Api) -> Option<Module> {
-    let groups: Vec<Module> = api
-        .groups
-        .iter()
-        .filter_map(|g| {
-            let versions: Vec<Module> = g
-                .versions
+    let resolver = builtin_resolver(api);
+    // group module -> (its doc, version module -> (its doc, files, re-exported modules))
+    let mut tree: BTreeMap<String, (String, BTreeMap<String, VersionFiles>)> = BTreeMap::new();
+    for g in &api.groups {
+        for v in &g.versions {
+            for k in v
+                .kinds
                 .iter()
-                .filter_map(|v| version_module(g, v))
-                .collect();
-            (!versions.is_empty()).then(|| {
-                Module::new(
-                    g.module.clone(),
-                    vec![format!("Apply configurations of `{}`.", display_group(g))],
-                    quote!(),
+                .filter(|k| k.schema_json.is_some() && super::has_client(k))
+            {
+                version_files(
+                    &mut tree,
+                    &g.module,
+                    display_group(g),
+                    &v.module,
+                    &format!("{}/{}", display_group(g), v.name),
                 )
-                .children(versions)
-            })
-        })
-        .collect();
-    if groups.is_empty() {
+                .files
+                .push(kind_file(g, v, k));
+            }
+        }
+    }
+    if let Some(resolver) = &resolver {
+        let kinds = builtin_kinds(api);
+        for (name, (g, v, _)) in &resolver.placed {
+            let kind = kinds.get(name).copied();
+            let gdoc = kind.map_or_else(
+                || g.clone(),
+                |(group, _, _)| display_group(group).to_owned(),
+            );
+            let vdoc = kind.map_or_else(
+                || format!("{g}/{v}"),
+                |(group, version, _)| format!("{}/{}", display_group(group), version.name),
+            );
+            version_files(&mut tree, g, &gdoc, v, &vdoc)
+                .files
+                .push(builtin_file(resolver, name, kind));
+        }
+    }
+    if tree.is_empty() {
         return None;
     }
-    Some(
+    let groups = tree.into_iter().map(|(g, (gdoc, versions))| {
+        let versions = versions.into_iter().map(|(v, mut files)| {
+            files.files.sort_by(|a, b| a.name.cmp(&b.name));
+            let reexports = files.files.iter().map(|f| {
+                let m = ident(&f.name);
+                quote!(pub use self::#m::*;)
+            });
+            Module::new(
+                v,
+                vec![format!("Apply configurations of `{}`.", files.doc)],
+                quote!(#(#reexports)*),
+            )
+            .children(files.files)
+        });
         Module::new(
-            "applyconfigurations",
-            vec![
-                "Apply configurations: each kind's object with every field optional, for typed"
-                    .to_owned(),
-                "server-side apply (`apply_config`) and `extract_<kind>` (client-go's".to_owned(),
-                "`applyconfigurations`).".to_owned(),
-            ],
+            g,
+            vec![format!("Apply configurations of `{gdoc}`.")],
             quote!(),
         )
-        .attrs(super::modules::top_level_allows())
-        .children(groups),
+        .children(versions)
+    });
+    let feature = resolver
+        .as_ref()
+        .and_then(|r| r.feature)
+        .map(|f| quote!(#[cfg(feature = #f)]));
+    let mut module = Module::new(
+        "applyconfigurations",
+        vec![
+            "Apply configurations: each kind's object with every field optional, for typed"
+                .to_owned(),
+            "server-side apply (`apply_config`) and `extract_<kind>` (client-go's".to_owned(),
+            "`applyconfigurations`).".to_owned(),
+        ],
+        quote!(),
     )
+    .attrs(super::modules::top_level_allows())
+    .children(groups);
+    module.outer_attrs = feature.unwrap_or_default();
+    Some(module)
+}
+
+/// The files of one version's module.
+struct VersionFiles {
+    /// `apps/v1`.
+    doc: String,
+    files: Vec<Module>,
+}
+
+fn version_files<'t>(
+    tree: &'t mut BTreeMap<String, (String, BTreeMap<String, VersionFiles>)>,
+    group: &str,
+    group_doc: &str,
+    version: &str,
+    version_doc: &str,
+) -> &'t mut VersionFiles {
+    tree.entry(group.to_owned())
+        .or_insert_with(|| (group_doc.to_owned(), BTreeMap::new()))
+        .1
+        .entry(version.to_owned())
+        .or_insert_with(|| VersionFiles {
+            doc: version_doc.to_owned(),
+            files: Vec::new(),
+        })
 }
 
 fn display_group(g: &Group) -> &str {
@@ -75,45 +146,174 @@ fn display_group(g: &Group) -> &str {
     }
 }
 
-fn version_module(group: &Group, version: &Version) -> Option<Module> {
-    let kinds: Vec<&Kind> = version
-        .kinds
-        .iter()
-        .filter(|k| k.schema_json.is_some() && super::has_client(k))
-        .collect();
-    if kinds.is_empty() {
-        return None;
-    }
-    let modules: Vec<Module> = kinds.iter().map(|k| kind_file(group, version, k)).collect();
-    let reexports = kinds.iter().map(|k| {
-        let m = ident(&kind_module(k));
-        quote!(pub use self::#m::*;)
-    });
-    Some(
-        Module::new(
-            version.module.clone(),
-            vec![format!(
-                "Apply configurations of `{}/{}`.",
-                display_group(group),
-                version.name
-            )],
-            quote!(#(#reexports)*),
-        )
-        .children(modules),
-    )
+/// The feature gating the apply configurations of built-in kinds, when any.
+pub fn builtin_feature(api: &Api) -> Option<&str> {
+    builtin_kinds(api)
+        .values()
+        .next()
+        .and_then(|(_, _, k)| k.openapi.as_ref()?.definitions.feature.as_deref())
 }
 
-/// Builds the apply-configuration structs of one kind from its schema.
-struct Builder {
+/// Whether a built-in kind gets an apply configuration: it has a definition and an
+/// apply verb.
+pub fn builtin_applies(kind: &Kind) -> bool {
+    kind.openapi.is_some() && super::has_client(kind) && kind.client.has(crate::model::Verb::Apply)
+}
+
+/// Built-in kinds with apply configurations, by definition name.
+fn builtin_kinds(api: &Api) -> BTreeMap<&str, (&Group, &Version, &Kind)> {
+    let mut out = BTreeMap::new();
+    for g in &api.groups {
+        for v in &g.versions {
+            for k in v.kinds.iter().filter(|k| builtin_applies(k)) {
+                if let Some(o) = &k.openapi {
+                    out.insert(o.name.as_str(), (g, v, k));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The definitions reachable from the built-in kinds that apply, placed in the module
+/// of their package (a kind's package is its group and version; a package without
+/// kinds, such as meta/v1, is named by its last two segments).
+fn builtin_resolver(api: &Api) -> Option<Resolver<'_>> {
+    let kinds = builtin_kinds(api);
+    let (_, _, first) = kinds.values().next()?;
+    let definitions = &first.openapi.as_ref()?.definitions;
+    let schemas = &definitions.schemas;
+    let package = |name: &str| name.rsplit_once('.').map_or("", |(p, _)| p).to_owned();
+    let mut modules: BTreeMap<String, (String, String)> = BTreeMap::new();
+    for (name, (g, v, _)) in &kinds {
+        modules.insert(package(name), (g.module.clone(), v.module.clone()));
+    }
+    let mut placed = BTreeMap::new();
+    let mut direct: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+    let mut files: BTreeSet<(String, String, String)> = BTreeSet::new();
+    let mut stack: Vec<&str> = kinds.keys().rev().copied().collect();
+    let mut seen = BTreeSet::new();
+    while let Some(name) = stack.pop() {
+        if !seen.insert(name) || special_type(name).is_some() {
+            continue;
+        }
+        let Some((key, schema)) = schemas.get_key_value(name) else {
+            continue;
+        };
+        let mut refs = Vec::new();
+        references(schema, &mut refs);
+        stack.extend(refs.iter().rev());
+        if !Resolver::is_struct(schemas, name) {
+            continue;
+        }
+        let pkg = package(name);
+        let (g, v) = modules.get(&pkg).cloned().unwrap_or_else(|| {
+            let mut parts = pkg.rsplit('.');
+            let v = names::module_name(parts.next().unwrap_or("v1"));
+            let g = names::module_name(parts.next().unwrap_or("core"));
+            (g, v)
+        });
+        let stem = match kinds.get(name) {
+            Some((_, _, k)) => kind_module(k),
+            None => names::field_name(short_name(name)),
+        };
+        let mut file = stem.clone();
+        let mut n = 2;
+        while !files.insert((g.clone(), v.clone(), file.clone())) {
+            file = format!("{stem}_{n}");
+            n += 1;
+        }
+        let props = schema.get("properties").and_then(Value::as_object);
+        let held: BTreeSet<&str> = props
+            .into_iter()
+            .flat_map(|p| p.values())
+            .filter_map(reference)
+            .filter(|r| Resolver::is_struct(schemas, r))
+            .collect();
+        direct.insert(key.as_str(), held);
+        placed.insert(key.as_str(), (g, v, file));
+    }
+    Some(Resolver {
+        schemas,
+        placed,
+        direct,
+        feature: definitions.feature.as_deref(),
+    })
+}
+
+/// One built-in definition's file: its apply configuration, and for a kind its
+/// constructor and extract functions.
+fn builtin_file(
+    resolver: &Resolver<'_>,
+    name: &str,
+    kind: Option<(&Group, &Version, &Kind)>,
+) -> Module {
+    let schema = resolver.schemas.get(name).unwrap_or(&Value::Null);
+    let file = resolver.placed.get(name).map_or_else(
+        || names::field_name(short_name(name)),
+        |(_, _, f)| f.clone(),
+    );
+    let mut b = Builder::new();
+    b.refs = Some(resolver);
+    b.current = Some(name);
+    match kind {
+        Some((g, v, k)) => {
+            let root_name = b.object(schema, &super::kind_stem(k), true);
+            let items = &b.items;
+            let root = root_items(g, v, k, &root_name);
+            Module::new(
+                file,
+                vec![format!(
+                    "The apply configuration of `{}` (`{}`), from Kubernetes' OpenAPI definition `{name}`.",
+                    k.names.kind,
+                    api_version(g, v)
+                )],
+                quote!(#(#items)* #root),
+            )
+        }
+        None => {
+            b.object(schema, short_name(name), false);
+            let items = &b.items;
+            Module::new(
+                file,
+                vec![format!(
+                    "The apply configuration of `{}`, from Kubernetes' OpenAPI definition `{name}`.",
+                    short_name(name)
+                )],
+                quote!(#(#items)*),
+            )
+        }
+    }
+}
+
+/// Builds the apply-configuration structs of one kind from its schema (or, for built-in
+/// kinds, of one OpenAPI definition).
+struct Builder<'a> {
     namer: Namer,
     items: Vec<TokenStream>,
+    /// Resolves `$ref`s (built-in definitions only).
+    refs: Option<&'a Resolver<'a>>,
+    /// The definition being emitted (built-in definitions only).
+    current: Option<&'a str>,
 }
 
-impl Builder {
+impl Builder<'_> {
+    fn new() -> Self {
+        Builder {
+            namer: Namer::default(),
+            items: Vec::new(),
+            refs: None,
+            current: None,
+        }
+    }
+
     /// The Rust type of a value with `schema`, named from `hint` where it is a struct,
     /// and the type of its elements when it is a list or a map.
     fn ty(&mut self, schema: &Value, hint: &str) -> (TokenStream, Element) {
         let json = quote!(::kubegen_runtime::serde_json::Value);
+        if let (Some(refs), Some(target)) = (self.refs, reference(schema)) {
+            return (refs.type_of(target), Element::None);
+        }
         if is_int_or_string(schema) {
             return (
                 quote!(
@@ -180,6 +380,10 @@ impl Builder {
                     Element::None,
                 ),
                 (true, "apiVersion" | "kind") => (quote!(::std::string::String), Element::None),
+                _ if self.boxed(prop) => {
+                    let inner = self.ty(prop, "").0;
+                    (quote!(::std::boxed::Box<#inner>), Element::None)
+                }
                 _ => self.ty(prop, &format!("{hint}{}", names::type_part(json_name))),
             };
             let doc = format!(" `{json_name}`.");
@@ -211,6 +415,19 @@ impl Builder {
                             self.#f
                                 .get_or_insert_with(::std::collections::BTreeMap::new)
                                 .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+                            self
+                        }
+                    }
+                }
+                Element::None if self.boxed(prop) => {
+                    let inner = self
+                        .refs
+                        .map(|r| r.type_of(reference(prop).unwrap_or_default()));
+                    let doc = format!(" Sets `{json_name}`.");
+                    quote! {
+                        #[doc = #doc]
+                        pub fn #with(mut self, value: #inner) -> Self {
+                            self.#f = ::std::option::Option::Some(::std::boxed::Box::new(value));
                             self
                         }
                     }
@@ -290,6 +507,139 @@ impl Builder {
     }
 }
 
+impl Builder<'_> {
+    /// Whether a property holds, directly, a definition that contains the current one
+    /// (so its field must be boxed to have a size).
+    fn boxed(&self, prop: &Value) -> bool {
+        match (self.refs, self.current, reference(prop)) {
+            (Some(refs), Some(current), Some(target)) => refs.must_box(current, target),
+            _ => false,
+        }
+    }
+}
+
+/// The definition a schema names: `$ref`, or `allOf` with one `$ref` (OpenAPI v3's way
+/// of adding a description or default to a reference).
+fn reference(schema: &Value) -> Option<&str> {
+    let r = schema.get("$ref").or_else(|| {
+        match schema
+            .get("allOf")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+        {
+            Some([one]) => one.get("$ref"),
+            _ => None,
+        }
+    })?;
+    r.as_str()?.rsplit('/').next()
+}
+
+/// Definitions with a Rust type of their own rather than an apply configuration.
+fn special_type(name: &str) -> Option<TokenStream> {
+    let k = quote!(::kubegen_runtime::k8s_openapi);
+    Some(match name {
+        "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta" => {
+            quote!(::kubegen_runtime::apply::ObjectMetaApplyConfiguration)
+        }
+        "io.k8s.apimachinery.pkg.apis.meta.v1.OwnerReference" => {
+            quote!(::kubegen_runtime::apply::OwnerReferenceApplyConfiguration)
+        }
+        "io.k8s.apimachinery.pkg.apis.meta.v1.Time" => {
+            quote!(#k::apimachinery::pkg::apis::meta::v1::Time)
+        }
+        "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime" => {
+            quote!(#k::apimachinery::pkg::apis::meta::v1::MicroTime)
+        }
+        "io.k8s.apimachinery.pkg.api.resource.Quantity" => {
+            quote!(#k::apimachinery::pkg::api::resource::Quantity)
+        }
+        "io.k8s.apimachinery.pkg.util.intstr.IntOrString" => {
+            quote!(#k::apimachinery::pkg::util::intstr::IntOrString)
+        }
+        _ => return None,
+    })
+}
+
+/// The built-in definitions reachable from the kinds that have apply configurations,
+/// where each is emitted, and which references need a box.
+struct Resolver<'a> {
+    schemas: &'a BTreeMap<String, Value>,
+    /// Definition -> (group module, version module, file module), for definitions that
+    /// get an apply configuration.
+    placed: BTreeMap<&'a str, (String, String, String)>,
+    /// Direct (unboxed) struct references: definition -> definitions it holds by value.
+    direct: BTreeMap<&'a str, BTreeSet<&'a str>>,
+    /// The feature gating the module.
+    feature: Option<&'a str>,
+}
+
+impl<'a> Resolver<'a> {
+    /// Whether `name` gets an apply configuration of its own: it has properties and no
+    /// special type.
+    fn is_struct(schemas: &BTreeMap<String, Value>, name: &str) -> bool {
+        special_type(name).is_none() && schemas.get(name).is_some_and(has_properties)
+    }
+
+    /// The Rust type of a reference to `target`, from a file of the generated
+    /// `applyconfigurations/<group>/<version>/` directory.
+    fn type_of(&self, target: &str) -> TokenStream {
+        if let Some(t) = special_type(target) {
+            return t;
+        }
+        match self.placed.get(target) {
+            Some((g, v, _)) => {
+                let (g, v) = (ident(g), ident(v));
+                let ty = format_ident!("{}ApplyConfiguration", short_name(target));
+                quote!(super::super::super::#g::#v::#ty)
+            }
+            None => {
+                // A definition without properties: its own schema says what it is.
+                let mut b = Builder::new();
+                match self.schemas.get(target) {
+                    Some(schema) if !has_properties(schema) => b.ty(schema, "").0,
+                    _ => quote!(::kubegen_runtime::serde_json::Value),
+                }
+            }
+        }
+    }
+
+    /// Whether `from` holding `target` by value would make `from` contain itself.
+    fn must_box(&self, from: &str, target: &str) -> bool {
+        let mut seen = BTreeSet::new();
+        let mut stack = vec![target];
+        while let Some(n) = stack.pop() {
+            if n == from {
+                return true;
+            }
+            if seen.insert(n) {
+                stack.extend(self.direct.get(n).into_iter().flatten().copied());
+            }
+        }
+        false
+    }
+}
+
+/// `Container` of `io.k8s.api.core.v1.Container`.
+fn short_name(definition: &str) -> &str {
+    definition.rsplit('.').next().unwrap_or(definition)
+}
+
+/// Every definition `name`'s schema references.
+fn references<'v>(schema: &'v Value, out: &mut Vec<&'v str>) {
+    match schema {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => out.push(r.rsplit('/').next().unwrap_or(r)),
+                    _ => references(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| references(v, out)),
+        _ => {}
+    }
+}
+
 /// What a list or map holds, for its `with_` method.
 enum Element {
     /// Not a list or map.
@@ -327,10 +677,7 @@ fn kind_file(group: &Group, version: &Version, kind: &Kind) -> Module {
         .and_then(|s| serde_json::from_str(s).ok())
         .unwrap_or(Value::Null);
     let stem = super::kind_stem(kind);
-    let mut b = Builder {
-        namer: Namer::default(),
-        items: Vec::new(),
-    };
+    let mut b = Builder::new();
     // The root is an object even when its schema says nothing of its fields.
     let mut root_schema = schema.clone();
     if let Value::Object(m) = &mut root_schema {
@@ -345,13 +692,34 @@ fn kind_file(group: &Group, version: &Version, kind: &Kind) -> Module {
         }
     }
     let root_name = b.object(&root_schema, &stem, true);
-    let root = format_ident!("{}", root_name);
-    let kind_ty = kind_type(group, version, kind, 4);
-    let api_version = if group.name.is_empty() {
+    let items = &b.items;
+    let root = root_items(group, version, kind, &root_name);
+    let kind_name = &kind.names.kind;
+    let api_version = api_version(group, version);
+    Module::new(
+        kind_module(kind),
+        vec![format!(
+            "The apply configuration of `{kind_name}` (`{api_version}`), from its schema."
+        )],
+        quote!(#(#items)* #root),
+    )
+}
+
+fn api_version(group: &Group, version: &Version) -> String {
+    if group.name.is_empty() {
         version.name.clone()
     } else {
         format!("{}/{}", group.name, version.name)
-    };
+    }
+}
+
+/// The constructor, the `ApplyConfiguration` impl and the extract functions of a kind
+/// whose root apply configuration is `root_name`.
+fn root_items(group: &Group, version: &Version, kind: &Kind, root_name: &str) -> TokenStream {
+    let stem = super::kind_stem(kind);
+    let root = format_ident!("{}", root_name);
+    let kind_ty = kind_type(group, version, kind, 4);
+    let api_version = api_version(group, version);
     let kind_name = &kind.names.kind;
     let ctor = format_ident!("{}", names::field_name(&stem));
     let (params, namespace, ctor_doc) = match kind.scope {
@@ -378,11 +746,8 @@ fn kind_file(group: &Group, version: &Version, kind: &Kind) -> Module {
             }
         }
     });
-    let items = &b.items;
     let doc_extract = format!(" The fields `field_manager` owns in `obj` through server-side apply, as a `{root_name}` to change and apply again (client-go's `Extract{stem}`).");
-    let body = quote! {
-        #(#items)*
-
+    quote! {
         #[doc = #ctor_doc]
         pub fn #ctor(#params) -> #root {
             #root {
@@ -421,12 +786,5 @@ fn kind_file(group: &Group, version: &Version, kind: &Kind) -> Module {
             let owned = ::kubegen_runtime::apply::extract(&value, field_manager, subresource);
             ::kubegen_runtime::serde_json::from_value(owned).map_err(decode)
         }
-    };
-    Module::new(
-        kind_module(kind),
-        vec![format!(
-            "The apply configuration of `{kind_name}` (`{api_version}`), from its schema."
-        )],
-        body,
-    )
+    }
 }

@@ -217,12 +217,20 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
     let r_deleted = result(quote!(#c::Deleted<#obj>));
     let r_deleted_list = result(quote!(#c::Deleted<#c::ObjectList<#obj>>));
     // Kinds with a schema have an apply configuration (`applyconfigurations`).
-    let apply_cfg = kind.schema_json.is_some().then(|| {
+    let apply_cfg = (kind.schema_json.is_some()
+        || super::applyconfigurations::builtin_applies(kind))
+    .then(|| {
         let root = super::supers(4);
         let (g, v) = (ident(&group.module), ident(&version.module));
         let ac = ident(&format!("{}ApplyConfiguration", kind_stem(kind)));
         quote!(#root applyconfigurations::#g::#v::#ac)
     });
+    // Built-in apply configurations may sit behind a feature of the mounting crate.
+    let gate = kind
+        .openapi
+        .as_ref()
+        .and_then(|o| o.definitions.feature.as_deref())
+        .map(|f| quote!(#[cfg(feature = #f)]));
     let verbs = Verb::ALL.iter().filter(|v| kind.client.has(**v)).map(|verb| match verb {
         Verb::Get => quote! {
             /// Gets one object by name.
@@ -269,6 +277,7 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
             let typed = apply_cfg.as_ref().map(|ac| quote! {
                 /// Server-side apply of an apply configuration to the status subresource:
                 /// `opts.field_manager` owns exactly the status fields `cfg` sets.
+                #gate
                 pub async fn apply_status_config(&self, cfg: &#ac, opts: &::kubegen_runtime::apply::ApplyOptions) -> #r_obj {
                     self.inner.apply_status_config(cfg, opts).await
                 }
@@ -293,6 +302,7 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
                 /// Server-side apply of an apply configuration (typed SSA):
                 /// `opts.field_manager` owns exactly the fields `cfg` sets; the object is
                 /// created if absent.
+                #gate
                 pub async fn apply_config(&self, cfg: &#ac, opts: &::kubegen_runtime::apply::ApplyOptions) -> #r_obj {
                     self.inner.apply_config(cfg, opts).await
                 }

@@ -90,6 +90,8 @@ pub struct Module {
     pub docs: Vec<String>,
     /// Inner attributes (`#![allow(...)]`).
     pub attrs: TokenStream,
+    /// Outer attributes of the declaration (`#[cfg(feature = "...")]`).
+    pub outer_attrs: TokenStream,
     /// The module's items, after its children's declarations.
     pub items: TokenStream,
     /// Child modules, in declaration order.
@@ -135,9 +137,10 @@ impl Module {
     fn declaration(&self, body: Option<TokenStream>) -> TokenStream {
         let name = ident(&self.name);
         let vis = self.public.then(|| quote!(pub));
+        let outer = &self.outer_attrs;
         let decl = match body {
-            Some(body) => quote!(#vis mod #name { #body }),
-            None => quote!(#vis mod #name;),
+            Some(body) => quote!(#outer #vis mod #name { #body }),
+            None => quote!(#outer #vis mod #name;),
         };
         if self.testing_only {
             quote!(::kubegen_runtime::testing_only! { #decl })

@@ -110,6 +110,7 @@ impl VersionBuilder {
             list_type_name: list_type_name(crd),
             selectable_fields: version.selectable_fields.clone(),
             crd_metadata: crd.metadata.clone(),
+            openapi: None,
         });
         Ok(())
     }

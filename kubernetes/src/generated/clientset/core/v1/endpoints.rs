@@ -139,7 +139,7 @@ impl EndpointsClient {
         self.inner.patch(name, patch, params).await
     }
 
-    /// Server-side apply of `obj` (`params.field_manager` is required).
+    /// Server-side apply of a whole `obj` (`params.field_manager` is required); it claims every field `obj` serializes: `apply_config` sends only what an apply configuration sets.
     pub async fn apply(
         &self,
         name: &str,
@@ -150,5 +150,20 @@ impl EndpointsClient {
         ::kubegen_runtime::client::Error,
     > {
         self.inner.apply(name, obj, params).await
+    }
+
+    /// Server-side apply of an apply configuration (typed SSA):
+    /// `opts.field_manager` owns exactly the fields `cfg` sets; the object is
+    /// created if absent.
+    #[cfg(feature = "applyconfigurations")]
+    pub async fn apply_config(
+        &self,
+        cfg: &super::super::super::super::applyconfigurations::core::v1::EndpointsApplyConfiguration,
+        opts: &::kubegen_runtime::apply::ApplyOptions,
+    ) -> ::std::result::Result<
+        ::kubegen_runtime::k8s_openapi::api::core::v1::Endpoints,
+        ::kubegen_runtime::client::Error,
+    > {
+        self.inner.apply_config(cfg, opts).await
     }
 }

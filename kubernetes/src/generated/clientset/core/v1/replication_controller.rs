@@ -164,7 +164,7 @@ impl ReplicationControllerClient {
         self.inner.patch(name, patch, params).await
     }
 
-    /// Server-side apply of `obj` (`params.field_manager` is required).
+    /// Server-side apply of a whole `obj` (`params.field_manager` is required); it claims every field `obj` serializes: `apply_config` sends only what an apply configuration sets.
     pub async fn apply(
         &self,
         name: &str,
@@ -175,6 +175,21 @@ impl ReplicationControllerClient {
         ::kubegen_runtime::client::Error,
     > {
         self.inner.apply(name, obj, params).await
+    }
+
+    /// Server-side apply of an apply configuration (typed SSA):
+    /// `opts.field_manager` owns exactly the fields `cfg` sets; the object is
+    /// created if absent.
+    #[cfg(feature = "applyconfigurations")]
+    pub async fn apply_config(
+        &self,
+        cfg: &super::super::super::super::applyconfigurations::core::v1::ReplicationControllerApplyConfiguration,
+        opts: &::kubegen_runtime::apply::ApplyOptions,
+    ) -> ::std::result::Result<
+        ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationController,
+        ::kubegen_runtime::client::Error,
+    > {
+        self.inner.apply_config(cfg, opts).await
     }
 
     /// Server-side apply of `obj`'s status (`params.field_manager` is required).
@@ -188,6 +203,20 @@ impl ReplicationControllerClient {
         ::kubegen_runtime::client::Error,
     > {
         self.inner.apply_status(name, obj, params).await
+    }
+
+    /// Server-side apply of an apply configuration to the status subresource:
+    /// `opts.field_manager` owns exactly the status fields `cfg` sets.
+    #[cfg(feature = "applyconfigurations")]
+    pub async fn apply_status_config(
+        &self,
+        cfg: &super::super::super::super::applyconfigurations::core::v1::ReplicationControllerApplyConfiguration,
+        opts: &::kubegen_runtime::apply::ApplyOptions,
+    ) -> ::std::result::Result<
+        ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationController,
+        ::kubegen_runtime::client::Error,
+    > {
+        self.inner.apply_status_config(cfg, opts).await
     }
 
     /// Gets the object's `Scale` (`GET <name>/scale`): desired replicas, observed

@@ -161,7 +161,7 @@ impl FlowSchemaClient {
         self.inner.patch(name, patch, params).await
     }
 
-    /// Server-side apply of `obj` (`params.field_manager` is required).
+    /// Server-side apply of a whole `obj` (`params.field_manager` is required); it claims every field `obj` serializes: `apply_config` sends only what an apply configuration sets.
     pub async fn apply(
         &self,
         name: &str,
@@ -172,6 +172,21 @@ impl FlowSchemaClient {
         ::kubegen_runtime::client::Error,
     > {
         self.inner.apply(name, obj, params).await
+    }
+
+    /// Server-side apply of an apply configuration (typed SSA):
+    /// `opts.field_manager` owns exactly the fields `cfg` sets; the object is
+    /// created if absent.
+    #[cfg(feature = "applyconfigurations")]
+    pub async fn apply_config(
+        &self,
+        cfg: &super::super::super::super::applyconfigurations::flowcontrol::v1::FlowSchemaApplyConfiguration,
+        opts: &::kubegen_runtime::apply::ApplyOptions,
+    ) -> ::std::result::Result<
+        ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchema,
+        ::kubegen_runtime::client::Error,
+    > {
+        self.inner.apply_config(cfg, opts).await
     }
 
     /// Server-side apply of `obj`'s status (`params.field_manager` is required).
@@ -185,5 +200,19 @@ impl FlowSchemaClient {
         ::kubegen_runtime::client::Error,
     > {
         self.inner.apply_status(name, obj, params).await
+    }
+
+    /// Server-side apply of an apply configuration to the status subresource:
+    /// `opts.field_manager` owns exactly the status fields `cfg` sets.
+    #[cfg(feature = "applyconfigurations")]
+    pub async fn apply_status_config(
+        &self,
+        cfg: &super::super::super::super::applyconfigurations::flowcontrol::v1::FlowSchemaApplyConfiguration,
+        opts: &::kubegen_runtime::apply::ApplyOptions,
+    ) -> ::std::result::Result<
+        ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchema,
+        ::kubegen_runtime::client::Error,
+    > {
+        self.inner.apply_status_config(cfg, opts).await
     }
 }

@@ -136,7 +136,7 @@ impl DeviceClassClient {
         self.inner.patch(name, patch, params).await
     }
 
-    /// Server-side apply of `obj` (`params.field_manager` is required).
+    /// Server-side apply of a whole `obj` (`params.field_manager` is required); it claims every field `obj` serializes: `apply_config` sends only what an apply configuration sets.
     pub async fn apply(
         &self,
         name: &str,
@@ -147,5 +147,20 @@ impl DeviceClassClient {
         ::kubegen_runtime::client::Error,
     > {
         self.inner.apply(name, obj, params).await
+    }
+
+    /// Server-side apply of an apply configuration (typed SSA):
+    /// `opts.field_manager` owns exactly the fields `cfg` sets; the object is
+    /// created if absent.
+    #[cfg(feature = "applyconfigurations")]
+    pub async fn apply_config(
+        &self,
+        cfg: &super::super::super::super::applyconfigurations::resource::v1beta1::DeviceClassApplyConfiguration,
+        opts: &::kubegen_runtime::apply::ApplyOptions,
+    ) -> ::std::result::Result<
+        ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceClass,
+        ::kubegen_runtime::client::Error,
+    > {
+        self.inner.apply_config(cfg, opts).await
     }
 }

@@ -164,7 +164,7 @@ impl PodGroupClient {
         self.inner.patch(name, patch, params).await
     }
 
-    /// Server-side apply of `obj` (`params.field_manager` is required).
+    /// Server-side apply of a whole `obj` (`params.field_manager` is required); it claims every field `obj` serializes: `apply_config` sends only what an apply configuration sets.
     pub async fn apply(
         &self,
         name: &str,
@@ -175,6 +175,21 @@ impl PodGroupClient {
         ::kubegen_runtime::client::Error,
     > {
         self.inner.apply(name, obj, params).await
+    }
+
+    /// Server-side apply of an apply configuration (typed SSA):
+    /// `opts.field_manager` owns exactly the fields `cfg` sets; the object is
+    /// created if absent.
+    #[cfg(feature = "applyconfigurations")]
+    pub async fn apply_config(
+        &self,
+        cfg: &super::super::super::super::applyconfigurations::scheduling::v1beta1::PodGroupApplyConfiguration,
+        opts: &::kubegen_runtime::apply::ApplyOptions,
+    ) -> ::std::result::Result<
+        ::kubegen_runtime::k8s_openapi::api::scheduling::v1beta1::PodGroup,
+        ::kubegen_runtime::client::Error,
+    > {
+        self.inner.apply_config(cfg, opts).await
     }
 
     /// Server-side apply of `obj`'s status (`params.field_manager` is required).
@@ -188,5 +203,19 @@ impl PodGroupClient {
         ::kubegen_runtime::client::Error,
     > {
         self.inner.apply_status(name, obj, params).await
+    }
+
+    /// Server-side apply of an apply configuration to the status subresource:
+    /// `opts.field_manager` owns exactly the status fields `cfg` sets.
+    #[cfg(feature = "applyconfigurations")]
+    pub async fn apply_status_config(
+        &self,
+        cfg: &super::super::super::super::applyconfigurations::scheduling::v1beta1::PodGroupApplyConfiguration,
+        opts: &::kubegen_runtime::apply::ApplyOptions,
+    ) -> ::std::result::Result<
+        ::kubegen_runtime::k8s_openapi::api::scheduling::v1beta1::PodGroup,
+        ::kubegen_runtime::client::Error,
+    > {
+        self.inner.apply_status_config(cfg, opts).await
     }
 }
