@@ -4,7 +4,8 @@
 # server-side apply, leader election) against kubegen-apiserver, twice: with client-go's
 # WatchListClient feature on (the initial state comes from a sendInitialEvents watch)
 # and off (from a LIST). Then checks the server's protobuf table against k8s.io/api and
-# decodes a fresh corpus of random objects of every built-in kind.
+# decodes a fresh corpus of random objects of every built-in kind. Last, compares the JSON
+# of client-go's apply configurations with kubegen-kubernetes' for the same builder calls.
 #
 # Usage: hack/go-conformance.sh [go test flags, e.g. -run TestPodInformer]
 #   GO: the go command (default: go on PATH). Missing Go fails when CI=true and skips
@@ -104,3 +105,14 @@ echo "--- protobuf corpus: $(wc -l <"$work/corpus.jsonl") random objects, seed $
 KUBEGEN_PROTOBUF_CORPUS="$work/corpus.jsonl" nice -n 10 cargo test --quiet --locked -p kubegen-apimachinery --lib \
   protobuf::tests::corpus -- --nocapture
 echo "go-conformance: protobuf table current, corpus decodes as kube-apiserver would"
+
+# Apply configurations on the wire: the same builder calls on client-go's
+# applyconfigurations and on kubegen-kubernetes' generated ones give the same JSON.
+(cd tests/go-conformance && nice -n 10 "$go_bin" run ./applyconfiggen) >"$work/applyconfig.json"
+if ! cmp -s "$work/applyconfig.json" tests/go-conformance/applyconfiggen/client-go.json; then
+  echo "go-conformance: tests/go-conformance/applyconfiggen/client-go.json is not what client-go prints;" >&2
+  echo "  regenerate it: (cd tests/go-conformance && go run ./applyconfiggen > applyconfiggen/client-go.json)" >&2
+  exit 1
+fi
+nice -n 10 cargo test --quiet --locked -p kubegen-tests --test apply_wire_go
+echo "go-conformance: apply configurations serialize as client-go's do"

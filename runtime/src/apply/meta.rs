@@ -52,13 +52,17 @@ impl ObjectMetaApplyConfiguration {
         self
     }
 
-    /// Adds labels (a key given twice keeps the last value).
+    /// Adds labels (a key given twice keeps the last value). As in client-go, adding
+    /// none leaves the field unset, so an apply does not claim an empty map.
     pub fn with_labels<K: Into<String>, V: Into<String>>(
         mut self,
         labels: impl IntoIterator<Item = (K, V)>,
     ) -> Self {
-        let map = self.labels.get_or_insert_with(BTreeMap::new);
-        map.extend(labels.into_iter().map(|(k, v)| (k.into(), v.into())));
+        for (k, v) in labels {
+            self.labels
+                .get_or_insert_with(BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 
@@ -67,8 +71,11 @@ impl ObjectMetaApplyConfiguration {
         mut self,
         annotations: impl IntoIterator<Item = (K, V)>,
     ) -> Self {
-        let map = self.annotations.get_or_insert_with(BTreeMap::new);
-        map.extend(annotations.into_iter().map(|(k, v)| (k.into(), v.into())));
+        for (k, v) in annotations {
+            self.annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 
@@ -77,9 +84,9 @@ impl ObjectMetaApplyConfiguration {
         mut self,
         refs: impl IntoIterator<Item = OwnerReferenceApplyConfiguration>,
     ) -> Self {
-        self.owner_references
-            .get_or_insert_with(Vec::new)
-            .extend(refs);
+        for r in refs {
+            self.owner_references.get_or_insert_with(Vec::new).push(r);
+        }
         self
     }
 
@@ -88,9 +95,9 @@ impl ObjectMetaApplyConfiguration {
         mut self,
         finalizers: impl IntoIterator<Item = S>,
     ) -> Self {
-        self.finalizers
-            .get_or_insert_with(Vec::new)
-            .extend(finalizers.into_iter().map(Into::into));
+        for f in finalizers {
+            self.finalizers.get_or_insert_with(Vec::new).push(f.into());
+        }
         self
     }
 }

@@ -332,11 +332,14 @@ impl Builder<'_> {
             },
             Some("number") => scalar(quote!(::kubegen_runtime::serde_json::Number)),
             Some("array") => {
-                let inner = match schema.get("items") {
-                    Some(items) => self.ty(items, hint).0,
-                    None => json,
+                let (inner, strings) = match schema.get("items") {
+                    Some(items) => (self.ty(items, hint).0, is_string(items)),
+                    None => (json, false),
                 };
-                (quote!(::std::vec::Vec<#inner>), Element::List(inner))
+                (
+                    quote!(::std::vec::Vec<#inner>),
+                    Element::List(inner, strings),
+                )
             }
             Some("object") => {
                 if has_properties(schema) {
@@ -349,7 +352,7 @@ impl Builder<'_> {
                     let inner = self.ty(additional, hint).0;
                     (
                         quote!(::std::collections::BTreeMap<::std::string::String, #inner>),
-                        Element::Map(inner),
+                        Element::Map(inner, is_string(additional)),
                     )
                 } else {
                     scalar(json)
@@ -397,24 +400,54 @@ impl Builder<'_> {
             }
             let with = format_ident!("with_{}", rust.trim_end_matches('_'));
             let method = match element {
-                Element::List(item) => {
-                    let doc = format!(" Appends to `{json_name}`.");
+                Element::List(_, true) => {
+                    let doc =
+                        format!(" Appends to `{json_name}` (nothing to append leaves it unset).");
                     quote! {
                         #[doc = #doc]
-                        pub fn #with(mut self, items: impl ::std::iter::IntoIterator<Item = #item>) -> Self {
-                            self.#f.get_or_insert_with(::std::vec::Vec::new).extend(items);
+                        pub fn #with<S: ::std::convert::Into<::std::string::String>>(mut self, items: impl ::std::iter::IntoIterator<Item = S>) -> Self {
+                            for item in items {
+                                self.#f.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+                            }
                             self
                         }
                     }
                 }
-                Element::Map(inner) => {
-                    let doc = format!(" Adds entries to `{json_name}`.");
+                Element::Map(_, true) => {
+                    let doc =
+                        format!(" Adds entries to `{json_name}` (no entries leave it unset).");
+                    quote! {
+                        #[doc = #doc]
+                        pub fn #with<K: ::std::convert::Into<::std::string::String>, V: ::std::convert::Into<::std::string::String>>(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+                            for (k, v) in entries {
+                                self.#f.get_or_insert_with(::std::collections::BTreeMap::new).insert(k.into(), v.into());
+                            }
+                            self
+                        }
+                    }
+                }
+                Element::List(item, false) => {
+                    let doc =
+                        format!(" Appends to `{json_name}` (nothing to append leaves it unset).");
+                    quote! {
+                        #[doc = #doc]
+                        pub fn #with(mut self, items: impl ::std::iter::IntoIterator<Item = #item>) -> Self {
+                            for item in items {
+                                self.#f.get_or_insert_with(::std::vec::Vec::new).push(item);
+                            }
+                            self
+                        }
+                    }
+                }
+                Element::Map(inner, false) => {
+                    let doc =
+                        format!(" Adds entries to `{json_name}` (no entries leave it unset).");
                     quote! {
                         #[doc = #doc]
                         pub fn #with<K: ::std::convert::Into<::std::string::String>>(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, #inner)>) -> Self {
-                            self.#f
-                                .get_or_insert_with(::std::collections::BTreeMap::new)
-                                .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+                            for (k, v) in entries {
+                                self.#f.get_or_insert_with(::std::collections::BTreeMap::new).insert(k.into(), v);
+                            }
                             self
                         }
                     }
@@ -455,7 +488,12 @@ impl Builder<'_> {
             };
             methods.push(method);
         }
-        let root_methods = root.then(|| {
+        // Objects holding an ObjectMeta (a kind, a Pod template) get its shortcuts, as
+        // client-go's apply configurations embedding ObjectMetaApplyConfiguration do.
+        let holds_meta = root
+            || props.get("metadata").and_then(reference)
+                == Some("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta");
+        let root_methods = holds_meta.then(|| {
             quote! {
                 /// Adds labels.
                 pub fn with_labels<K: ::std::convert::Into<::std::string::String>, V: ::std::convert::Into<::std::string::String>>(mut self, labels: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
@@ -644,10 +682,10 @@ fn references<'v>(schema: &'v Value, out: &mut Vec<&'v str>) {
 enum Element {
     /// Not a list or map.
     None,
-    /// A list of this.
-    List(TokenStream),
-    /// A map to this.
-    Map(TokenStream),
+    /// A list of this (and whether it is a string, whose appends take `Into<String>`).
+    List(TokenStream, bool),
+    /// A map to this (and whether it is a string).
+    Map(TokenStream, bool),
 }
 
 fn has_properties(schema: &Value) -> bool {

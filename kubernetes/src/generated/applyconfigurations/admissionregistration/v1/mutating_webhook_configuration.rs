@@ -55,14 +55,16 @@ pub struct MutatingWebhookConfigurationApplyConfiguration {
 }
 
 impl MutatingWebhookConfigurationApplyConfiguration {
-    /// Appends to `webhooks`.
+    /// Appends to `webhooks` (nothing to append leaves it unset).
     pub fn with_webhooks(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1::MutatingWebhookApplyConfiguration,
         >,
     ) -> Self {
-        self.webhooks.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.webhooks.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -56,39 +56,47 @@ pub struct RuleWithOperationsApplyConfiguration {
 }
 
 impl RuleWithOperationsApplyConfiguration {
-    /// Appends to `apiGroups`.
-    pub fn with_api_groups(
+    /// Appends to `apiGroups` (nothing to append leaves it unset).
+    pub fn with_api_groups<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.api_groups.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.api_groups.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `apiVersions`.
-    pub fn with_api_versions(
+    /// Appends to `apiVersions` (nothing to append leaves it unset).
+    pub fn with_api_versions<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.api_versions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.api_versions.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `operations`.
-    pub fn with_operations(
+    /// Appends to `operations` (nothing to append leaves it unset).
+    pub fn with_operations<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.operations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.operations.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `resources`.
-    pub fn with_resources(
+    /// Appends to `resources` (nothing to append leaves it unset).
+    pub fn with_resources<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.resources.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resources.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

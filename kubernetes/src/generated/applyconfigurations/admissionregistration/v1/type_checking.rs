@@ -32,14 +32,16 @@ pub struct TypeCheckingApplyConfiguration {
 }
 
 impl TypeCheckingApplyConfiguration {
-    /// Appends to `expressionWarnings`.
+    /// Appends to `expressionWarnings` (nothing to append leaves it unset).
     pub fn with_expression_warnings(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1::ExpressionWarningApplyConfiguration,
         >,
     ) -> Self {
-        self.expression_warnings.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.expression_warnings.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -82,12 +82,16 @@ impl ValidatingAdmissionPolicyBindingSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `validationActions`.
-    pub fn with_validation_actions(
+    /// Appends to `validationActions` (nothing to append leaves it unset).
+    pub fn with_validation_actions<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.validation_actions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.validation_actions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 }

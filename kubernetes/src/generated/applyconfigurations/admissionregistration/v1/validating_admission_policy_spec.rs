@@ -90,14 +90,16 @@ pub struct ValidatingAdmissionPolicySpecApplyConfiguration {
 }
 
 impl ValidatingAdmissionPolicySpecApplyConfiguration {
-    /// Appends to `auditAnnotations`.
+    /// Appends to `auditAnnotations` (nothing to append leaves it unset).
     pub fn with_audit_annotations(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1::AuditAnnotationApplyConfiguration,
         >,
     ) -> Self {
-        self.audit_annotations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.audit_annotations.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -110,14 +112,16 @@ impl ValidatingAdmissionPolicySpecApplyConfiguration {
         self
     }
 
-    /// Appends to `matchConditions`.
+    /// Appends to `matchConditions` (nothing to append leaves it unset).
     pub fn with_match_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1::MatchConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.match_conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.match_conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -139,25 +143,29 @@ impl ValidatingAdmissionPolicySpecApplyConfiguration {
         self
     }
 
-    /// Appends to `validations`.
+    /// Appends to `validations` (nothing to append leaves it unset).
     pub fn with_validations(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1::ValidationApplyConfiguration,
         >,
     ) -> Self {
-        self.validations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.validations.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `variables`.
+    /// Appends to `variables` (nothing to append leaves it unset).
     pub fn with_variables(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1::VariableApplyConfiguration,
         >,
     ) -> Self {
-        self.variables.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.variables.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -114,14 +114,15 @@ pub struct ValidatingWebhookApplyConfiguration {
 }
 
 impl ValidatingWebhookApplyConfiguration {
-    /// Appends to `admissionReviewVersions`.
-    pub fn with_admission_review_versions(
-        mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
-    ) -> Self {
-        self.admission_review_versions
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+    /// Appends to `admissionReviewVersions` (nothing to append leaves it unset).
+    pub fn with_admission_review_versions<
+        S: ::std::convert::Into<::std::string::String>,
+    >(mut self, items: impl ::std::iter::IntoIterator<Item = S>) -> Self {
+        for item in items {
+            self.admission_review_versions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
@@ -143,14 +144,16 @@ impl ValidatingWebhookApplyConfiguration {
         self
     }
 
-    /// Appends to `matchConditions`.
+    /// Appends to `matchConditions` (nothing to append leaves it unset).
     pub fn with_match_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1::MatchConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.match_conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.match_conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -190,14 +193,16 @@ impl ValidatingWebhookApplyConfiguration {
         self
     }
 
-    /// Appends to `rules`.
+    /// Appends to `rules` (nothing to append leaves it unset).
     pub fn with_rules(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1::RuleWithOperationsApplyConfiguration,
         >,
     ) -> Self {
-        self.rules.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.rules.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

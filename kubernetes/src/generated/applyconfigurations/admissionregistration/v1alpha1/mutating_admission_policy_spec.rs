@@ -95,14 +95,16 @@ impl MutatingAdmissionPolicySpecApplyConfiguration {
         self
     }
 
-    /// Appends to `matchConditions`.
+    /// Appends to `matchConditions` (nothing to append leaves it unset).
     pub fn with_match_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1alpha1::MatchConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.match_conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.match_conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -115,14 +117,16 @@ impl MutatingAdmissionPolicySpecApplyConfiguration {
         self
     }
 
-    /// Appends to `mutations`.
+    /// Appends to `mutations` (nothing to append leaves it unset).
     pub fn with_mutations(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1alpha1::MutationApplyConfiguration,
         >,
     ) -> Self {
-        self.mutations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.mutations.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -144,14 +148,16 @@ impl MutatingAdmissionPolicySpecApplyConfiguration {
         self
     }
 
-    /// Appends to `variables`.
+    /// Appends to `variables` (nothing to append leaves it unset).
     pub fn with_variables(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1alpha1::VariableApplyConfiguration,
         >,
     ) -> Self {
-        self.variables.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.variables.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

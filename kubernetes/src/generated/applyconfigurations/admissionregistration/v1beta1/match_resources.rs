@@ -68,16 +68,18 @@ pub struct MatchResourcesApplyConfiguration {
 }
 
 impl MatchResourcesApplyConfiguration {
-    /// Appends to `excludeResourceRules`.
+    /// Appends to `excludeResourceRules` (nothing to append leaves it unset).
     pub fn with_exclude_resource_rules(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1beta1::NamedRuleWithOperationsApplyConfiguration,
         >,
     ) -> Self {
-        self.exclude_resource_rules
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.exclude_resource_rules
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
@@ -108,14 +110,16 @@ impl MatchResourcesApplyConfiguration {
         self
     }
 
-    /// Appends to `resourceRules`.
+    /// Appends to `resourceRules` (nothing to append leaves it unset).
     pub fn with_resource_rules(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::admissionregistration::v1beta1::NamedRuleWithOperationsApplyConfiguration,
         >,
     ) -> Self {
-        self.resource_rules.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resource_rules.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -63,12 +63,14 @@ pub struct CustomResourceDefinitionNamesApplyConfiguration {
 }
 
 impl CustomResourceDefinitionNamesApplyConfiguration {
-    /// Appends to `categories`.
-    pub fn with_categories(
+    /// Appends to `categories` (nothing to append leaves it unset).
+    pub fn with_categories<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.categories.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.categories.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
@@ -99,12 +101,14 @@ impl CustomResourceDefinitionNamesApplyConfiguration {
         self
     }
 
-    /// Appends to `shortNames`.
-    pub fn with_short_names(
+    /// Appends to `shortNames` (nothing to append leaves it unset).
+    pub fn with_short_names<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.short_names.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.short_names.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

@@ -113,14 +113,16 @@ impl CustomResourceDefinitionSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `versions`.
+    /// Appends to `versions` (nothing to append leaves it unset).
     pub fn with_versions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::apiextensions::v1::CustomResourceDefinitionVersionApplyConfiguration,
         >,
     ) -> Self {
-        self.versions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.versions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -64,14 +64,16 @@ impl CustomResourceDefinitionStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::apiextensions::v1::CustomResourceDefinitionConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -81,12 +83,16 @@ impl CustomResourceDefinitionStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `storedVersions`.
-    pub fn with_stored_versions(
+    /// Appends to `storedVersions` (nothing to append leaves it unset).
+    pub fn with_stored_versions<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.stored_versions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.stored_versions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 }

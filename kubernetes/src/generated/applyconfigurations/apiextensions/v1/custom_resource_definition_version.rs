@@ -96,16 +96,18 @@ pub struct CustomResourceDefinitionVersionApplyConfiguration {
 }
 
 impl CustomResourceDefinitionVersionApplyConfiguration {
-    /// Appends to `additionalPrinterColumns`.
+    /// Appends to `additionalPrinterColumns` (nothing to append leaves it unset).
     pub fn with_additional_printer_columns(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::apiextensions::v1::CustomResourceColumnDefinitionApplyConfiguration,
         >,
     ) -> Self {
-        self.additional_printer_columns
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.additional_printer_columns
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
@@ -142,14 +144,16 @@ impl CustomResourceDefinitionVersionApplyConfiguration {
         self
     }
 
-    /// Appends to `selectableFields`.
+    /// Appends to `selectableFields` (nothing to append leaves it unset).
     pub fn with_selectable_fields(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::apiextensions::v1::SelectableFieldApplyConfiguration,
         >,
     ) -> Self {
-        self.selectable_fields.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.selectable_fields.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

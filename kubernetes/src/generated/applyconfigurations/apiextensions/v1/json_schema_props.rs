@@ -413,25 +413,29 @@ impl JSONSchemaPropsApplyConfiguration {
         self
     }
 
-    /// Appends to `allOf`.
+    /// Appends to `allOf` (nothing to append leaves it unset).
     pub fn with_all_of(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::apiextensions::v1::JSONSchemaPropsApplyConfiguration,
         >,
     ) -> Self {
-        self.all_of.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.all_of.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `anyOf`.
+    /// Appends to `anyOf` (nothing to append leaves it unset).
     pub fn with_any_of(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::apiextensions::v1::JSONSchemaPropsApplyConfiguration,
         >,
     ) -> Self {
-        self.any_of.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.any_of.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -441,7 +445,7 @@ impl JSONSchemaPropsApplyConfiguration {
         self
     }
 
-    /// Adds entries to `definitions`.
+    /// Adds entries to `definitions` (no entries leave it unset).
     pub fn with_definitions<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -451,22 +455,26 @@ impl JSONSchemaPropsApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.definitions
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.definitions
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `dependencies`.
+    /// Adds entries to `dependencies` (no entries leave it unset).
     pub fn with_dependencies<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
             Item = (K, ::kubegen_runtime::serde_json::Value),
         >,
     ) -> Self {
-        self.dependencies
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.dependencies
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
@@ -479,14 +487,16 @@ impl JSONSchemaPropsApplyConfiguration {
         self
     }
 
-    /// Appends to `enum`.
+    /// Appends to `enum` (nothing to append leaves it unset).
     pub fn with_enum(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = ::kubegen_runtime::serde_json::Value,
         >,
     ) -> Self {
-        self.enum_.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.enum_.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -613,14 +623,16 @@ impl JSONSchemaPropsApplyConfiguration {
         self
     }
 
-    /// Appends to `oneOf`.
+    /// Appends to `oneOf` (nothing to append leaves it unset).
     pub fn with_one_of(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::apiextensions::v1::JSONSchemaPropsApplyConfiguration,
         >,
     ) -> Self {
-        self.one_of.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.one_of.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -633,7 +645,7 @@ impl JSONSchemaPropsApplyConfiguration {
         self
     }
 
-    /// Adds entries to `patternProperties`.
+    /// Adds entries to `patternProperties` (no entries leave it unset).
     pub fn with_pattern_properties<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -643,13 +655,15 @@ impl JSONSchemaPropsApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.pattern_properties
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.pattern_properties
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `properties`.
+    /// Adds entries to `properties` (no entries leave it unset).
     pub fn with_properties<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -659,18 +673,22 @@ impl JSONSchemaPropsApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.properties
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.properties
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Appends to `required`.
-    pub fn with_required(
+    /// Appends to `required` (nothing to append leaves it unset).
+    pub fn with_required<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.required.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.required.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
@@ -710,14 +728,15 @@ impl JSONSchemaPropsApplyConfiguration {
         self
     }
 
-    /// Appends to `x-kubernetes-list-map-keys`.
-    pub fn with_x_kubernetes_list_map_keys(
-        mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
-    ) -> Self {
-        self.x_kubernetes_list_map_keys
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+    /// Appends to `x-kubernetes-list-map-keys` (nothing to append leaves it unset).
+    pub fn with_x_kubernetes_list_map_keys<
+        S: ::std::convert::Into<::std::string::String>,
+    >(mut self, items: impl ::std::iter::IntoIterator<Item = S>) -> Self {
+        for item in items {
+            self.x_kubernetes_list_map_keys
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
@@ -745,16 +764,18 @@ impl JSONSchemaPropsApplyConfiguration {
         self
     }
 
-    /// Appends to `x-kubernetes-validations`.
+    /// Appends to `x-kubernetes-validations` (nothing to append leaves it unset).
     pub fn with_x_kubernetes_validations(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::apiextensions::v1::ValidationRuleApplyConfiguration,
         >,
     ) -> Self {
-        self.x_kubernetes_validations
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.x_kubernetes_validations
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 }

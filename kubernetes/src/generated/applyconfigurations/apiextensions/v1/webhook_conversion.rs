@@ -48,14 +48,15 @@ impl WebhookConversionApplyConfiguration {
         self
     }
 
-    /// Appends to `conversionReviewVersions`.
-    pub fn with_conversion_review_versions(
-        mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
-    ) -> Self {
-        self.conversion_review_versions
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+    /// Appends to `conversionReviewVersions` (nothing to append leaves it unset).
+    pub fn with_conversion_review_versions<
+        S: ::std::convert::Into<::std::string::String>,
+    >(mut self, items: impl ::std::iter::IntoIterator<Item = S>) -> Self {
+        for item in items {
+            self.conversion_review_versions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 }

@@ -195,16 +195,18 @@ impl StatefulSetSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `volumeClaimTemplates`.
+    /// Appends to `volumeClaimTemplates` (nothing to append leaves it unset).
     pub fn with_volume_claim_templates(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PersistentVolumeClaimApplyConfiguration,
         >,
     ) -> Self {
-        self.volume_claim_templates
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.volume_claim_templates
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 }

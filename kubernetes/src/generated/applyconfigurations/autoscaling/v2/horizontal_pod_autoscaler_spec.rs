@@ -79,14 +79,16 @@ impl HorizontalPodAutoscalerSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `metrics`.
+    /// Appends to `metrics` (nothing to append leaves it unset).
     pub fn with_metrics(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::autoscaling::v2::MetricSpecApplyConfiguration,
         >,
     ) -> Self {
-        self.metrics.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.metrics.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -73,25 +73,29 @@ pub struct HorizontalPodAutoscalerStatusApplyConfiguration {
 }
 
 impl HorizontalPodAutoscalerStatusApplyConfiguration {
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::autoscaling::v2::HorizontalPodAutoscalerConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `currentMetrics`.
+    /// Appends to `currentMetrics` (nothing to append leaves it unset).
     pub fn with_current_metrics(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::autoscaling::v2::MetricStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.current_metrics.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.current_metrics.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

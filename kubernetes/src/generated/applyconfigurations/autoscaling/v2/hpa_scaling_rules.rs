@@ -55,14 +55,16 @@ pub struct HPAScalingRulesApplyConfiguration {
 }
 
 impl HPAScalingRulesApplyConfiguration {
-    /// Appends to `policies`.
+    /// Appends to `policies` (nothing to append leaves it unset).
     pub fn with_policies(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::autoscaling::v2::HPAScalingPolicyApplyConfiguration,
         >,
     ) -> Self {
-        self.policies.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.policies.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -48,14 +48,16 @@ pub struct CronJobStatusApplyConfiguration {
 }
 
 impl CronJobStatusApplyConfiguration {
-    /// Appends to `active`.
+    /// Appends to `active` (nothing to append leaves it unset).
     pub fn with_active(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ObjectReferenceApplyConfiguration,
         >,
     ) -> Self {
-        self.active.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.active.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -60,12 +60,14 @@ impl PodFailurePolicyOnExitCodesRequirementApplyConfiguration {
         self
     }
 
-    /// Appends to `values`.
+    /// Appends to `values` (nothing to append leaves it unset).
     pub fn with_values(
         mut self,
         items: impl ::std::iter::IntoIterator<Item = i32>,
     ) -> Self {
-        self.values.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.values.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -66,14 +66,16 @@ impl PodFailurePolicyRuleApplyConfiguration {
         self
     }
 
-    /// Appends to `onPodConditions`.
+    /// Appends to `onPodConditions` (nothing to append leaves it unset).
     pub fn with_on_pod_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::batch::v1::PodFailurePolicyOnPodConditionsPatternApplyConfiguration,
         >,
     ) -> Self {
-        self.on_pod_conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.on_pod_conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -32,14 +32,16 @@ pub struct SuccessPolicyApplyConfiguration {
 }
 
 impl SuccessPolicyApplyConfiguration {
-    /// Appends to `rules`.
+    /// Appends to `rules` (nothing to append leaves it unset).
     pub fn with_rules(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::batch::v1::SuccessPolicyRuleApplyConfiguration,
         >,
     ) -> Self {
-        self.rules.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.rules.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -35,21 +35,25 @@ pub struct UncountedTerminatedPodsApplyConfiguration {
 }
 
 impl UncountedTerminatedPodsApplyConfiguration {
-    /// Appends to `failed`.
-    pub fn with_failed(
+    /// Appends to `failed` (nothing to append leaves it unset).
+    pub fn with_failed<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.failed.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.failed.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `succeeded`.
-    pub fn with_succeeded(
+    /// Appends to `succeeded` (nothing to append leaves it unset).
+    pub fn with_succeeded<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.succeeded.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.succeeded.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -88,25 +88,29 @@ impl CertificateSigningRequestSpecApplyConfiguration {
         self
     }
 
-    /// Adds entries to `extra`.
+    /// Adds entries to `extra` (no entries leave it unset).
     pub fn with_extra<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
             Item = (K, ::std::vec::Vec<::std::string::String>),
         >,
     ) -> Self {
-        self.extra
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.extra
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Appends to `groups`.
-    pub fn with_groups(
+    /// Appends to `groups` (nothing to append leaves it unset).
+    pub fn with_groups<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.groups.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.groups.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
@@ -137,12 +141,14 @@ impl CertificateSigningRequestSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `usages`.
-    pub fn with_usages(
+    /// Appends to `usages` (nothing to append leaves it unset).
+    pub fn with_usages<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.usages.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.usages.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

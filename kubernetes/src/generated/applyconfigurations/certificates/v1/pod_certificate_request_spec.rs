@@ -171,16 +171,16 @@ impl PodCertificateRequestSpecApplyConfiguration {
         self
     }
 
-    /// Adds entries to `unverifiedUserAnnotations`.
+    /// Adds entries to `unverifiedUserAnnotations` (no entries leave it unset).
     pub fn with_unverified_user_annotations<
         K: ::std::convert::Into<::std::string::String>,
-    >(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.unverified_user_annotations
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.unverified_user_annotations
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 }

@@ -35,21 +35,25 @@ pub struct CapabilitiesApplyConfiguration {
 }
 
 impl CapabilitiesApplyConfiguration {
-    /// Appends to `add`.
-    pub fn with_add(
+    /// Appends to `add` (nothing to append leaves it unset).
+    pub fn with_add<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.add.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.add.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `drop`.
-    pub fn with_drop(
+    /// Appends to `drop` (nothing to append leaves it unset).
+    pub fn with_drop<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.drop.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.drop.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -69,25 +69,29 @@ pub struct ConfigMapApplyConfiguration {
 }
 
 impl ConfigMapApplyConfiguration {
-    /// Adds entries to `binaryData`.
-    pub fn with_binary_data<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.binary_data
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `binaryData` (no entries leave it unset).
+    pub fn with_binary_data<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.binary_data
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 
-    /// Adds entries to `data`.
-    pub fn with_data<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.data
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `data` (no entries leave it unset).
+    pub fn with_data<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.data
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 

@@ -226,43 +226,51 @@ pub struct ContainerApplyConfiguration {
 }
 
 impl ContainerApplyConfiguration {
-    /// Appends to `args`.
-    pub fn with_args(
+    /// Appends to `args` (nothing to append leaves it unset).
+    pub fn with_args<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.args.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.args.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `command`.
-    pub fn with_command(
+    /// Appends to `command` (nothing to append leaves it unset).
+    pub fn with_command<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.command.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.command.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `env`.
+    /// Appends to `env` (nothing to append leaves it unset).
     pub fn with_env(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::EnvVarApplyConfiguration,
         >,
     ) -> Self {
-        self.env.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.env.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `envFrom`.
+    /// Appends to `envFrom` (nothing to append leaves it unset).
     pub fn with_env_from(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::EnvFromSourceApplyConfiguration,
         >,
     ) -> Self {
-        self.env_from.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.env_from.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -311,14 +319,16 @@ impl ContainerApplyConfiguration {
         self
     }
 
-    /// Appends to `ports`.
+    /// Appends to `ports` (nothing to append leaves it unset).
     pub fn with_ports(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerPortApplyConfiguration,
         >,
     ) -> Self {
-        self.ports.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ports.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -331,14 +341,16 @@ impl ContainerApplyConfiguration {
         self
     }
 
-    /// Appends to `resizePolicy`.
+    /// Appends to `resizePolicy` (nothing to append leaves it unset).
     pub fn with_resize_policy(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerResizePolicyApplyConfiguration,
         >,
     ) -> Self {
-        self.resize_policy.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resize_policy.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -360,14 +372,18 @@ impl ContainerApplyConfiguration {
         self
     }
 
-    /// Appends to `restartPolicyRules`.
+    /// Appends to `restartPolicyRules` (nothing to append leaves it unset).
     pub fn with_restart_policy_rules(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerRestartRuleApplyConfiguration,
         >,
     ) -> Self {
-        self.restart_policy_rules.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.restart_policy_rules
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
@@ -425,25 +441,29 @@ impl ContainerApplyConfiguration {
         self
     }
 
-    /// Appends to `volumeDevices`.
+    /// Appends to `volumeDevices` (nothing to append leaves it unset).
     pub fn with_volume_devices(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::VolumeDeviceApplyConfiguration,
         >,
     ) -> Self {
-        self.volume_devices.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.volume_devices.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `volumeMounts`.
+    /// Appends to `volumeMounts` (nothing to append leaves it unset).
     pub fn with_volume_mounts(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::VolumeMountApplyConfiguration,
         >,
     ) -> Self {
-        self.volume_mounts.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.volume_mounts.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

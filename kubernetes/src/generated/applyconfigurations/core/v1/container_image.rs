@@ -35,12 +35,14 @@ pub struct ContainerImageApplyConfiguration {
 }
 
 impl ContainerImageApplyConfiguration {
-    /// Appends to `names`.
-    pub fn with_names(
+    /// Appends to `names` (nothing to append leaves it unset).
+    pub fn with_names<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.names.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.names.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

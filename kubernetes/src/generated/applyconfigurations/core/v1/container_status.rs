@@ -145,7 +145,7 @@ pub struct ContainerStatusApplyConfiguration {
 }
 
 impl ContainerStatusApplyConfiguration {
-    /// Adds entries to `allocatedResources`.
+    /// Adds entries to `allocatedResources` (no entries leave it unset).
     pub fn with_allocated_resources<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -155,22 +155,26 @@ impl ContainerStatusApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.allocated_resources
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.allocated_resources
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Appends to `allocatedResourcesStatus`.
+    /// Appends to `allocatedResourcesStatus` (nothing to append leaves it unset).
     pub fn with_allocated_resources_status(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ResourceStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.allocated_resources_status
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.allocated_resources_status
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
@@ -273,14 +277,16 @@ impl ContainerStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `volumeMounts`.
+    /// Appends to `volumeMounts` (nothing to append leaves it unset).
     pub fn with_volume_mounts(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::VolumeMountStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.volume_mounts.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.volume_mounts.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -32,14 +32,16 @@ pub struct DownwardAPIProjectionApplyConfiguration {
 }
 
 impl DownwardAPIProjectionApplyConfiguration {
-    /// Appends to `items`.
+    /// Appends to `items` (nothing to append leaves it unset).
     pub fn with_items(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::DownwardAPIVolumeFileApplyConfiguration,
         >,
     ) -> Self {
-        self.items.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.items.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

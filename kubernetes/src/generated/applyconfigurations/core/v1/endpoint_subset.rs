@@ -48,36 +48,42 @@ pub struct EndpointSubsetApplyConfiguration {
 }
 
 impl EndpointSubsetApplyConfiguration {
-    /// Appends to `addresses`.
+    /// Appends to `addresses` (nothing to append leaves it unset).
     pub fn with_addresses(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::EndpointAddressApplyConfiguration,
         >,
     ) -> Self {
-        self.addresses.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.addresses.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `notReadyAddresses`.
+    /// Appends to `notReadyAddresses` (nothing to append leaves it unset).
     pub fn with_not_ready_addresses(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::EndpointAddressApplyConfiguration,
         >,
     ) -> Self {
-        self.not_ready_addresses.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.not_ready_addresses.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `ports`.
+    /// Appends to `ports` (nothing to append leaves it unset).
     pub fn with_ports(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::EndpointPortApplyConfiguration,
         >,
     ) -> Self {
-        self.ports.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ports.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -53,14 +53,16 @@ pub struct EndpointsApplyConfiguration {
 }
 
 impl EndpointsApplyConfiguration {
-    /// Appends to `subsets`.
+    /// Appends to `subsets` (nothing to append leaves it unset).
     pub fn with_subsets(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::EndpointSubsetApplyConfiguration,
         >,
     ) -> Self {
-        self.subsets.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.subsets.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -28,12 +28,14 @@ pub struct ExecActionApplyConfiguration {
 }
 
 impl ExecActionApplyConfiguration {
-    /// Appends to `command`.
-    pub fn with_command(
+    /// Appends to `command` (nothing to append leaves it unset).
+    pub fn with_command<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.command.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.command.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -77,21 +77,25 @@ impl FCVolumeSourceApplyConfiguration {
         self
     }
 
-    /// Appends to `targetWWNs`.
-    pub fn with_target_ww_ns(
+    /// Appends to `targetWWNs` (nothing to append leaves it unset).
+    pub fn with_target_ww_ns<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.target_ww_ns.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.target_ww_ns.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `wwids`.
-    pub fn with_wwids(
+    /// Appends to `wwids` (nothing to append leaves it unset).
+    pub fn with_wwids<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.wwids.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.wwids.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -35,12 +35,14 @@ pub struct HostAliasApplyConfiguration {
 }
 
 impl HostAliasApplyConfiguration {
-    /// Appends to `hostnames`.
-    pub fn with_hostnames(
+    /// Appends to `hostnames` (nothing to append leaves it unset).
+    pub fn with_hostnames<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.hostnames.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.hostnames.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

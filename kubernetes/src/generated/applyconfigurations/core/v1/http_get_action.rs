@@ -76,14 +76,16 @@ impl HTTPGetActionApplyConfiguration {
         self
     }
 
-    /// Appends to `httpHeaders`.
+    /// Appends to `httpHeaders` (nothing to append leaves it unset).
     pub fn with_http_headers(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::HTTPHeaderApplyConfiguration,
         >,
     ) -> Self {
-        self.http_headers.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.http_headers.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -154,12 +154,14 @@ impl ISCSIVolumeSourceApplyConfiguration {
         self
     }
 
-    /// Appends to `portals`.
-    pub fn with_portals(
+    /// Appends to `portals` (nothing to append leaves it unset).
+    pub fn with_portals<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.portals.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.portals.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

@@ -88,7 +88,7 @@ pub struct LimitRangeItemApplyConfiguration {
 }
 
 impl LimitRangeItemApplyConfiguration {
-    /// Adds entries to `default`.
+    /// Adds entries to `default` (no entries leave it unset).
     pub fn with_default<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -98,13 +98,15 @@ impl LimitRangeItemApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.default
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.default
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `defaultRequest`.
+    /// Adds entries to `defaultRequest` (no entries leave it unset).
     pub fn with_default_request<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -114,13 +116,15 @@ impl LimitRangeItemApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.default_request
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.default_request
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `max`.
+    /// Adds entries to `max` (no entries leave it unset).
     pub fn with_max<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -130,13 +134,15 @@ impl LimitRangeItemApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.max
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.max
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `maxLimitRequestRatio`.
+    /// Adds entries to `maxLimitRequestRatio` (no entries leave it unset).
     pub fn with_max_limit_request_ratio<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -146,13 +152,15 @@ impl LimitRangeItemApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.max_limit_request_ratio
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.max_limit_request_ratio
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `min`.
+    /// Adds entries to `min` (no entries leave it unset).
     pub fn with_min<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -162,9 +170,11 @@ impl LimitRangeItemApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.min
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.min
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 

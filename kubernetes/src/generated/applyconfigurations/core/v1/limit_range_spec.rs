@@ -30,14 +30,16 @@ pub struct LimitRangeSpecApplyConfiguration {
 }
 
 impl LimitRangeSpecApplyConfiguration {
-    /// Appends to `limits`.
+    /// Appends to `limits` (nothing to append leaves it unset).
     pub fn with_limits(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::LimitRangeItemApplyConfiguration,
         >,
     ) -> Self {
-        self.limits.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.limits.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -48,12 +48,14 @@ impl LinuxContainerUserApplyConfiguration {
         self
     }
 
-    /// Appends to `supplementalGroups`.
+    /// Appends to `supplementalGroups` (nothing to append leaves it unset).
     pub fn with_supplemental_groups(
         mut self,
         items: impl ::std::iter::IntoIterator<Item = i64>,
     ) -> Self {
-        self.supplemental_groups.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.supplemental_groups.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -78,14 +78,16 @@ impl LoadBalancerIngressApplyConfiguration {
         self
     }
 
-    /// Appends to `ports`.
+    /// Appends to `ports` (nothing to append leaves it unset).
     pub fn with_ports(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PortStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.ports.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ports.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

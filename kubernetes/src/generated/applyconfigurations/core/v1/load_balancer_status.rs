@@ -32,14 +32,16 @@ pub struct LoadBalancerStatusApplyConfiguration {
 }
 
 impl LoadBalancerStatusApplyConfiguration {
-    /// Appends to `ingress`.
+    /// Appends to `ingress` (nothing to append leaves it unset).
     pub fn with_ingress(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::LoadBalancerIngressApplyConfiguration,
         >,
     ) -> Self {
-        self.ingress.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ingress.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -28,12 +28,14 @@ pub struct NamespaceSpecApplyConfiguration {
 }
 
 impl NamespaceSpecApplyConfiguration {
-    /// Appends to `finalizers`.
-    pub fn with_finalizers(
+    /// Appends to `finalizers` (nothing to append leaves it unset).
+    pub fn with_finalizers<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.finalizers.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.finalizers.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

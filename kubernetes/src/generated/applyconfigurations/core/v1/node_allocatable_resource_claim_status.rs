@@ -57,34 +57,40 @@ pub struct NodeAllocatableResourceClaimStatusApplyConfiguration {
 }
 
 impl NodeAllocatableResourceClaimStatusApplyConfiguration {
-    /// Appends to `containers`.
-    pub fn with_containers(
+    /// Appends to `containers` (nothing to append leaves it unset).
+    pub fn with_containers<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.containers.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.containers.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `mapping`.
+    /// Appends to `mapping` (nothing to append leaves it unset).
     pub fn with_mapping(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::NodeAllocatableMappedResourcesApplyConfiguration,
         >,
     ) -> Self {
-        self.mapping.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.mapping.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `overhead`.
+    /// Appends to `overhead` (nothing to append leaves it unset).
     pub fn with_overhead(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::NodeAllocatableOverheadResourcesApplyConfiguration,
         >,
     ) -> Self {
-        self.overhead.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.overhead.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -30,14 +30,15 @@ pub struct NodePodPreemptionPolicyApplyConfiguration {
 }
 
 impl NodePodPreemptionPolicyApplyConfiguration {
-    /// Appends to `disableResizePreemption`.
-    pub fn with_disable_resize_preemption(
-        mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
-    ) -> Self {
-        self.disable_resize_preemption
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+    /// Appends to `disableResizePreemption` (nothing to append leaves it unset).
+    pub fn with_disable_resize_preemption<
+        S: ::std::convert::Into<::std::string::String>,
+    >(mut self, items: impl ::std::iter::IntoIterator<Item = S>) -> Self {
+        for item in items {
+            self.disable_resize_preemption
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 }

@@ -32,14 +32,16 @@ pub struct NodeSelectorApplyConfiguration {
 }
 
 impl NodeSelectorApplyConfiguration {
-    /// Appends to `nodeSelectorTerms`.
+    /// Appends to `nodeSelectorTerms` (nothing to append leaves it unset).
     pub fn with_node_selector_terms(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::NodeSelectorTermApplyConfiguration,
         >,
     ) -> Self {
-        self.node_selector_terms.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.node_selector_terms.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

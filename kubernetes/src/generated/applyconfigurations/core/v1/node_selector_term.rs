@@ -43,25 +43,29 @@ pub struct NodeSelectorTermApplyConfiguration {
 }
 
 impl NodeSelectorTermApplyConfiguration {
-    /// Appends to `matchExpressions`.
+    /// Appends to `matchExpressions` (nothing to append leaves it unset).
     pub fn with_match_expressions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::NodeSelectorRequirementApplyConfiguration,
         >,
     ) -> Self {
-        self.match_expressions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.match_expressions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `matchFields`.
+    /// Appends to `matchFields` (nothing to append leaves it unset).
     pub fn with_match_fields(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::NodeSelectorRequirementApplyConfiguration,
         >,
     ) -> Self {
-        self.match_fields.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.match_fields.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -110,12 +110,14 @@ impl NodeSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `podCIDRs`.
-    pub fn with_pod_cid_rs(
+    /// Appends to `podCIDRs` (nothing to append leaves it unset).
+    pub fn with_pod_cid_rs<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.pod_cid_rs.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.pod_cid_rs.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
@@ -137,14 +139,16 @@ impl NodeSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `taints`.
+    /// Appends to `taints` (nothing to append leaves it unset).
     pub fn with_taints(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::TaintApplyConfiguration,
         >,
     ) -> Self {
-        self.taints.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.taints.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -149,18 +149,20 @@ pub struct NodeStatusApplyConfiguration {
 }
 
 impl NodeStatusApplyConfiguration {
-    /// Appends to `addresses`.
+    /// Appends to `addresses` (nothing to append leaves it unset).
     pub fn with_addresses(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::NodeAddressApplyConfiguration,
         >,
     ) -> Self {
-        self.addresses.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.addresses.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Adds entries to `allocatable`.
+    /// Adds entries to `allocatable` (no entries leave it unset).
     pub fn with_allocatable<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -170,13 +172,15 @@ impl NodeStatusApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.allocatable
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.allocatable
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `capacity`.
+    /// Adds entries to `capacity` (no entries leave it unset).
     pub fn with_capacity<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -186,20 +190,24 @@ impl NodeStatusApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.capacity
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.capacity
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::NodeConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -221,12 +229,16 @@ impl NodeStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `declaredFeatures`.
-    pub fn with_declared_features(
+    /// Appends to `declaredFeatures` (nothing to append leaves it unset).
+    pub fn with_declared_features<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.declared_features.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.declared_features
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
@@ -239,14 +251,16 @@ impl NodeStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `images`.
+    /// Appends to `images` (nothing to append leaves it unset).
     pub fn with_images(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerImageApplyConfiguration,
         >,
     ) -> Self {
-        self.images.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.images.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -268,34 +282,42 @@ impl NodeStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `runtimeHandlers`.
+    /// Appends to `runtimeHandlers` (nothing to append leaves it unset).
     pub fn with_runtime_handlers(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::NodeRuntimeHandlerApplyConfiguration,
         >,
     ) -> Self {
-        self.runtime_handlers.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.runtime_handlers.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `volumesAttached`.
+    /// Appends to `volumesAttached` (nothing to append leaves it unset).
     pub fn with_volumes_attached(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::AttachedVolumeApplyConfiguration,
         >,
     ) -> Self {
-        self.volumes_attached.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.volumes_attached.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `volumesInUse`.
-    pub fn with_volumes_in_use(
+    /// Appends to `volumesInUse` (nothing to append leaves it unset).
+    pub fn with_volumes_in_use<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.volumes_in_use.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.volumes_in_use
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 }

@@ -92,12 +92,14 @@ pub struct PersistentVolumeClaimSpecApplyConfiguration {
 }
 
 impl PersistentVolumeClaimSpecApplyConfiguration {
-    /// Appends to `accessModes`.
-    pub fn with_access_modes(
+    /// Appends to `accessModes` (nothing to append leaves it unset).
+    pub fn with_access_modes<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.access_modes.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.access_modes.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

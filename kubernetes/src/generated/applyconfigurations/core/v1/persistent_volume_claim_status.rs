@@ -106,29 +106,31 @@ pub struct PersistentVolumeClaimStatusApplyConfiguration {
 }
 
 impl PersistentVolumeClaimStatusApplyConfiguration {
-    /// Appends to `accessModes`.
-    pub fn with_access_modes(
+    /// Appends to `accessModes` (nothing to append leaves it unset).
+    pub fn with_access_modes<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.access_modes.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.access_modes.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Adds entries to `allocatedResourceStatuses`.
+    /// Adds entries to `allocatedResourceStatuses` (no entries leave it unset).
     pub fn with_allocated_resource_statuses<
         K: ::std::convert::Into<::std::string::String>,
-    >(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.allocated_resource_statuses
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.allocated_resource_statuses
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 
-    /// Adds entries to `allocatedResources`.
+    /// Adds entries to `allocatedResources` (no entries leave it unset).
     pub fn with_allocated_resources<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -138,13 +140,15 @@ impl PersistentVolumeClaimStatusApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.allocated_resources
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.allocated_resources
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `capacity`.
+    /// Adds entries to `capacity` (no entries leave it unset).
     pub fn with_capacity<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -154,20 +158,24 @@ impl PersistentVolumeClaimStatusApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.capacity
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.capacity
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PersistentVolumeClaimConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

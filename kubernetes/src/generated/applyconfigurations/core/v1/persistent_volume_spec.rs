@@ -291,12 +291,14 @@ pub struct PersistentVolumeSpecApplyConfiguration {
 }
 
 impl PersistentVolumeSpecApplyConfiguration {
-    /// Appends to `accessModes`.
-    pub fn with_access_modes(
+    /// Appends to `accessModes` (nothing to append leaves it unset).
+    pub fn with_access_modes<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.access_modes.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.access_modes.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
@@ -327,7 +329,7 @@ impl PersistentVolumeSpecApplyConfiguration {
         self
     }
 
-    /// Adds entries to `capacity`.
+    /// Adds entries to `capacity` (no entries leave it unset).
     pub fn with_capacity<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -337,9 +339,11 @@ impl PersistentVolumeSpecApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.capacity
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.capacity
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
@@ -451,12 +455,16 @@ impl PersistentVolumeSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `mountOptions`.
-    pub fn with_mount_options(
+    /// Appends to `mountOptions` (nothing to append leaves it unset).
+    pub fn with_mount_options<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.mount_options.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.mount_options
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 

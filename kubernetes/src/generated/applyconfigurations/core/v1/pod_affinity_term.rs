@@ -78,21 +78,29 @@ impl PodAffinityTermApplyConfiguration {
         self
     }
 
-    /// Appends to `matchLabelKeys`.
-    pub fn with_match_label_keys(
+    /// Appends to `matchLabelKeys` (nothing to append leaves it unset).
+    pub fn with_match_label_keys<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.match_label_keys.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.match_label_keys
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Appends to `mismatchLabelKeys`.
-    pub fn with_mismatch_label_keys(
+    /// Appends to `mismatchLabelKeys` (nothing to append leaves it unset).
+    pub fn with_mismatch_label_keys<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.mismatch_label_keys.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.mismatch_label_keys
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
@@ -105,12 +113,14 @@ impl PodAffinityTermApplyConfiguration {
         self
     }
 
-    /// Appends to `namespaces`.
-    pub fn with_namespaces(
+    /// Appends to `namespaces` (nothing to append leaves it unset).
+    pub fn with_namespaces<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.namespaces.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.namespaces.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

@@ -41,29 +41,33 @@ pub struct PodAntiAffinityApplyConfiguration {
 }
 
 impl PodAntiAffinityApplyConfiguration {
-    /// Appends to `preferredDuringSchedulingIgnoredDuringExecution`.
+    /// Appends to `preferredDuringSchedulingIgnoredDuringExecution` (nothing to append leaves it unset).
     pub fn with_preferred_during_scheduling_ignored_during_execution(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::WeightedPodAffinityTermApplyConfiguration,
         >,
     ) -> Self {
-        self.preferred_during_scheduling_ignored_during_execution
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.preferred_during_scheduling_ignored_during_execution
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
-    /// Appends to `requiredDuringSchedulingIgnoredDuringExecution`.
+    /// Appends to `requiredDuringSchedulingIgnoredDuringExecution` (nothing to append leaves it unset).
     pub fn with_required_during_scheduling_ignored_during_execution(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PodAffinityTermApplyConfiguration,
         >,
     ) -> Self {
-        self.required_during_scheduling_ignored_during_execution
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.required_during_scheduling_ignored_during_execution
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 }

@@ -46,32 +46,38 @@ pub struct PodDNSConfigApplyConfiguration {
 }
 
 impl PodDNSConfigApplyConfiguration {
-    /// Appends to `nameservers`.
-    pub fn with_nameservers(
+    /// Appends to `nameservers` (nothing to append leaves it unset).
+    pub fn with_nameservers<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.nameservers.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.nameservers.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `options`.
+    /// Appends to `options` (nothing to append leaves it unset).
     pub fn with_options(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PodDNSConfigOptionApplyConfiguration,
         >,
     ) -> Self {
-        self.options.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.options.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `searches`.
-    pub fn with_searches(
+    /// Appends to `searches` (nothing to append leaves it unset).
+    pub fn with_searches<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.searches.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.searches.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

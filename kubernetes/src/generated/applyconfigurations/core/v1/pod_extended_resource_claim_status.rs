@@ -39,14 +39,16 @@ pub struct PodExtendedResourceClaimStatusApplyConfiguration {
 }
 
 impl PodExtendedResourceClaimStatusApplyConfiguration {
-    /// Appends to `requestMappings`.
+    /// Appends to `requestMappings` (nothing to append leaves it unset).
     pub fn with_request_mappings(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerExtendedResourceRequestApplyConfiguration,
         >,
     ) -> Self {
-        self.request_mappings.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.request_mappings.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -191,12 +191,14 @@ impl PodSecurityContextApplyConfiguration {
         self
     }
 
-    /// Appends to `supplementalGroups`.
+    /// Appends to `supplementalGroups` (nothing to append leaves it unset).
     pub fn with_supplemental_groups(
         mut self,
         items: impl ::std::iter::IntoIterator<Item = i64>,
     ) -> Self {
-        self.supplemental_groups.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.supplemental_groups.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -209,14 +211,16 @@ impl PodSecurityContextApplyConfiguration {
         self
     }
 
-    /// Appends to `sysctls`.
+    /// Appends to `sysctls` (nothing to append leaves it unset).
     pub fn with_sysctls(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::SysctlApplyConfiguration,
         >,
     ) -> Self {
-        self.sysctls.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.sysctls.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

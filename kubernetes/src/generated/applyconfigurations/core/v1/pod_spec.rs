@@ -400,14 +400,16 @@ impl PodSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `containers`.
+    /// Appends to `containers` (nothing to append leaves it unset).
     pub fn with_containers(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerApplyConfiguration,
         >,
     ) -> Self {
-        self.containers.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.containers.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -435,36 +437,44 @@ impl PodSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `ephemeralContainers`.
+    /// Appends to `ephemeralContainers` (nothing to append leaves it unset).
     pub fn with_ephemeral_containers(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::EphemeralContainerApplyConfiguration,
         >,
     ) -> Self {
-        self.ephemeral_containers.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ephemeral_containers
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
-    /// Appends to `evictionResponders`.
+    /// Appends to `evictionResponders` (nothing to append leaves it unset).
     pub fn with_eviction_responders(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::EvictionResponderApplyConfiguration,
         >,
     ) -> Self {
-        self.eviction_responders.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.eviction_responders.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `hostAliases`.
+    /// Appends to `hostAliases` (nothing to append leaves it unset).
     pub fn with_host_aliases(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::HostAliasApplyConfiguration,
         >,
     ) -> Self {
-        self.host_aliases.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.host_aliases.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -510,25 +520,29 @@ impl PodSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `imagePullSecrets`.
+    /// Appends to `imagePullSecrets` (nothing to append leaves it unset).
     pub fn with_image_pull_secrets(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::LocalObjectReferenceApplyConfiguration,
         >,
     ) -> Self {
-        self.image_pull_secrets.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.image_pull_secrets.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `initContainers`.
+    /// Appends to `initContainers` (nothing to append leaves it unset).
     pub fn with_init_containers(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerApplyConfiguration,
         >,
     ) -> Self {
-        self.init_containers.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.init_containers.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -541,14 +555,16 @@ impl PodSpecApplyConfiguration {
         self
     }
 
-    /// Adds entries to `nodeSelector`.
-    pub fn with_node_selector<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.node_selector
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `nodeSelector` (no entries leave it unset).
+    pub fn with_node_selector<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.node_selector
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 
@@ -561,7 +577,7 @@ impl PodSpecApplyConfiguration {
         self
     }
 
-    /// Adds entries to `overhead`.
+    /// Adds entries to `overhead` (no entries leave it unset).
     pub fn with_overhead<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -571,9 +587,11 @@ impl PodSpecApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.overhead
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.overhead
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
@@ -601,25 +619,29 @@ impl PodSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `readinessGates`.
+    /// Appends to `readinessGates` (nothing to append leaves it unset).
     pub fn with_readiness_gates(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PodReadinessGateApplyConfiguration,
         >,
     ) -> Self {
-        self.readiness_gates.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.readiness_gates.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `resourceClaims`.
+    /// Appends to `resourceClaims` (nothing to append leaves it unset).
     pub fn with_resource_claims(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PodResourceClaimApplyConfiguration,
         >,
     ) -> Self {
-        self.resource_claims.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resource_claims.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -659,14 +681,16 @@ impl PodSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `schedulingGates`.
+    /// Appends to `schedulingGates` (nothing to append leaves it unset).
     pub fn with_scheduling_gates(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PodSchedulingGateApplyConfiguration,
         >,
     ) -> Self {
-        self.scheduling_gates.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.scheduling_gates.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -733,38 +757,44 @@ impl PodSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `tolerations`.
+    /// Appends to `tolerations` (nothing to append leaves it unset).
     pub fn with_tolerations(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::TolerationApplyConfiguration,
         >,
     ) -> Self {
-        self.tolerations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.tolerations.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `topologySpreadConstraints`.
+    /// Appends to `topologySpreadConstraints` (nothing to append leaves it unset).
     pub fn with_topology_spread_constraints(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::TopologySpreadConstraintApplyConfiguration,
         >,
     ) -> Self {
-        self.topology_spread_constraints
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.topology_spread_constraints
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
-    /// Appends to `volumes`.
+    /// Appends to `volumes` (nothing to append leaves it unset).
     pub fn with_volumes(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::VolumeApplyConfiguration,
         >,
     ) -> Self {
-        self.volumes.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.volumes.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -208,7 +208,7 @@ pub struct PodStatusApplyConfiguration {
 }
 
 impl PodStatusApplyConfiguration {
-    /// Adds entries to `allocatedResources`.
+    /// Adds entries to `allocatedResources` (no entries leave it unset).
     pub fn with_allocated_resources<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -218,44 +218,52 @@ impl PodStatusApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.allocated_resources
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.allocated_resources
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PodConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `containerStatuses`.
+    /// Appends to `containerStatuses` (nothing to append leaves it unset).
     pub fn with_container_statuses(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.container_statuses.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.container_statuses.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `ephemeralContainerStatuses`.
+    /// Appends to `ephemeralContainerStatuses` (nothing to append leaves it unset).
     pub fn with_ephemeral_container_statuses(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.ephemeral_container_statuses
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.ephemeral_container_statuses
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
@@ -277,27 +285,31 @@ impl PodStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `hostIPs`.
+    /// Appends to `hostIPs` (nothing to append leaves it unset).
     pub fn with_host_i_ps(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::HostIPApplyConfiguration,
         >,
     ) -> Self {
-        self.host_i_ps.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.host_i_ps.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `initContainerStatuses`.
+    /// Appends to `initContainerStatuses` (nothing to append leaves it unset).
     pub fn with_init_container_statuses(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ContainerStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.init_container_statuses
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.init_container_statuses
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
@@ -310,16 +322,18 @@ impl PodStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `nodeAllocatableResourceClaimStatuses`.
+    /// Appends to `nodeAllocatableResourceClaimStatuses` (nothing to append leaves it unset).
     pub fn with_node_allocatable_resource_claim_statuses(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::NodeAllocatableResourceClaimStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.node_allocatable_resource_claim_statuses
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.node_allocatable_resource_claim_statuses
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
@@ -356,14 +370,16 @@ impl PodStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `podIPs`.
+    /// Appends to `podIPs` (nothing to append leaves it unset).
     pub fn with_pod_i_ps(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PodIPApplyConfiguration,
         >,
     ) -> Self {
-        self.pod_i_ps.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.pod_i_ps.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -394,16 +410,18 @@ impl PodStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `resourceClaimStatuses`.
+    /// Appends to `resourceClaimStatuses` (nothing to append leaves it unset).
     pub fn with_resource_claim_statuses(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PodResourceClaimStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.resource_claim_statuses
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.resource_claim_statuses
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
@@ -425,14 +443,16 @@ impl PodStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `volumeHealth`.
+    /// Appends to `volumeHealth` (nothing to append leaves it unset).
     pub fn with_volume_health(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::PodVolumeHealthApplyConfiguration,
         >,
     ) -> Self {
-        self.volume_health.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.volume_health.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -58,14 +58,16 @@ impl ProjectedVolumeSourceApplyConfiguration {
         self
     }
 
-    /// Appends to `sources`.
+    /// Appends to `sources` (nothing to append leaves it unset).
     pub fn with_sources(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::VolumeProjectionApplyConfiguration,
         >,
     ) -> Self {
-        self.sources.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.sources.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -106,12 +106,14 @@ impl RBDVolumeSourceApplyConfiguration {
         self
     }
 
-    /// Appends to `monitors`.
-    pub fn with_monitors(
+    /// Appends to `monitors` (nothing to append leaves it unset).
+    pub fn with_monitors<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.monitors.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.monitors.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

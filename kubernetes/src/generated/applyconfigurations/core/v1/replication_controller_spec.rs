@@ -65,14 +65,16 @@ impl ReplicationControllerSpecApplyConfiguration {
         self
     }
 
-    /// Adds entries to `selector`.
-    pub fn with_selector<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.selector
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `selector` (no entries leave it unset).
+    pub fn with_selector<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.selector
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 

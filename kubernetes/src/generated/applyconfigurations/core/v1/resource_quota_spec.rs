@@ -49,7 +49,7 @@ pub struct ResourceQuotaSpecApplyConfiguration {
 }
 
 impl ResourceQuotaSpecApplyConfiguration {
-    /// Adds entries to `hard`.
+    /// Adds entries to `hard` (no entries leave it unset).
     pub fn with_hard<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -59,9 +59,11 @@ impl ResourceQuotaSpecApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.hard
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.hard
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
@@ -74,12 +76,14 @@ impl ResourceQuotaSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `scopes`.
-    pub fn with_scopes(
+    /// Appends to `scopes` (nothing to append leaves it unset).
+    pub fn with_scopes<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.scopes.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.scopes.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -45,7 +45,7 @@ pub struct ResourceQuotaStatusApplyConfiguration {
 }
 
 impl ResourceQuotaStatusApplyConfiguration {
-    /// Adds entries to `hard`.
+    /// Adds entries to `hard` (no entries leave it unset).
     pub fn with_hard<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -55,13 +55,15 @@ impl ResourceQuotaStatusApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.hard
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.hard
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `used`.
+    /// Adds entries to `used` (no entries leave it unset).
     pub fn with_used<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -71,9 +73,11 @@ impl ResourceQuotaStatusApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.used
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.used
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 }

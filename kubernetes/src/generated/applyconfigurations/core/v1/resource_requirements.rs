@@ -54,18 +54,20 @@ pub struct ResourceRequirementsApplyConfiguration {
 }
 
 impl ResourceRequirementsApplyConfiguration {
-    /// Appends to `claims`.
+    /// Appends to `claims` (nothing to append leaves it unset).
     pub fn with_claims(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ResourceClaimApplyConfiguration,
         >,
     ) -> Self {
-        self.claims.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.claims.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Adds entries to `limits`.
+    /// Adds entries to `limits` (no entries leave it unset).
     pub fn with_limits<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -75,13 +77,15 @@ impl ResourceRequirementsApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.limits
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.limits
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `requests`.
+    /// Adds entries to `requests` (no entries leave it unset).
     pub fn with_requests<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -91,9 +95,11 @@ impl ResourceRequirementsApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.requests
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.requests
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 }

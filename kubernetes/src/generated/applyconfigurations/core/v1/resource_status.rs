@@ -46,14 +46,16 @@ impl ResourceStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `resources`.
+    /// Appends to `resources` (nothing to append leaves it unset).
     pub fn with_resources(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ResourceHealthApplyConfiguration,
         >,
     ) -> Self {
-        self.resources.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resources.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -32,14 +32,16 @@ pub struct ScopeSelectorApplyConfiguration {
 }
 
 impl ScopeSelectorApplyConfiguration {
-    /// Appends to `matchExpressions`.
+    /// Appends to `matchExpressions` (nothing to append leaves it unset).
     pub fn with_match_expressions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ScopedResourceSelectorRequirementApplyConfiguration,
         >,
     ) -> Self {
-        self.match_expressions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.match_expressions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -60,12 +60,14 @@ impl ScopedResourceSelectorRequirementApplyConfiguration {
         self
     }
 
-    /// Appends to `values`.
-    pub fn with_values(
+    /// Appends to `values` (nothing to append leaves it unset).
+    pub fn with_values<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.values.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.values.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -77,25 +77,29 @@ impl ServiceAccountApplyConfiguration {
         self
     }
 
-    /// Appends to `imagePullSecrets`.
+    /// Appends to `imagePullSecrets` (nothing to append leaves it unset).
     pub fn with_image_pull_secrets(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::LocalObjectReferenceApplyConfiguration,
         >,
     ) -> Self {
-        self.image_pull_secrets.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.image_pull_secrets.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `secrets`.
+    /// Appends to `secrets` (nothing to append leaves it unset).
     pub fn with_secrets(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ObjectReferenceApplyConfiguration,
         >,
     ) -> Self {
-        self.secrets.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.secrets.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -184,21 +184,27 @@ impl ServiceSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `clusterIPs`.
-    pub fn with_cluster_i_ps(
+    /// Appends to `clusterIPs` (nothing to append leaves it unset).
+    pub fn with_cluster_i_ps<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.cluster_i_ps.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.cluster_i_ps.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `externalIPs`.
-    pub fn with_external_i_ps(
+    /// Appends to `externalIPs` (nothing to append leaves it unset).
+    pub fn with_external_i_ps<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.external_i_ps.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.external_i_ps
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
@@ -235,12 +241,14 @@ impl ServiceSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `ipFamilies`.
-    pub fn with_ip_families(
+    /// Appends to `ipFamilies` (nothing to append leaves it unset).
+    pub fn with_ip_families<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.ip_families.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ip_families.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
@@ -271,25 +279,28 @@ impl ServiceSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `loadBalancerSourceRanges`.
-    pub fn with_load_balancer_source_ranges(
-        mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
-    ) -> Self {
-        self.load_balancer_source_ranges
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+    /// Appends to `loadBalancerSourceRanges` (nothing to append leaves it unset).
+    pub fn with_load_balancer_source_ranges<
+        S: ::std::convert::Into<::std::string::String>,
+    >(mut self, items: impl ::std::iter::IntoIterator<Item = S>) -> Self {
+        for item in items {
+            self.load_balancer_source_ranges
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Appends to `ports`.
+    /// Appends to `ports` (nothing to append leaves it unset).
     pub fn with_ports(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::ServicePortApplyConfiguration,
         >,
     ) -> Self {
-        self.ports.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ports.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -299,14 +310,16 @@ impl ServiceSpecApplyConfiguration {
         self
     }
 
-    /// Adds entries to `selector`.
-    pub fn with_selector<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.selector
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `selector` (no entries leave it unset).
+    pub fn with_selector<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.selector
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 

@@ -32,16 +32,18 @@ pub struct TopologySelectorTermApplyConfiguration {
 }
 
 impl TopologySelectorTermApplyConfiguration {
-    /// Appends to `matchLabelExpressions`.
+    /// Appends to `matchLabelExpressions` (nothing to append leaves it unset).
     pub fn with_match_label_expressions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::TopologySelectorLabelRequirementApplyConfiguration,
         >,
     ) -> Self {
-        self.match_label_expressions
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.match_label_expressions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 }

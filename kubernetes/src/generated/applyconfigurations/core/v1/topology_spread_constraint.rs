@@ -88,12 +88,16 @@ impl TopologySpreadConstraintApplyConfiguration {
         self
     }
 
-    /// Appends to `matchLabelKeys`.
-    pub fn with_match_label_keys(
+    /// Appends to `matchLabelKeys` (nothing to append leaves it unset).
+    pub fn with_match_label_keys<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.match_label_keys.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.match_label_keys
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 

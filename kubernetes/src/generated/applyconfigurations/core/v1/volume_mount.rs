@@ -79,12 +79,16 @@ pub struct VolumeMountApplyConfiguration {
 }
 
 impl VolumeMountApplyConfiguration {
-    /// Appends to `bindMountOptions`.
-    pub fn with_bind_mount_options(
+    /// Appends to `bindMountOptions` (nothing to append leaves it unset).
+    pub fn with_bind_mount_options<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.bind_mount_options.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.bind_mount_options
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 

@@ -45,7 +45,7 @@ pub struct VolumeResourceRequirementsApplyConfiguration {
 }
 
 impl VolumeResourceRequirementsApplyConfiguration {
-    /// Adds entries to `limits`.
+    /// Adds entries to `limits` (no entries leave it unset).
     pub fn with_limits<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -55,13 +55,15 @@ impl VolumeResourceRequirementsApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.limits
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.limits
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Adds entries to `requests`.
+    /// Adds entries to `requests` (no entries leave it unset).
     pub fn with_requests<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -71,9 +73,11 @@ impl VolumeResourceRequirementsApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.requests
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.requests
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 }

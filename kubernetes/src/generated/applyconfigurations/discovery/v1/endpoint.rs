@@ -85,12 +85,14 @@ pub struct EndpointApplyConfiguration {
 }
 
 impl EndpointApplyConfiguration {
-    /// Appends to `addresses`.
-    pub fn with_addresses(
+    /// Appends to `addresses` (nothing to append leaves it unset).
+    pub fn with_addresses<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.addresses.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.addresses.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
@@ -103,14 +105,16 @@ impl EndpointApplyConfiguration {
         self
     }
 
-    /// Adds entries to `deprecatedTopology`.
-    pub fn with_deprecated_topology<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.deprecated_topology
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `deprecatedTopology` (no entries leave it unset).
+    pub fn with_deprecated_topology<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.deprecated_topology
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 

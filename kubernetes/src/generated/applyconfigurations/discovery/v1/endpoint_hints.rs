@@ -39,25 +39,29 @@ pub struct EndpointHintsApplyConfiguration {
 }
 
 impl EndpointHintsApplyConfiguration {
-    /// Appends to `forNodes`.
+    /// Appends to `forNodes` (nothing to append leaves it unset).
     pub fn with_for_nodes(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::discovery::v1::ForNodeApplyConfiguration,
         >,
     ) -> Self {
-        self.for_nodes.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.for_nodes.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `forZones`.
+    /// Appends to `forZones` (nothing to append leaves it unset).
     pub fn with_for_zones(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::discovery::v1::ForZoneApplyConfiguration,
         >,
     ) -> Self {
-        self.for_zones.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.for_zones.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -80,25 +80,29 @@ impl EndpointSliceApplyConfiguration {
         self
     }
 
-    /// Appends to `endpoints`.
+    /// Appends to `endpoints` (nothing to append leaves it unset).
     pub fn with_endpoints(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::discovery::v1::EndpointApplyConfiguration,
         >,
     ) -> Self {
-        self.endpoints.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.endpoints.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `ports`.
+    /// Appends to `ports` (nothing to append leaves it unset).
     pub fn with_ports(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::discovery::v1::EndpointPortApplyConfiguration,
         >,
     ) -> Self {
-        self.ports.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ports.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -81,14 +81,16 @@ impl FlowSchemaSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `rules`.
+    /// Appends to `rules` (nothing to append leaves it unset).
     pub fn with_rules(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::flowcontrol::v1::PolicyRulesWithSubjectsApplyConfiguration,
         >,
     ) -> Self {
-        self.rules.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.rules.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

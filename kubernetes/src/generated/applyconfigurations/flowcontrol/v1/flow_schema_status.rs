@@ -32,14 +32,16 @@ pub struct FlowSchemaStatusApplyConfiguration {
 }
 
 impl FlowSchemaStatusApplyConfiguration {
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::flowcontrol::v1::FlowSchemaConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -37,21 +37,27 @@ pub struct NonResourcePolicyRuleApplyConfiguration {
 }
 
 impl NonResourcePolicyRuleApplyConfiguration {
-    /// Appends to `nonResourceURLs`.
-    pub fn with_non_resource_ur_ls(
+    /// Appends to `nonResourceURLs` (nothing to append leaves it unset).
+    pub fn with_non_resource_ur_ls<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.non_resource_ur_ls.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.non_resource_ur_ls
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Appends to `verbs`.
-    pub fn with_verbs(
+    /// Appends to `verbs` (nothing to append leaves it unset).
+    pub fn with_verbs<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.verbs.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.verbs.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

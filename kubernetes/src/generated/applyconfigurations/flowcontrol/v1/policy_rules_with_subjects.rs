@@ -52,36 +52,42 @@ pub struct PolicyRulesWithSubjectsApplyConfiguration {
 }
 
 impl PolicyRulesWithSubjectsApplyConfiguration {
-    /// Appends to `nonResourceRules`.
+    /// Appends to `nonResourceRules` (nothing to append leaves it unset).
     pub fn with_non_resource_rules(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::flowcontrol::v1::NonResourcePolicyRuleApplyConfiguration,
         >,
     ) -> Self {
-        self.non_resource_rules.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.non_resource_rules.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `resourceRules`.
+    /// Appends to `resourceRules` (nothing to append leaves it unset).
     pub fn with_resource_rules(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::flowcontrol::v1::ResourcePolicyRuleApplyConfiguration,
         >,
     ) -> Self {
-        self.resource_rules.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resource_rules.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `subjects`.
+    /// Appends to `subjects` (nothing to append leaves it unset).
     pub fn with_subjects(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::flowcontrol::v1::SubjectApplyConfiguration,
         >,
     ) -> Self {
-        self.subjects.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.subjects.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -56,12 +56,14 @@ pub struct ResourcePolicyRuleApplyConfiguration {
 }
 
 impl ResourcePolicyRuleApplyConfiguration {
-    /// Appends to `apiGroups`.
-    pub fn with_api_groups(
+    /// Appends to `apiGroups` (nothing to append leaves it unset).
+    pub fn with_api_groups<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.api_groups.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.api_groups.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
@@ -71,30 +73,36 @@ impl ResourcePolicyRuleApplyConfiguration {
         self
     }
 
-    /// Appends to `namespaces`.
-    pub fn with_namespaces(
+    /// Appends to `namespaces` (nothing to append leaves it unset).
+    pub fn with_namespaces<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.namespaces.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.namespaces.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `resources`.
-    pub fn with_resources(
+    /// Appends to `resources` (nothing to append leaves it unset).
+    pub fn with_resources<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.resources.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resources.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `verbs`.
-    pub fn with_verbs(
+    /// Appends to `verbs` (nothing to append leaves it unset).
+    pub fn with_verbs<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.verbs.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.verbs.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -60,12 +60,16 @@ impl ServerStorageVersionApplyConfiguration {
         self
     }
 
-    /// Appends to `decodableVersions`.
-    pub fn with_decodable_versions(
+    /// Appends to `decodableVersions` (nothing to append leaves it unset).
+    pub fn with_decodable_versions<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.decodable_versions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.decodable_versions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
@@ -78,12 +82,16 @@ impl ServerStorageVersionApplyConfiguration {
         self
     }
 
-    /// Appends to `servedVersions`.
-    pub fn with_served_versions(
+    /// Appends to `servedVersions` (nothing to append leaves it unset).
+    pub fn with_served_versions<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.served_versions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.served_versions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 }

@@ -59,25 +59,29 @@ impl StorageVersionStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::internal::v1alpha1::StorageVersionConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `storageVersions`.
+    /// Appends to `storageVersions` (nothing to append leaves it unset).
     pub fn with_storage_versions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::internal::v1alpha1::ServerStorageVersionApplyConfiguration,
         >,
     ) -> Self {
-        self.storage_versions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.storage_versions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

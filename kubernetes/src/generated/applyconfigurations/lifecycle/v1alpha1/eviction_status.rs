@@ -70,14 +70,16 @@ pub struct EvictionStatusApplyConfiguration {
 }
 
 impl EvictionStatusApplyConfiguration {
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::meta::v1::ConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -87,36 +89,42 @@ impl EvictionStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `requesters`.
+    /// Appends to `requesters` (nothing to append leaves it unset).
     pub fn with_requesters(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::lifecycle::v1alpha1::RequesterApplyConfiguration,
         >,
     ) -> Self {
-        self.requesters.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.requesters.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `responders`.
+    /// Appends to `responders` (nothing to append leaves it unset).
     pub fn with_responders(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::lifecycle::v1alpha1::ResponderStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.responders.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.responders.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `targetResponders`.
+    /// Appends to `targetResponders` (nothing to append leaves it unset).
     pub fn with_target_responders(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::lifecycle::v1alpha1::TargetResponderApplyConfiguration,
         >,
     ) -> Self {
-        self.target_responders.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.target_responders.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -41,25 +41,29 @@ pub struct LabelSelectorApplyConfiguration {
 }
 
 impl LabelSelectorApplyConfiguration {
-    /// Appends to `matchExpressions`.
+    /// Appends to `matchExpressions` (nothing to append leaves it unset).
     pub fn with_match_expressions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::meta::v1::LabelSelectorRequirementApplyConfiguration,
         >,
     ) -> Self {
-        self.match_expressions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.match_expressions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Adds entries to `matchLabels`.
-    pub fn with_match_labels<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.match_labels
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `matchLabels` (no entries leave it unset).
+    pub fn with_match_labels<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.match_labels
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 }

@@ -32,14 +32,16 @@ pub struct HTTPIngressRuleValueApplyConfiguration {
 }
 
 impl HTTPIngressRuleValueApplyConfiguration {
-    /// Appends to `paths`.
+    /// Appends to `paths` (nothing to append leaves it unset).
     pub fn with_paths(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::networking::v1::HTTPIngressPathApplyConfiguration,
         >,
     ) -> Self {
-        self.paths.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.paths.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -32,14 +32,16 @@ pub struct IngressLoadBalancerStatusApplyConfiguration {
 }
 
 impl IngressLoadBalancerStatusApplyConfiguration {
-    /// Appends to `ingress`.
+    /// Appends to `ingress` (nothing to append leaves it unset).
     pub fn with_ingress(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::networking::v1::IngressLoadBalancerIngressApplyConfiguration,
         >,
     ) -> Self {
-        self.ingress.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ingress.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -77,25 +77,29 @@ impl IngressSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `rules`.
+    /// Appends to `rules` (nothing to append leaves it unset).
     pub fn with_rules(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::networking::v1::IngressRuleApplyConfiguration,
         >,
     ) -> Self {
-        self.rules.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.rules.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `tls`.
+    /// Appends to `tls` (nothing to append leaves it unset).
     pub fn with_tls(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::networking::v1::IngressTLSApplyConfiguration,
         >,
     ) -> Self {
-        self.tls.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.tls.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -35,12 +35,14 @@ pub struct IngressTLSApplyConfiguration {
 }
 
 impl IngressTLSApplyConfiguration {
-    /// Appends to `hosts`.
-    pub fn with_hosts(
+    /// Appends to `hosts` (nothing to append leaves it unset).
+    pub fn with_hosts<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.hosts.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.hosts.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 

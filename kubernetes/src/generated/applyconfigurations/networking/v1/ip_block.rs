@@ -44,12 +44,14 @@ impl IPBlockApplyConfiguration {
         self
     }
 
-    /// Appends to `except`.
-    pub fn with_except(
+    /// Appends to `except` (nothing to append leaves it unset).
+    pub fn with_except<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.except.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.except.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -43,25 +43,29 @@ pub struct NetworkPolicyEgressRuleApplyConfiguration {
 }
 
 impl NetworkPolicyEgressRuleApplyConfiguration {
-    /// Appends to `ports`.
+    /// Appends to `ports` (nothing to append leaves it unset).
     pub fn with_ports(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::networking::v1::NetworkPolicyPortApplyConfiguration,
         >,
     ) -> Self {
-        self.ports.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ports.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `to`.
+    /// Appends to `to` (nothing to append leaves it unset).
     pub fn with_to(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::networking::v1::NetworkPolicyPeerApplyConfiguration,
         >,
     ) -> Self {
-        self.to.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.to.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

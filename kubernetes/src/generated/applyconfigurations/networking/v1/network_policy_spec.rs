@@ -59,25 +59,29 @@ pub struct NetworkPolicySpecApplyConfiguration {
 }
 
 impl NetworkPolicySpecApplyConfiguration {
-    /// Appends to `egress`.
+    /// Appends to `egress` (nothing to append leaves it unset).
     pub fn with_egress(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::networking::v1::NetworkPolicyEgressRuleApplyConfiguration,
         >,
     ) -> Self {
-        self.egress.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.egress.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `ingress`.
+    /// Appends to `ingress` (nothing to append leaves it unset).
     pub fn with_ingress(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::networking::v1::NetworkPolicyIngressRuleApplyConfiguration,
         >,
     ) -> Self {
-        self.ingress.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ingress.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -90,12 +94,14 @@ impl NetworkPolicySpecApplyConfiguration {
         self
     }
 
-    /// Appends to `policyTypes`.
-    pub fn with_policy_types(
+    /// Appends to `policyTypes` (nothing to append leaves it unset).
+    pub fn with_policy_types<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.policy_types.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.policy_types.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

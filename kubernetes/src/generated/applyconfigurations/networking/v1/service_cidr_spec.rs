@@ -28,12 +28,14 @@ pub struct ServiceCIDRSpecApplyConfiguration {
 }
 
 impl ServiceCIDRSpecApplyConfiguration {
-    /// Appends to `cidrs`.
-    pub fn with_cidrs(
+    /// Appends to `cidrs` (nothing to append leaves it unset).
+    pub fn with_cidrs<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.cidrs.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.cidrs.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

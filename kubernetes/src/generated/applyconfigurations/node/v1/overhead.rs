@@ -33,7 +33,7 @@ pub struct OverheadApplyConfiguration {
 }
 
 impl OverheadApplyConfiguration {
-    /// Adds entries to `podFixed`.
+    /// Adds entries to `podFixed` (no entries leave it unset).
     pub fn with_pod_fixed<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -43,9 +43,11 @@ impl OverheadApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.pod_fixed
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.pod_fixed
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 }

@@ -39,25 +39,29 @@ pub struct SchedulingApplyConfiguration {
 }
 
 impl SchedulingApplyConfiguration {
-    /// Adds entries to `nodeSelector`.
-    pub fn with_node_selector<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.node_selector
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `nodeSelector` (no entries leave it unset).
+    pub fn with_node_selector<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.node_selector
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 
-    /// Appends to `tolerations`.
+    /// Appends to `tolerations` (nothing to append leaves it unset).
     pub fn with_tolerations(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::TolerationApplyConfiguration,
         >,
     ) -> Self {
-        self.tolerations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.tolerations.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

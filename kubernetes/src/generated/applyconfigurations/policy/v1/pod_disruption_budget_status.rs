@@ -77,14 +77,16 @@ pub struct PodDisruptionBudgetStatusApplyConfiguration {
 }
 
 impl PodDisruptionBudgetStatusApplyConfiguration {
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::meta::v1::ConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -100,7 +102,7 @@ impl PodDisruptionBudgetStatusApplyConfiguration {
         self
     }
 
-    /// Adds entries to `disruptedPods`.
+    /// Adds entries to `disruptedPods` (no entries leave it unset).
     pub fn with_disrupted_pods<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -110,9 +112,11 @@ impl PodDisruptionBudgetStatusApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.disrupted_pods
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.disrupted_pods
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 

@@ -30,16 +30,18 @@ pub struct AggregationRuleApplyConfiguration {
 }
 
 impl AggregationRuleApplyConfiguration {
-    /// Appends to `clusterRoleSelectors`.
+    /// Appends to `clusterRoleSelectors` (nothing to append leaves it unset).
     pub fn with_cluster_role_selectors(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::meta::v1::LabelSelectorApplyConfiguration,
         >,
     ) -> Self {
-        self.cluster_role_selectors
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.cluster_role_selectors
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 }

@@ -58,48 +58,62 @@ pub struct PolicyRuleApplyConfiguration {
 }
 
 impl PolicyRuleApplyConfiguration {
-    /// Appends to `apiGroups`.
-    pub fn with_api_groups(
+    /// Appends to `apiGroups` (nothing to append leaves it unset).
+    pub fn with_api_groups<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.api_groups.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.api_groups.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `nonResourceURLs`.
-    pub fn with_non_resource_ur_ls(
+    /// Appends to `nonResourceURLs` (nothing to append leaves it unset).
+    pub fn with_non_resource_ur_ls<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.non_resource_ur_ls.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.non_resource_ur_ls
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Appends to `resourceNames`.
-    pub fn with_resource_names(
+    /// Appends to `resourceNames` (nothing to append leaves it unset).
+    pub fn with_resource_names<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.resource_names.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resource_names
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Appends to `resources`.
-    pub fn with_resources(
+    /// Appends to `resources` (nothing to append leaves it unset).
+    pub fn with_resources<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.resources.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resources.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
-    /// Appends to `verbs`.
-    pub fn with_verbs(
+    /// Appends to `verbs` (nothing to append leaves it unset).
+    pub fn with_verbs<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.verbs.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.verbs.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -71,14 +71,16 @@ impl RoleBindingApplyConfiguration {
         self
     }
 
-    /// Appends to `subjects`.
+    /// Appends to `subjects` (nothing to append leaves it unset).
     pub fn with_subjects(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::rbac::v1::SubjectApplyConfiguration,
         >,
     ) -> Self {
-        self.subjects.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.subjects.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -33,7 +33,7 @@ pub struct CapacityRequirementsApplyConfiguration {
 }
 
 impl CapacityRequirementsApplyConfiguration {
-    /// Adds entries to `requests`.
+    /// Adds entries to `requests` (no entries leave it unset).
     pub fn with_requests<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -43,9 +43,11 @@ impl CapacityRequirementsApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.requests
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.requests
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 }

@@ -40,16 +40,18 @@ pub struct CounterSetApplyConfiguration {
 }
 
 impl CounterSetApplyConfiguration {
-    /// Adds entries to `counters`.
+    /// Adds entries to `counters` (no entries leave it unset).
     pub fn with_counters<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
             Item = (K, super::super::super::resource::v1::CounterApplyConfiguration),
         >,
     ) -> Self {
-        self.counters
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.counters
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 

@@ -43,25 +43,29 @@ pub struct DeviceAllocationResultApplyConfiguration {
 }
 
 impl DeviceAllocationResultApplyConfiguration {
-    /// Appends to `config`.
+    /// Appends to `config` (nothing to append leaves it unset).
     pub fn with_config(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::DeviceAllocationConfigurationApplyConfiguration,
         >,
     ) -> Self {
-        self.config.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.config.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `results`.
+    /// Appends to `results` (nothing to append leaves it unset).
     pub fn with_results(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::DeviceRequestAllocationResultApplyConfiguration,
         >,
     ) -> Self {
-        self.results.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.results.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

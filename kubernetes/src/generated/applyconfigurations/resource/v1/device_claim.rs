@@ -54,36 +54,42 @@ pub struct DeviceClaimApplyConfiguration {
 }
 
 impl DeviceClaimApplyConfiguration {
-    /// Appends to `config`.
+    /// Appends to `config` (nothing to append leaves it unset).
     pub fn with_config(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::DeviceClaimConfigurationApplyConfiguration,
         >,
     ) -> Self {
-        self.config.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.config.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `constraints`.
+    /// Appends to `constraints` (nothing to append leaves it unset).
     pub fn with_constraints(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::DeviceConstraintApplyConfiguration,
         >,
     ) -> Self {
-        self.constraints.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.constraints.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `requests`.
+    /// Appends to `requests` (nothing to append leaves it unset).
     pub fn with_requests(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::DeviceRequestApplyConfiguration,
         >,
     ) -> Self {
-        self.requests.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.requests.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -115,14 +115,16 @@ impl DeviceSubRequestApplyConfiguration {
         self
     }
 
-    /// Appends to `derivedAttributes`.
+    /// Appends to `derivedAttributes` (nothing to append leaves it unset).
     pub fn with_derived_attributes(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::DeviceDerivedAttributeApplyConfiguration,
         >,
     ) -> Self {
-        self.derived_attributes.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.derived_attributes.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -144,25 +146,29 @@ impl DeviceSubRequestApplyConfiguration {
         self
     }
 
-    /// Appends to `selectors`.
+    /// Appends to `selectors` (nothing to append leaves it unset).
     pub fn with_selectors(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::DeviceSelectorApplyConfiguration,
         >,
     ) -> Self {
-        self.selectors.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.selectors.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `tolerations`.
+    /// Appends to `tolerations` (nothing to append leaves it unset).
     pub fn with_tolerations(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::DeviceTolerationApplyConfiguration,
         >,
     ) -> Self {
-        self.tolerations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.tolerations.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -61,25 +61,29 @@ impl ResourceClaimStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `devices`.
+    /// Appends to `devices` (nothing to append leaves it unset).
     pub fn with_devices(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::AllocatedDeviceStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.devices.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.devices.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `reservedFor`.
+    /// Appends to `reservedFor` (nothing to append leaves it unset).
     pub fn with_reserved_for(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::ResourceClaimConsumerReferenceApplyConfiguration,
         >,
     ) -> Self {
-        self.reserved_for.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.reserved_for.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

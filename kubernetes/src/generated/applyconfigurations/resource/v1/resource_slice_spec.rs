@@ -107,14 +107,16 @@ impl ResourceSliceSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `devices`.
+    /// Appends to `devices` (nothing to append leaves it unset).
     pub fn with_devices(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::DeviceApplyConfiguration,
         >,
     ) -> Self {
-        self.devices.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.devices.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -169,23 +171,29 @@ impl ResourceSliceSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `sharedCounters`.
+    /// Appends to `sharedCounters` (nothing to append leaves it unset).
     pub fn with_shared_counters(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1::CounterSetApplyConfiguration,
         >,
     ) -> Self {
-        self.shared_counters.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.shared_counters.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `skipNodeOperations`.
-    pub fn with_skip_node_operations(
+    /// Appends to `skipNodeOperations` (nothing to append leaves it unset).
+    pub fn with_skip_node_operations<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.skip_node_operations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.skip_node_operations
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 }

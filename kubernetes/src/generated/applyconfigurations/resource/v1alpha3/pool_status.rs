@@ -147,14 +147,16 @@ impl PoolStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `partitionSummary`.
+    /// Appends to `partitionSummary` (nothing to append leaves it unset).
     pub fn with_partition_summary(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1alpha3::PartitionTypeStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.partition_summary.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.partition_summary.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

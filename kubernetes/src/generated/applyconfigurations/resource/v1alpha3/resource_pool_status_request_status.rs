@@ -48,14 +48,16 @@ pub struct ResourcePoolStatusRequestStatusApplyConfiguration {
 }
 
 impl ResourcePoolStatusRequestStatusApplyConfiguration {
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::meta::v1::ConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -65,14 +67,16 @@ impl ResourcePoolStatusRequestStatusApplyConfiguration {
         self
     }
 
-    /// Appends to `pools`.
+    /// Appends to `pools` (nothing to append leaves it unset).
     pub fn with_pools(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1alpha3::PoolStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.pools.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.pools.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

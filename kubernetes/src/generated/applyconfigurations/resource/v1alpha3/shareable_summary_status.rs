@@ -46,14 +46,16 @@ pub struct ShareableSummaryStatusApplyConfiguration {
 }
 
 impl ShareableSummaryStatusApplyConfiguration {
-    /// Appends to `capacity`.
+    /// Appends to `capacity` (nothing to append leaves it unset).
     pub fn with_capacity(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1alpha3::ShareableCapacityStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.capacity.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.capacity.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -146,7 +146,7 @@ impl BasicDeviceApplyConfiguration {
         self
     }
 
-    /// Adds entries to `attributes`.
+    /// Adds entries to `attributes` (no entries leave it unset).
     pub fn with_attributes<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -156,29 +156,36 @@ impl BasicDeviceApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.attributes
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.attributes
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Appends to `bindingConditions`.
-    pub fn with_binding_conditions(
+    /// Appends to `bindingConditions` (nothing to append leaves it unset).
+    pub fn with_binding_conditions<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.binding_conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.binding_conditions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Appends to `bindingFailureConditions`.
-    pub fn with_binding_failure_conditions(
-        mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
-    ) -> Self {
-        self.binding_failure_conditions
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+    /// Appends to `bindingFailureConditions` (nothing to append leaves it unset).
+    pub fn with_binding_failure_conditions<
+        S: ::std::convert::Into<::std::string::String>,
+    >(mut self, items: impl ::std::iter::IntoIterator<Item = S>) -> Self {
+        for item in items {
+            self.binding_failure_conditions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
@@ -188,7 +195,7 @@ impl BasicDeviceApplyConfiguration {
         self
     }
 
-    /// Adds entries to `capacity`.
+    /// Adds entries to `capacity` (no entries leave it unset).
     pub fn with_capacity<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -198,24 +205,28 @@ impl BasicDeviceApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.capacity
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.capacity
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
-    /// Appends to `consumesCounters`.
+    /// Appends to `consumesCounters` (nothing to append leaves it unset).
     pub fn with_consumes_counters(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta1::DeviceCounterConsumptionApplyConfiguration,
         >,
     ) -> Self {
-        self.consumes_counters.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.consumes_counters.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Adds entries to `nodeAllocatableResources`.
+    /// Adds entries to `nodeAllocatableResources` (no entries leave it unset).
     pub fn with_node_allocatable_resources<
         K: ::std::convert::Into<::std::string::String>,
     >(
@@ -227,9 +238,11 @@ impl BasicDeviceApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.node_allocatable_resources
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.node_allocatable_resources
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
@@ -251,14 +264,16 @@ impl BasicDeviceApplyConfiguration {
         self
     }
 
-    /// Appends to `taints`.
+    /// Appends to `taints` (nothing to append leaves it unset).
     pub fn with_taints(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta1::DeviceTaintApplyConfiguration,
         >,
     ) -> Self {
-        self.taints.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.taints.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -68,14 +68,16 @@ impl CapacityRequestPolicyApplyConfiguration {
         self
     }
 
-    /// Appends to `validValues`.
+    /// Appends to `validValues` (nothing to append leaves it unset).
     pub fn with_valid_values(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
         >,
     ) -> Self {
-        self.valid_values.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.valid_values.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

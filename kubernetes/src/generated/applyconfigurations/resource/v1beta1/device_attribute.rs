@@ -83,12 +83,14 @@ impl DeviceAttributeApplyConfiguration {
         self
     }
 
-    /// Appends to `bools`.
+    /// Appends to `bools` (nothing to append leaves it unset).
     pub fn with_bools(
         mut self,
         items: impl ::std::iter::IntoIterator<Item = bool>,
     ) -> Self {
-        self.bools.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.bools.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -98,12 +100,14 @@ impl DeviceAttributeApplyConfiguration {
         self
     }
 
-    /// Appends to `ints`.
+    /// Appends to `ints` (nothing to append leaves it unset).
     pub fn with_ints(
         mut self,
         items: impl ::std::iter::IntoIterator<Item = i64>,
     ) -> Self {
-        self.ints.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ints.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -116,12 +120,14 @@ impl DeviceAttributeApplyConfiguration {
         self
     }
 
-    /// Appends to `strings`.
-    pub fn with_strings(
+    /// Appends to `strings` (nothing to append leaves it unset).
+    pub fn with_strings<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.strings.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.strings.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 
@@ -134,12 +140,14 @@ impl DeviceAttributeApplyConfiguration {
         self
     }
 
-    /// Appends to `versions`.
-    pub fn with_versions(
+    /// Appends to `versions` (nothing to append leaves it unset).
+    pub fn with_versions<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.versions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.versions.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

@@ -46,12 +46,14 @@ impl DeviceClaimConfigurationApplyConfiguration {
         self
     }
 
-    /// Appends to `requests`.
-    pub fn with_requests(
+    /// Appends to `requests` (nothing to append leaves it unset).
+    pub fn with_requests<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.requests.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.requests.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

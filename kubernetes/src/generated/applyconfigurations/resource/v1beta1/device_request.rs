@@ -139,14 +139,16 @@ impl DeviceRequestApplyConfiguration {
         self
     }
 
-    /// Appends to `derivedAttributes`.
+    /// Appends to `derivedAttributes` (nothing to append leaves it unset).
     pub fn with_derived_attributes(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta1::DeviceDerivedAttributeApplyConfiguration,
         >,
     ) -> Self {
-        self.derived_attributes.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.derived_attributes.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -159,14 +161,16 @@ impl DeviceRequestApplyConfiguration {
         self
     }
 
-    /// Appends to `firstAvailable`.
+    /// Appends to `firstAvailable` (nothing to append leaves it unset).
     pub fn with_first_available(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta1::DeviceSubRequestApplyConfiguration,
         >,
     ) -> Self {
-        self.first_available.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.first_available.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -179,25 +183,29 @@ impl DeviceRequestApplyConfiguration {
         self
     }
 
-    /// Appends to `selectors`.
+    /// Appends to `selectors` (nothing to append leaves it unset).
     pub fn with_selectors(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta1::DeviceSelectorApplyConfiguration,
         >,
     ) -> Self {
-        self.selectors.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.selectors.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `tolerations`.
+    /// Appends to `tolerations` (nothing to append leaves it unset).
     pub fn with_tolerations(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta1::DeviceTolerationApplyConfiguration,
         >,
     ) -> Self {
-        self.tolerations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.tolerations.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

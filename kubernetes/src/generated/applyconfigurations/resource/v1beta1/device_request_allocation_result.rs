@@ -119,27 +119,32 @@ impl DeviceRequestAllocationResultApplyConfiguration {
         self
     }
 
-    /// Appends to `bindingConditions`.
-    pub fn with_binding_conditions(
+    /// Appends to `bindingConditions` (nothing to append leaves it unset).
+    pub fn with_binding_conditions<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.binding_conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.binding_conditions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Appends to `bindingFailureConditions`.
-    pub fn with_binding_failure_conditions(
-        mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
-    ) -> Self {
-        self.binding_failure_conditions
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+    /// Appends to `bindingFailureConditions` (nothing to append leaves it unset).
+    pub fn with_binding_failure_conditions<
+        S: ::std::convert::Into<::std::string::String>,
+    >(mut self, items: impl ::std::iter::IntoIterator<Item = S>) -> Self {
+        for item in items {
+            self.binding_failure_conditions
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Adds entries to `consumedCapacity`.
+    /// Adds entries to `consumedCapacity` (no entries leave it unset).
     pub fn with_consumed_capacity<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
@@ -149,9 +154,11 @@ impl DeviceRequestAllocationResultApplyConfiguration {
             ),
         >,
     ) -> Self {
-        self.consumed_capacity
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.consumed_capacity
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 
@@ -200,23 +207,29 @@ impl DeviceRequestAllocationResultApplyConfiguration {
         self
     }
 
-    /// Appends to `skipNodeOperations`.
-    pub fn with_skip_node_operations(
+    /// Appends to `skipNodeOperations` (nothing to append leaves it unset).
+    pub fn with_skip_node_operations<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.skip_node_operations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.skip_node_operations
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Appends to `tolerations`.
+    /// Appends to `tolerations` (nothing to append leaves it unset).
     pub fn with_tolerations(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta1::DeviceTolerationApplyConfiguration,
         >,
     ) -> Self {
-        self.tolerations.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.tolerations.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

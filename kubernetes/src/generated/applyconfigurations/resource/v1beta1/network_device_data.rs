@@ -60,12 +60,14 @@ impl NetworkDeviceDataApplyConfiguration {
         self
     }
 
-    /// Appends to `ips`.
-    pub fn with_ips(
+    /// Appends to `ips` (nothing to append leaves it unset).
+    pub fn with_ips<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.ips.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.ips.get_or_insert_with(::std::vec::Vec::new).push(item.into());
+        }
         self
     }
 }

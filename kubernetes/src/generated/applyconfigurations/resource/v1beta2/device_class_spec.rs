@@ -50,14 +50,16 @@ pub struct DeviceClassSpecApplyConfiguration {
 }
 
 impl DeviceClassSpecApplyConfiguration {
-    /// Appends to `config`.
+    /// Appends to `config` (nothing to append leaves it unset).
     pub fn with_config(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta2::DeviceClassConfigurationApplyConfiguration,
         >,
     ) -> Self {
-        self.config.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.config.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
@@ -70,14 +72,16 @@ impl DeviceClassSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `selectors`.
+    /// Appends to `selectors` (nothing to append leaves it unset).
     pub fn with_selectors(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta2::DeviceSelectorApplyConfiguration,
         >,
     ) -> Self {
-        self.selectors.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.selectors.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -49,12 +49,16 @@ pub struct DeviceCounterConsumptionApplyConfiguration {
 }
 
 impl DeviceCounterConsumptionApplyConfiguration {
-    /// Appends to `compatibilityGroups`.
-    pub fn with_compatibility_groups(
+    /// Appends to `compatibilityGroups` (nothing to append leaves it unset).
+    pub fn with_compatibility_groups<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.compatibility_groups.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.compatibility_groups
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
@@ -67,16 +71,18 @@ impl DeviceCounterConsumptionApplyConfiguration {
         self
     }
 
-    /// Adds entries to `counters`.
+    /// Adds entries to `counters` (no entries leave it unset).
     pub fn with_counters<K: ::std::convert::Into<::std::string::String>>(
         mut self,
         entries: impl ::std::iter::IntoIterator<
             Item = (K, super::super::super::resource::v1beta2::CounterApplyConfiguration),
         >,
     ) -> Self {
-        self.counters
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+        for (k, v) in entries {
+            self.counters
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v);
+        }
         self
     }
 }

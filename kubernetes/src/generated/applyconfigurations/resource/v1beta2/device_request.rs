@@ -57,14 +57,16 @@ impl DeviceRequestApplyConfiguration {
         self
     }
 
-    /// Appends to `firstAvailable`.
+    /// Appends to `firstAvailable` (nothing to append leaves it unset).
     pub fn with_first_available(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::resource::v1beta2::DeviceSubRequestApplyConfiguration,
         >,
     ) -> Self {
-        self.first_available.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.first_available.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

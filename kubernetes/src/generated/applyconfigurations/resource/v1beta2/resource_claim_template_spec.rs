@@ -56,4 +56,50 @@ impl ResourceClaimTemplateSpecApplyConfiguration {
         self.spec = ::std::option::Option::Some(value);
         self
     }
+
+    /// Adds labels.
+    pub fn with_labels<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, labels: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        self.metadata = ::std::option::Option::Some(
+            self.metadata.take().unwrap_or_default().with_labels(labels),
+        );
+        self
+    }
+
+    /// Adds annotations.
+    pub fn with_annotations<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, annotations: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        self.metadata = ::std::option::Option::Some(
+            self.metadata.take().unwrap_or_default().with_annotations(annotations),
+        );
+        self
+    }
+
+    /// Adds owner references.
+    pub fn with_owner_references(
+        mut self,
+        refs: impl ::std::iter::IntoIterator<
+            Item = ::kubegen_runtime::apply::OwnerReferenceApplyConfiguration,
+        >,
+    ) -> Self {
+        self.metadata = ::std::option::Option::Some(
+            self.metadata.take().unwrap_or_default().with_owner_references(refs),
+        );
+        self
+    }
+
+    /// Adds finalizers.
+    pub fn with_finalizers<S: ::std::convert::Into<::std::string::String>>(
+        mut self,
+        finalizers: impl ::std::iter::IntoIterator<Item = S>,
+    ) -> Self {
+        self.metadata = ::std::option::Option::Some(
+            self.metadata.take().unwrap_or_default().with_finalizers(finalizers),
+        );
+        self
+    }
 }

@@ -32,14 +32,16 @@ pub struct PodGroupSchedulingConstraintsApplyConfiguration {
 }
 
 impl PodGroupSchedulingConstraintsApplyConfiguration {
-    /// Appends to `topology`.
+    /// Appends to `topology` (nothing to append leaves it unset).
     pub fn with_topology(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::scheduling::v1alpha3::TopologyConstraintApplyConfiguration,
         >,
     ) -> Self {
-        self.topology.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.topology.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -41,27 +41,31 @@ pub struct PodGroupStatusApplyConfiguration {
 }
 
 impl PodGroupStatusApplyConfiguration {
-    /// Appends to `conditions`.
+    /// Appends to `conditions` (nothing to append leaves it unset).
     pub fn with_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::meta::v1::ConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `resourceClaimStatuses`.
+    /// Appends to `resourceClaimStatuses` (nothing to append leaves it unset).
     pub fn with_resource_claim_statuses(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::scheduling::v1alpha3::PodGroupResourceClaimStatusApplyConfiguration,
         >,
     ) -> Self {
-        self.resource_claim_statuses
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.resource_claim_statuses
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 }

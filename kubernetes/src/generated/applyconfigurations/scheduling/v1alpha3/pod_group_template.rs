@@ -129,14 +129,16 @@ impl PodGroupTemplateApplyConfiguration {
         self
     }
 
-    /// Appends to `resourceClaims`.
+    /// Appends to `resourceClaims` (nothing to append leaves it unset).
     pub fn with_resource_claims(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::scheduling::v1alpha3::PodGroupResourceClaimApplyConfiguration,
         >,
     ) -> Self {
-        self.resource_claims.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.resource_claims.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -52,16 +52,18 @@ pub struct WorkloadSpecApplyConfiguration {
 }
 
 impl WorkloadSpecApplyConfiguration {
-    /// Appends to `compositePodGroupTemplates`.
+    /// Appends to `compositePodGroupTemplates` (nothing to append leaves it unset).
     pub fn with_composite_pod_group_templates(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::scheduling::v1beta1::CompositePodGroupTemplateApplyConfiguration,
         >,
     ) -> Self {
-        self.composite_pod_group_templates
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.composite_pod_group_templates
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item);
+        }
         self
     }
 
@@ -74,14 +76,16 @@ impl WorkloadSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `podGroupTemplates`.
+    /// Appends to `podGroupTemplates` (nothing to append leaves it unset).
     pub fn with_pod_group_templates(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::scheduling::v1beta1::PodGroupTemplateApplyConfiguration,
         >,
     ) -> Self {
-        self.pod_group_templates.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.pod_group_templates.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -159,25 +159,29 @@ impl CSIDriverSpecApplyConfiguration {
         self
     }
 
-    /// Appends to `tokenRequests`.
+    /// Appends to `tokenRequests` (nothing to append leaves it unset).
     pub fn with_token_requests(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::storage::v1::TokenRequestApplyConfiguration,
         >,
     ) -> Self {
-        self.token_requests.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.token_requests.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `volumeLifecycleModes`.
-    pub fn with_volume_lifecycle_modes(
+    /// Appends to `volumeLifecycleModes` (nothing to append leaves it unset).
+    pub fn with_volume_lifecycle_modes<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.volume_lifecycle_modes
-            .get_or_insert_with(::std::vec::Vec::new)
-            .extend(items);
+        for item in items {
+            self.volume_lifecycle_modes
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 }

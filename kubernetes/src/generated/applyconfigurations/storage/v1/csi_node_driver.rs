@@ -78,12 +78,16 @@ impl CSINodeDriverApplyConfiguration {
         self
     }
 
-    /// Appends to `topologyKeys`.
-    pub fn with_topology_keys(
+    /// Appends to `topologyKeys` (nothing to append leaves it unset).
+    pub fn with_topology_keys<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.topology_keys.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.topology_keys
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 }

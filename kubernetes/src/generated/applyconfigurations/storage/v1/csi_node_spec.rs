@@ -32,14 +32,16 @@ pub struct CSINodeSpecApplyConfiguration {
 }
 
 impl CSINodeSpecApplyConfiguration {
-    /// Appends to `drivers`.
+    /// Appends to `drivers` (nothing to append leaves it unset).
     pub fn with_drivers(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::storage::v1::CSINodeDriverApplyConfiguration,
         >,
     ) -> Self {
-        self.drivers.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.drivers.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

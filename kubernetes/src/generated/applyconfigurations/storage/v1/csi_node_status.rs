@@ -32,14 +32,16 @@ pub struct CSINodeStatusApplyConfiguration {
 }
 
 impl CSINodeStatusApplyConfiguration {
-    /// Appends to `storageHealth`.
+    /// Appends to `storageHealth` (nothing to append leaves it unset).
     pub fn with_storage_health(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::storage::v1::StorageHealthApplyConfiguration,
         >,
     ) -> Self {
-        self.storage_health.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.storage_health.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 }

@@ -105,34 +105,42 @@ impl StorageClassApplyConfiguration {
         self
     }
 
-    /// Appends to `allowedTopologies`.
+    /// Appends to `allowedTopologies` (nothing to append leaves it unset).
     pub fn with_allowed_topologies(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::core::v1::TopologySelectorTermApplyConfiguration,
         >,
     ) -> Self {
-        self.allowed_topologies.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.allowed_topologies.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 
-    /// Appends to `mountOptions`.
-    pub fn with_mount_options(
+    /// Appends to `mountOptions` (nothing to append leaves it unset).
+    pub fn with_mount_options<S: ::std::convert::Into<::std::string::String>>(
         mut self,
-        items: impl ::std::iter::IntoIterator<Item = ::std::string::String>,
+        items: impl ::std::iter::IntoIterator<Item = S>,
     ) -> Self {
-        self.mount_options.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.mount_options
+                .get_or_insert_with(::std::vec::Vec::new)
+                .push(item.into());
+        }
         self
     }
 
-    /// Adds entries to `parameters`.
-    pub fn with_parameters<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.parameters
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `parameters` (no entries leave it unset).
+    pub fn with_parameters<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.parameters
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 

@@ -39,14 +39,16 @@ pub struct StorageHealthApplyConfiguration {
 }
 
 impl StorageHealthApplyConfiguration {
-    /// Appends to `healthConditions`.
+    /// Appends to `healthConditions` (nothing to append leaves it unset).
     pub fn with_health_conditions(
         mut self,
         items: impl ::std::iter::IntoIterator<
             Item = super::super::super::storage::v1::StorageHealthConditionApplyConfiguration,
         >,
     ) -> Self {
-        self.health_conditions.get_or_insert_with(::std::vec::Vec::new).extend(items);
+        for item in items {
+            self.health_conditions.get_or_insert_with(::std::vec::Vec::new).push(item);
+        }
         self
     }
 

@@ -70,14 +70,16 @@ impl VolumeAttachmentStatusApplyConfiguration {
         self
     }
 
-    /// Adds entries to `attachmentMetadata`.
-    pub fn with_attachment_metadata<K: ::std::convert::Into<::std::string::String>>(
-        mut self,
-        entries: impl ::std::iter::IntoIterator<Item = (K, ::std::string::String)>,
-    ) -> Self {
-        self.attachment_metadata
-            .get_or_insert_with(::std::collections::BTreeMap::new)
-            .extend(entries.into_iter().map(|(k, v)| (k.into(), v)));
+    /// Adds entries to `attachmentMetadata` (no entries leave it unset).
+    pub fn with_attachment_metadata<
+        K: ::std::convert::Into<::std::string::String>,
+        V: ::std::convert::Into<::std::string::String>,
+    >(mut self, entries: impl ::std::iter::IntoIterator<Item = (K, V)>) -> Self {
+        for (k, v) in entries {
+            self.attachment_metadata
+                .get_or_insert_with(::std::collections::BTreeMap::new)
+                .insert(k.into(), v.into());
+        }
         self
     }
 
