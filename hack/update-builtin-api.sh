@@ -11,9 +11,11 @@ meta = json.load(sys.stdin)
 print(next(p["manifest_path"] for p in meta["packages"] if p["name"] == "k8s-openapi").rsplit("/", 1)[0])')
 version=$(grep -o 'latest = \["v1_[0-9]*"\]' "$src/Cargo.toml" | grep -o 'v1_[0-9]*')
 # Apply configurations come from the OpenAPI definitions the in-memory server serves
-# (hack/update-builtin-openapi.sh), behind kubegen-kubernetes' `applyconfigurations` feature.
+# (hack/update-builtin-openapi.sh) with the merge facts a real kube-apiserver publishes laid
+# over them (hack/update-builtin-extensions.sh), behind kubegen-kubernetes'
+# `applyconfigurations` feature.
 cargo run -q --locked -p kubegen --example describe_builtin -- "$src/src/$version" kubernetes/api/table.yaml \
-  ../../apiserver/src/openapi/builtin.json applyconfigurations \
+  ../../apiserver/src/openapi/builtin.json applyconfigurations openapi-extensions.json \
   > kubernetes/api/builtin.yaml.new
 mv kubernetes/api/builtin.yaml.new kubernetes/api/builtin.yaml
 cargo run -q --locked -p kubegen -- generate -f kubernetes/api/builtin.yaml -o kubernetes/src/generated \

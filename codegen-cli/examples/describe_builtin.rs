@@ -2,19 +2,20 @@
 //! k8s-openapi's source and the checked-in table; `hack/update-builtin-api.sh` runs it.
 //!
 //! Usage: `describe_builtin <k8s-openapi version dir, e.g. .../src/v1_37> <table.yaml>
-//! [<openapi.json relative to the description> [<feature>]]`; the description is written
-//! to standard output. With an OpenAPI document, the description asks for apply
-//! configurations, gated by the feature when one is given.
+//! [<openapi.json> [<feature> [<extensions.json>]]]`; the description is written to
+//! standard output. With an OpenAPI document (a path relative to the description), the
+//! description asks for apply configurations, gated by the feature when one is given,
+//! with the structural merge facts of the extensions file laid over the schemas.
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (dir, table, rest) = match args.as_slice() {
-        [dir, table, rest @ ..] if rest.len() <= 2 => (dir, table, rest),
+        [dir, table, rest @ ..] if rest.len() <= 3 => (dir, table, rest),
         _ => {
             eprintln!(
-                "usage: describe_builtin <k8s-openapi src/v1_NN dir> <table.yaml> [<openapi.json> [<feature>]]"
+                "usage: describe_builtin <k8s-openapi src/v1_NN dir> <table.yaml> [<openapi.json> [<feature> [<extensions.json>]]]"
             );
             return ExitCode::from(2);
         }
@@ -24,6 +25,7 @@ fn main() -> ExitCode {
             |openapi| kubegen::input::builtin::ApplyConfigurationsDescription {
                 openapi: openapi.clone(),
                 feature: rest.get(1).cloned(),
+                extensions: rest.get(2).cloned(),
             },
         );
     let dir = PathBuf::from(dir);

@@ -64,6 +64,11 @@ pub struct ApplyConfigurationsDescription {
     /// object of schemas by definition name, an OpenAPI v3 document
     /// (`components.schemas`) or a Swagger 2.0 one (`definitions`).
     pub openapi: String,
+    /// Structural merge facts to lay over those schemas, relative to the description
+    /// file (`hack/update-builtin-extensions.sh` writes them from a real kube-apiserver):
+    /// `{"definitions": {name: {x-kubernetes-...: ..., "properties": {field: {...}}}}}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<String>,
     /// The cargo feature of the mounting crate that turns them on; absent: always on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub feature: Option<String>,
@@ -276,14 +281,61 @@ fn read_openapi(
             by_gvk.insert((f("group"), f("version"), f("kind")), name.clone());
         }
     }
+    let mut schemas: BTreeMap<String, serde_json::Value> = schemas
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if let Some(extensions) = &ac.extensions {
+        let path = file
+            .parent()
+            .unwrap_or_else(|| Path::new("."))
+            .join(extensions);
+        let fail = |problem: String| {
+            Error::at(
+                "applyConfigurations.extensions",
+                problem,
+                "regenerate it with hack/update-builtin-extensions.sh",
+            )
+            .in_file(file)
+        };
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
+        let overlay: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| fail(format!("{} is not JSON: {e}", path.display())))?;
+        let defs = overlay
+            .get("definitions")
+            .and_then(serde_json::Value::as_object)
+            .ok_or_else(|| fail(format!("{} has no \"definitions\" object", path.display())))?;
+        for (name, facts) in defs {
+            if let Some(schema) = schemas.get_mut(name) {
+                lay_over(schema, facts);
+            }
+        }
+    }
     let definitions = OpenApiDefinitions {
-        schemas: schemas
-            .iter()
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect(),
+        schemas,
         feature: ac.feature.clone(),
     };
     Ok((Arc::new(definitions), by_gvk))
+}
+
+/// Adds `facts` (extension keys of a definition and of its properties) to `schema`.
+fn lay_over(schema: &mut serde_json::Value, facts: &serde_json::Value) {
+    let Some(facts) = facts.as_object() else {
+        return;
+    };
+    for (key, value) in facts {
+        if key == "properties" {
+            let props = value.as_object().into_iter().flatten();
+            for (prop, prop_facts) in props {
+                if let Some(target) = schema.pointer_mut(&format!("/properties/{prop}")) {
+                    lay_over(target, prop_facts);
+                }
+            }
+        } else if let Some(m) = schema.as_object_mut() {
+            m.insert(key.clone(), value.clone());
+        }
+    }
 }
 
 fn type_ref(crate_path: &str, text: &str) -> TypeRef {

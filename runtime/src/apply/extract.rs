@@ -54,9 +54,65 @@ fn union(into: &mut Value, other: &Value) {
 /// `apiVersion`, `kind`, `metadata.name` and `metadata.namespace` an apply
 /// configuration needs to be applied again (client-go's `ExtractInto`, then the
 /// identity). A manager that owns nothing there gets the identity alone.
+///
+/// Without a schema it cannot tell an atomic object (owned whole, such as a
+/// `LabelSelector`) from a struct the manager applied empty (`spec: {}`, which the
+/// server may then fill with defaults the manager does not own): both are returned
+/// whole. [`extract_with`] knows which objects are atomic; the generated
+/// `extract_<kind>` functions use it.
 pub fn extract(object: &Value, manager: &str, subresource: &str) -> Value {
+    extract_impl(object, manager, subresource, None)
+}
+
+/// [`extract`] with the paths of the kind's atomic objects (`x-kubernetes-map-type:
+/// atomic`), as [`atomic_object_paths`] derives them from a schema: dot-separated field
+/// names, `*` for any list item or map value (`spec.selector`,
+/// `spec.template.spec.topologySpreadConstraints.*.labelSelector`). An object the
+/// manager owns as a whole is returned whole when its path is atomic, and empty (`{}`,
+/// as it was applied) otherwise, so defaults the server added under it are left out.
+pub fn extract_with(object: &Value, manager: &str, subresource: &str, atomic: &[&str]) -> Value {
+    extract_impl(object, manager, subresource, Some(atomic))
+}
+
+/// The paths of the atomic objects (`x-kubernetes-map-type: atomic`) of a structural
+/// schema (a CRD version's `openAPIV3Schema`), in [`extract_with`]'s form.
+pub fn atomic_object_paths(schema: &Value) -> Vec<String> {
+    fn walk(s: &Value, path: &mut Vec<String>, out: &mut Vec<String>) {
+        if path.len() > 32 {
+            return;
+        }
+        if s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic") {
+            out.push(path.join("."));
+            return;
+        }
+        if let Some(props) = s.get("properties").and_then(Value::as_object) {
+            for (name, p) in props {
+                path.push(name.clone());
+                walk(p, path, out);
+                path.pop();
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(inner) = s.get(key).filter(|v| v.is_object()) {
+                path.push("*".to_owned());
+                walk(inner, path, out);
+                path.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(schema, &mut Vec::new(), &mut out);
+    out
+}
+
+fn extract_impl(
+    object: &Value,
+    manager: &str,
+    subresource: &str,
+    atomic: Option<&[&str]>,
+) -> Value {
     let mut out = match owned_fields(object, manager, subresource) {
-        Some(set) => filter(object, &set),
+        Some(set) => filter(object, &set, &mut Vec::new(), atomic),
         None => Value::Object(Map::new()),
     };
     let Value::Object(m) = &mut out else {
@@ -80,11 +136,28 @@ pub fn extract(object: &Value, manager: &str, subresource: &str) -> Value {
     out
 }
 
-/// The part of `value` that `set` names.
-fn filter(value: &Value, set: &Value) -> Value {
+/// Whether `path` matches one of the atomic patterns (`*` matches any segment).
+fn is_atomic(path: &[String], atomic: &[&str]) -> bool {
+    atomic.iter().any(|pattern| {
+        let mut segments = pattern.split('.');
+        let matched = path
+            .iter()
+            .all(|p| segments.next().is_some_and(|s| s == "*" || s == p));
+        matched && segments.next().is_none()
+    })
+}
+
+/// The part of `value` that `set` names (`path`: where `value` is, for `atomic`).
+fn filter(value: &Value, set: &Value, path: &mut Vec<String>, atomic: Option<&[&str]>) -> Value {
     let Some(set) = set.as_object().filter(|s| s.keys().any(|k| k != ".")) else {
-        // `{}` (or only `.`): the whole value is owned.
-        return value.clone();
+        // `{}` (or only `.`): the whole value is owned, unless it is an object that is
+        // not atomic: then the manager applied it empty.
+        return match (value, atomic) {
+            (Value::Object(_), Some(atomic)) if !is_atomic(path, atomic) => {
+                Value::Object(Map::new())
+            }
+            _ => value.clone(),
+        };
     };
     match value {
         Value::Object(obj) => {
@@ -92,7 +165,9 @@ fn filter(value: &Value, set: &Value) -> Value {
             for (k, child) in set {
                 if let Some(name) = k.strip_prefix("f:") {
                     if let Some(v) = obj.get(name) {
-                        out.insert(name.to_owned(), filter(v, child));
+                        path.push(name.to_owned());
+                        out.insert(name.to_owned(), filter(v, child, path, atomic));
+                        path.pop();
                     }
                 }
             }
@@ -100,11 +175,13 @@ fn filter(value: &Value, set: &Value) -> Value {
         }
         Value::Array(items) => {
             let mut out = Vec::new();
+            path.push("*".to_owned());
             for (i, item) in items.iter().enumerate() {
-                if let Some(kept) = list_item(item, i, set) {
+                if let Some(kept) = list_item(item, i, set, path, atomic) {
                     out.push(kept);
                 }
             }
+            path.pop();
             Value::Array(out)
         }
         scalar => scalar.clone(),
@@ -112,7 +189,13 @@ fn filter(value: &Value, set: &Value) -> Value {
 }
 
 /// The owned part of one list item, if the set names it.
-fn list_item(item: &Value, index: usize, set: &Map<String, Value>) -> Option<Value> {
+fn list_item(
+    item: &Value,
+    index: usize,
+    set: &Map<String, Value>,
+    path: &mut Vec<String>,
+    atomic: Option<&[&str]>,
+) -> Option<Value> {
     for (k, child) in set {
         if let Some(key) = k.strip_prefix("k:") {
             let Ok(Value::Object(key)) = serde_json::from_str::<Value>(key) else {
@@ -121,7 +204,7 @@ fn list_item(item: &Value, index: usize, set: &Map<String, Value>) -> Option<Val
             let matches = key.iter().all(|(f, v)| item.get(f) == Some(v));
             if matches {
                 // The key fields identify the item: they are always part of it.
-                let mut kept = filter(item, child);
+                let mut kept = filter(item, child, path, atomic);
                 if let Value::Object(m) = &mut kept {
                     for (f, v) in &key {
                         m.entry(f.clone()).or_insert_with(|| v.clone());
@@ -135,7 +218,7 @@ fn list_item(item: &Value, index: usize, set: &Map<String, Value>) -> Option<Val
             }
         } else if let Some(i) = k.strip_prefix("i:") {
             if i.parse::<usize>().ok() == Some(index) {
-                return Some(filter(item, child));
+                return Some(filter(item, child, path, atomic));
             }
         }
     }
@@ -241,6 +324,39 @@ mod tests {
                 "spec": {"template": {"spec": {"containers": [{"name": "sidecar", "image": "envoy"}]}}}
             })
         );
+    }
+
+    #[test]
+    fn an_object_applied_empty_is_empty_unless_atomic() {
+        let obj = json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": "web", "managedFields": [{
+                "manager": "m", "operation": "Apply", "apiVersion": "apps/v1",
+                "fieldsType": "FieldsV1",
+                "fieldsV1": {"f:spec": {"f:strategy": {}, "f:selector": {}}}
+            }]},
+            "spec": {
+                "strategy": {"type": "RollingUpdate"},
+                "selector": {"matchLabels": {"app": "web"}}
+            }
+        });
+        let schema = json!({"properties": {"spec": {"properties": {
+            "strategy": {"type": "object", "properties": {"type": {"type": "string"}}},
+            "selector": {"type": "object", "x-kubernetes-map-type": "atomic"}
+        }}}});
+        let atomic = atomic_object_paths(&schema);
+        assert_eq!(atomic, ["spec.selector"]);
+        let atomic: Vec<&str> = atomic.iter().map(String::as_str).collect();
+        // The strategy was applied as `{}` and defaulted by the server; the selector is
+        // owned whole (as client-go's ExtractDeployment reads them).
+        assert_eq!(
+            extract_with(&obj, "m", "", &atomic)["spec"],
+            json!({"strategy": {}, "selector": {"matchLabels": {"app": "web"}}})
+        );
+        // Without the schema both come back whole.
+        assert_eq!(extract(&obj, "m", "")["spec"], obj["spec"]);
+        assert!(is_atomic(&["a".into(), "x".into(), "b".into()], &["a.*.b"]));
+        assert!(!is_atomic(&["a".into()], &["a.*.b"]));
     }
 
     #[test]

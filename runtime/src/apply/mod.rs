@@ -16,7 +16,7 @@
 mod extract;
 mod meta;
 
-pub use extract::{extract, owned_fields};
+pub use extract::{atomic_object_paths, extract, extract_with, owned_fields};
 pub use meta::{ObjectMetaApplyConfiguration, OwnerReferenceApplyConfiguration};
 
 use serde::de::DeserializeOwned;

@@ -260,7 +260,8 @@ fn builtin_file(
         Some((g, v, k)) => {
             let root_name = b.object(schema, &super::kind_stem(k), true);
             let items = &b.items;
-            let root = root_items(g, v, k, &root_name);
+            let atomic = atomic_paths(schema, resolver.schemas);
+            let root = root_items(g, v, k, &root_name, &atomic);
             Module::new(
                 file,
                 vec![format!(
@@ -657,6 +658,65 @@ impl<'a> Resolver<'a> {
     }
 }
 
+/// The paths of a kind's atomic objects (`x-kubernetes-map-type: atomic`), following
+/// `$ref`s into `definitions` (built-in kinds; a definition is not entered twice on one
+/// path), in `kubegen_runtime::apply::extract_with`'s form.
+fn atomic_paths(schema: &Value, definitions: &BTreeMap<String, Value>) -> Vec<String> {
+    fn walk<'d>(
+        s: &'d Value,
+        definitions: &'d BTreeMap<String, Value>,
+        path: &mut Vec<String>,
+        entered: &mut Vec<&'d str>,
+        out: &mut Vec<String>,
+    ) {
+        if path.len() > 32 {
+            return;
+        }
+        let atomic =
+            |s: &Value| s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
+        if atomic(s) {
+            out.push(path.join("."));
+            return;
+        }
+        if let Some(target) = reference(s) {
+            if entered.contains(&target) {
+                return;
+            }
+            if let Some(def) = definitions.get(target) {
+                entered.push(target);
+                walk(def, definitions, path, entered, out);
+                entered.pop();
+            }
+            return;
+        }
+        if let Some(props) = s.get("properties").and_then(Value::as_object) {
+            for (name, p) in props {
+                path.push(name.clone());
+                walk(p, definitions, path, entered, out);
+                path.pop();
+            }
+        }
+        for key in ["items", "additionalProperties"] {
+            if let Some(inner) = s.get(key).filter(|v| v.is_object()) {
+                path.push("*".to_owned());
+                walk(inner, definitions, path, entered, out);
+                path.pop();
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(
+        schema,
+        definitions,
+        &mut Vec::new(),
+        &mut Vec::new(),
+        &mut out,
+    );
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// `Container` of `io.k8s.api.core.v1.Container`.
 fn short_name(definition: &str) -> &str {
     definition.rsplit('.').next().unwrap_or(definition)
@@ -731,7 +791,8 @@ fn kind_file(group: &Group, version: &Version, kind: &Kind) -> Module {
     }
     let root_name = b.object(&root_schema, &stem, true);
     let items = &b.items;
-    let root = root_items(group, version, kind, &root_name);
+    let atomic = atomic_paths(&schema, &BTreeMap::new());
+    let root = root_items(group, version, kind, &root_name, &atomic);
     let kind_name = &kind.names.kind;
     let api_version = api_version(group, version);
     Module::new(
@@ -753,7 +814,13 @@ fn api_version(group: &Group, version: &Version) -> String {
 
 /// The constructor, the `ApplyConfiguration` impl and the extract functions of a kind
 /// whose root apply configuration is `root_name`.
-fn root_items(group: &Group, version: &Version, kind: &Kind, root_name: &str) -> TokenStream {
+fn root_items(
+    group: &Group,
+    version: &Version,
+    kind: &Kind,
+    root_name: &str,
+    atomic: &[String],
+) -> TokenStream {
     let stem = super::kind_stem(kind);
     let root = format_ident!("{}", root_name);
     let kind_ty = kind_type(group, version, kind, 4);
@@ -820,9 +887,42 @@ fn root_items(group: &Group, version: &Version, kind: &Kind, root_name: &str) ->
                 manager: ::std::string::String::from(field_manager),
                 source,
             };
+            // The kind's atomic objects (`x-kubernetes-map-type: atomic`), owned whole.
+            const ATOMIC: &[&str] = &[#(#atomic),*];
             let value = ::kubegen_runtime::serde_json::to_value(obj).map_err(decode)?;
-            let owned = ::kubegen_runtime::apply::extract(&value, field_manager, subresource);
+            let owned = ::kubegen_runtime::apply::extract_with(&value, field_manager, subresource, ATOMIC);
             ::kubegen_runtime::serde_json::from_value(owned).map_err(decode)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn atomic_paths_follow_references_once() {
+        let defs: BTreeMap<String, Value> = [
+            (
+                "a.Spec".to_owned(),
+                json!({"properties": {
+                    "selector": {"allOf": [{"$ref": "#/components/schemas/a.Selector"}]},
+                    "items": {"type": "array", "items": {"$ref": "#/components/schemas/a.Spec"}},
+                    "labels": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/a.Selector"}}
+                }}),
+            ),
+            (
+                "a.Selector".to_owned(),
+                json!({"type": "object", "x-kubernetes-map-type": "atomic", "properties": {"x": {"type": "string"}}}),
+            ),
+        ]
+        .into();
+        let root = json!({"properties": {"spec": {"$ref": "#/components/schemas/a.Spec"}}});
+        assert_eq!(
+            atomic_paths(&root, &defs),
+            ["spec.labels.*", "spec.selector"],
+            "a definition is not entered again below itself"
+        );
     }
 }

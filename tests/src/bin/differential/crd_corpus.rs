@@ -211,8 +211,8 @@ const EXTRACT_MANAGER: &str = "corpus-extract";
 /// `kubegen_runtime::apply::extract` of the answer for the applying manager: on each
 /// server that accepts the apply, it must give back exactly what was applied (less
 /// `status`, which an apply of the main resource does not set when the version has a
-/// status subresource), as client-go's `Extract<Kind>` would. Typed apply configurations'
-/// `extract_<kind>` is this function and a serde conversion.
+/// status subresource). Typed apply configurations' `extract_<kind>` is `extract_with`
+/// (with the kind's atomic objects, from its schema) and a serde conversion.
 async fn apply_then_extract(
     p: &Pair,
     coll: &str,
@@ -241,11 +241,14 @@ async fn apply_then_extract(
     if !namespace.is_null() {
         want["metadata"]["namespace"] = namespace;
     }
+    let atomic = kubegen_runtime::apply::atomic_object_paths(&version["schema"]["openAPIV3Schema"]);
+    let atomic: Vec<&str> = atomic.iter().map(String::as_str).collect();
+    let mut failed: Vec<String> = Vec::new();
     for (side, resp) in [("in-memory", &a), ("kube-apiserver", &b)] {
         if !resp.ok() {
             continue;
         }
-        let got = kubegen_runtime::apply::extract(&resp.body, EXTRACT_MANAGER, "");
+        let got = kubegen_runtime::apply::extract_with(&resp.body, EXTRACT_MANAGER, "", &atomic);
         if got != want {
             let d = crate::harness::diff(&got, &want, 6).join("; ");
             c.fail(format!(

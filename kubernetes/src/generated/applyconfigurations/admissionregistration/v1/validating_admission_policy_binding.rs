@@ -160,7 +160,17 @@ pub fn extract_validating_admission_policy_binding_from(
         manager: ::std::string::String::from(field_manager),
         source,
     };
+    const ATOMIC: &[&str] = &[
+        "metadata.ownerReferences.*",
+        "spec.matchResources",
+        "spec.paramRef",
+    ];
     let value = ::kubegen_runtime::serde_json::to_value(obj).map_err(decode)?;
-    let owned = ::kubegen_runtime::apply::extract(&value, field_manager, subresource);
+    let owned = ::kubegen_runtime::apply::extract_with(
+        &value,
+        field_manager,
+        subresource,
+        ATOMIC,
+    );
     ::kubegen_runtime::serde_json::from_value(owned).map_err(decode)
 }

@@ -192,7 +192,21 @@ pub fn extract_horizontal_pod_autoscaler_from(
         manager: ::std::string::String::from(field_manager),
         source,
     };
+    const ATOMIC: &[&str] = &[
+        "metadata.ownerReferences.*",
+        "spec.metrics.*.external.metric.selector",
+        "spec.metrics.*.object.metric.selector",
+        "spec.metrics.*.pods.metric.selector",
+        "status.currentMetrics.*.external.metric.selector",
+        "status.currentMetrics.*.object.metric.selector",
+        "status.currentMetrics.*.pods.metric.selector",
+    ];
     let value = ::kubegen_runtime::serde_json::to_value(obj).map_err(decode)?;
-    let owned = ::kubegen_runtime::apply::extract(&value, field_manager, subresource);
+    let owned = ::kubegen_runtime::apply::extract_with(
+        &value,
+        field_manager,
+        subresource,
+        ATOMIC,
+    );
     ::kubegen_runtime::serde_json::from_value(owned).map_err(decode)
 }

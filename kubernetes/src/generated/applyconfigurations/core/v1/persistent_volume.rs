@@ -186,7 +186,29 @@ pub fn extract_persistent_volume_from(
         manager: ::std::string::String::from(field_manager),
         source,
     };
+    const ATOMIC: &[&str] = &[
+        "metadata.ownerReferences.*",
+        "spec.cephfs.secretRef",
+        "spec.cinder.secretRef",
+        "spec.claimRef",
+        "spec.csi.controllerExpandSecretRef",
+        "spec.csi.controllerPublishSecretRef",
+        "spec.csi.nodeExpandSecretRef",
+        "spec.csi.nodePublishSecretRef",
+        "spec.csi.nodeStageSecretRef",
+        "spec.flexVolume.secretRef",
+        "spec.iscsi.secretRef",
+        "spec.nodeAffinity.required",
+        "spec.rbd.secretRef",
+        "spec.scaleIO.secretRef",
+        "spec.storageos.secretRef",
+    ];
     let value = ::kubegen_runtime::serde_json::to_value(obj).map_err(decode)?;
-    let owned = ::kubegen_runtime::apply::extract(&value, field_manager, subresource);
+    let owned = ::kubegen_runtime::apply::extract_with(
+        &value,
+        field_manager,
+        subresource,
+        ATOMIC,
+    );
     ::kubegen_runtime::serde_json::from_value(owned).map_err(decode)
 }

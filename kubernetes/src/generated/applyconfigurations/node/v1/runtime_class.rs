@@ -189,7 +189,13 @@ pub fn extract_runtime_class_from(
         manager: ::std::string::String::from(field_manager),
         source,
     };
+    const ATOMIC: &[&str] = &["metadata.ownerReferences.*", "scheduling.nodeSelector"];
     let value = ::kubegen_runtime::serde_json::to_value(obj).map_err(decode)?;
-    let owned = ::kubegen_runtime::apply::extract(&value, field_manager, subresource);
+    let owned = ::kubegen_runtime::apply::extract_with(
+        &value,
+        field_manager,
+        subresource,
+        ATOMIC,
+    );
     ::kubegen_runtime::serde_json::from_value(owned).map_err(decode)
 }

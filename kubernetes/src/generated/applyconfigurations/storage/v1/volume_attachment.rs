@@ -188,7 +188,29 @@ pub fn extract_volume_attachment_from(
         manager: ::std::string::String::from(field_manager),
         source,
     };
+    const ATOMIC: &[&str] = &[
+        "metadata.ownerReferences.*",
+        "spec.source.inlineVolumeSpec.cephfs.secretRef",
+        "spec.source.inlineVolumeSpec.cinder.secretRef",
+        "spec.source.inlineVolumeSpec.claimRef",
+        "spec.source.inlineVolumeSpec.csi.controllerExpandSecretRef",
+        "spec.source.inlineVolumeSpec.csi.controllerPublishSecretRef",
+        "spec.source.inlineVolumeSpec.csi.nodeExpandSecretRef",
+        "spec.source.inlineVolumeSpec.csi.nodePublishSecretRef",
+        "spec.source.inlineVolumeSpec.csi.nodeStageSecretRef",
+        "spec.source.inlineVolumeSpec.flexVolume.secretRef",
+        "spec.source.inlineVolumeSpec.iscsi.secretRef",
+        "spec.source.inlineVolumeSpec.nodeAffinity.required",
+        "spec.source.inlineVolumeSpec.rbd.secretRef",
+        "spec.source.inlineVolumeSpec.scaleIO.secretRef",
+        "spec.source.inlineVolumeSpec.storageos.secretRef",
+    ];
     let value = ::kubegen_runtime::serde_json::to_value(obj).map_err(decode)?;
-    let owned = ::kubegen_runtime::apply::extract(&value, field_manager, subresource);
+    let owned = ::kubegen_runtime::apply::extract_with(
+        &value,
+        field_manager,
+        subresource,
+        ATOMIC,
+    );
     ::kubegen_runtime::serde_json::from_value(owned).map_err(decode)
 }
