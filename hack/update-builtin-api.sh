@@ -15,7 +15,7 @@ version=$(grep -o 'latest = \["v1_[0-9]*"\]' "$src/Cargo.toml" | grep -o 'v1_[0-
 # over them (hack/update-builtin-extensions.sh), behind kubegen-kubernetes'
 # `applyconfigurations` feature.
 cargo run -q --locked -p kubegen --example describe_builtin -- "$src/src/$version" kubernetes/api/table.yaml \
-  ../../apiserver/src/openapi/builtin.json applyconfigurations openapi-extensions.json \
+  ../../apiserver/src/openapi/builtin.json applyconfigurations ../../apiserver/src/openapi/extensions.json \
   > kubernetes/api/builtin.yaml.new
 mv kubernetes/api/builtin.yaml.new kubernetes/api/builtin.yaml
 cargo run -q --locked -p kubegen -- generate -f kubernetes/api/builtin.yaml -o kubernetes/src/generated \

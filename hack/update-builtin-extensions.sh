@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates kubernetes/api/openapi-extensions.json: the structural merge facts of the
+# Regenerates apiserver/src/openapi/extensions.json: the structural merge facts of the
 # built-in kinds' schemas, as a real kube-apiserver publishes them in /openapi/v3
 # (k8s-openapi's schemas, from which apiserver/src/openapi/builtin.json is derived,
 # carry almost none of them): per definition, its `x-kubernetes-map-type`, and per
@@ -21,7 +21,7 @@ trap 'hack/real-apiserver.sh stop >&2' EXIT
 eval "$(hack/real-apiserver.sh env)"
 version=$(kubectl version -o json | python3 -c 'import json,sys; print(json.load(sys.stdin)["serverVersion"]["gitVersion"])')
 kubectl get --raw /openapi/v3 > "$REAL_APISERVER_DIR/index.json"
-python3 - "$REAL_APISERVER_DIR/index.json" "$version" > kubernetes/api/openapi-extensions.json.new <<'PY'
+python3 - "$REAL_APISERVER_DIR/index.json" "$version" > apiserver/src/openapi/extensions.json.new <<'PY'
 import json, subprocess, sys
 
 index = json.load(open(sys.argv[1]))
@@ -44,5 +44,5 @@ for gv, ref in sorted(index["paths"].items()):
 print(json.dumps({"source": "kube-apiserver " + sys.argv[2] + " /openapi/v3",
                   "definitions": out}, indent=1, sort_keys=True))
 PY
-mv kubernetes/api/openapi-extensions.json.new kubernetes/api/openapi-extensions.json
-echo "wrote kubernetes/api/openapi-extensions.json ($(python3 -c 'import json; print(len(json.load(open("kubernetes/api/openapi-extensions.json"))["definitions"]))') definitions)" >&2
+mv apiserver/src/openapi/extensions.json.new apiserver/src/openapi/extensions.json
+echo "wrote apiserver/src/openapi/extensions.json ($(python3 -c 'import json; print(len(json.load(open("apiserver/src/openapi/extensions.json"))["definitions"]))') definitions)" >&2

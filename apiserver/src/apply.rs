@@ -127,7 +127,7 @@ impl<'a> Shape<'a> {
             Shape::Builtin => Shape::Builtin,
             // The root's metadata is ObjectMeta whatever the schema says of it.
             Shape::Schema(_) if depth == 0 && key == "metadata" => Shape::Builtin,
-            Shape::Schema(node) => Shape::Schema(node.and_then(|n| {
+            Shape::Schema(node) => Shape::Schema(node.map(deref).and_then(|n| {
                 n.get("properties")
                     .and_then(|p| p.get(key))
                     .or_else(|| n.get("additionalProperties").filter(|a| a.is_object()))
@@ -139,13 +139,16 @@ impl<'a> Shape<'a> {
     fn item(self) -> Self {
         match self {
             Shape::Builtin => Shape::Builtin,
-            Shape::Schema(node) => Shape::Schema(node.and_then(|n| n.get("items"))),
+            Shape::Schema(node) => Shape::Schema(node.map(deref).and_then(|n| n.get("items"))),
         }
     }
 
-    /// Whether a map or struct is one atomic leaf.
+    /// Whether a map or struct is one atomic leaf (said on the field or on the
+    /// definition it references).
     fn atomic_map(self) -> bool {
-        matches!(self, Shape::Schema(Some(n)) if n.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"))
+        let atomic =
+            |n: &Value| n.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic");
+        matches!(self, Shape::Schema(Some(n)) if atomic(n) || atomic(deref(n)))
     }
 
     /// How the list `field` (at `path`) merges.
@@ -182,11 +185,51 @@ impl<'a> Shape<'a> {
                             ListType::Map(keys)
                         }
                     }
-                    _ => ListType::Atomic,
+                    Some(_) => ListType::Atomic,
+                    // Built-in fields older than list types: a strategic-merge key makes
+                    // the list a map by that key, a merge strategy without one a set (as
+                    // kube-openapi's schema conversion reads them).
+                    None => {
+                        let merges = node
+                            .get("x-kubernetes-patch-strategy")
+                            .and_then(Value::as_str)
+                            .is_some_and(|s| s.split(',').any(|p| p == "merge"));
+                        match node
+                            .get("x-kubernetes-patch-merge-key")
+                            .and_then(Value::as_str)
+                        {
+                            Some(key) if merges => ListType::Map(vec![key.to_owned()]),
+                            None if merges => ListType::Set,
+                            _ => ListType::Atomic,
+                        }
+                    }
                 }
             }
         }
     }
+}
+
+/// A built-in schema node that references a definition (`$ref`, or `allOf` with one
+/// `$ref`), resolved; custom resources' schemas have no references.
+fn deref(node: &Value) -> &Value {
+    let mut n = node;
+    for _ in 0..8 {
+        let r = n.get("$ref").or_else(|| {
+            match n.get("allOf").and_then(Value::as_array).map(Vec::as_slice) {
+                Some([one]) => one.get("$ref"),
+                _ => None,
+            }
+        });
+        let target = r
+            .and_then(Value::as_str)
+            .and_then(|r| r.rsplit('/').next())
+            .and_then(crate::openapi::builtin_definition);
+        match target {
+            Some(t) => n = t,
+            None => break,
+        }
+    }
+    n
 }
 
 /// The `k:` path segment of a keyed item.
@@ -502,7 +545,9 @@ pub(crate) struct Manager<'a> {
     pub api_version: &'a str,
     pub time: &'a str,
     pub part: Part,
-    /// The custom resource's structural schema (its list and map types), if any.
+    /// The resource's structural schema (its list and map types): a custom resource's,
+    /// or a built-in kind's OpenAPI schema with its merge facts; `None`: the built-in
+    /// merge keys decide.
     pub schema: Option<&'a Value>,
 }
 

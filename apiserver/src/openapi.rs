@@ -54,11 +54,60 @@ fn gv_path(reg: &Registration) -> String {
 
 /// The schemas of the built-in kinds and of everything they reference, by name
 /// (`io.k8s.api.core.v1.Pod`), as Kubernetes' OpenAPI v3 documents name them.
+///
+/// The structural merge facts (`x-kubernetes-list-type`, `-list-map-keys`, `-map-type`,
+/// `-patch-merge-key`, `-patch-strategy`) that k8s-openapi's schemas lack are laid over
+/// them from `openapi/extensions.json`, which `hack/update-builtin-extensions.sh` reads
+/// from a real kube-apiserver's `/openapi/v3`: server-side apply merges built-in lists
+/// by them, and the served documents carry them as kube-apiserver's do.
 static BUILTIN: LazyLock<Map<String, Value>> = LazyLock::new(|| {
-    // The document is generated and checked in CI; were it ever unreadable, built-in
-    // kinds would get stubs rather than the server failing.
-    serde_json::from_str(include_str!("openapi/builtin.json")).unwrap_or_default()
+    // Both documents are generated and checked in CI; were one ever unreadable, built-in
+    // kinds would get stubs (or the built-in merge keys) rather than the server failing.
+    let mut schemas: Map<String, Value> =
+        serde_json::from_str(include_str!("openapi/builtin.json")).unwrap_or_default();
+    let extensions: Value =
+        serde_json::from_str(include_str!("openapi/extensions.json")).unwrap_or_default();
+    if let Some(defs) = extensions.get("definitions").and_then(Value::as_object) {
+        for (name, facts) in defs {
+            if let Some(schema) = schemas.get_mut(name) {
+                lay_over(schema, facts);
+            }
+        }
+    }
+    schemas
 });
+
+/// Adds extension keys of a definition (and, under `properties`, of its properties).
+fn lay_over(schema: &mut Value, facts: &Value) {
+    for (key, value) in facts.as_object().into_iter().flatten() {
+        if key == "properties" {
+            for (prop, prop_facts) in value.as_object().into_iter().flatten() {
+                if let Some(target) = schema.get_mut("properties").and_then(|p| p.get_mut(prop)) {
+                    lay_over(target, prop_facts);
+                }
+            }
+        } else if let Some(m) = schema.as_object_mut() {
+            m.insert(key.clone(), value.clone());
+        }
+    }
+}
+
+/// The schema of a built-in registration's kind (with its merge facts), whose
+/// references name [`builtin_definition`]s.
+pub(crate) fn builtin_kind_schema(reg: &Registration) -> Option<&'static Value> {
+    builtin_name(reg).and_then(|n| BUILTIN.get(n))
+}
+
+/// The schema server-side apply merges a registration's objects by: a custom resource's
+/// structural schema, or a built-in kind's OpenAPI schema with its merge facts.
+pub(crate) fn merge_schema(reg: &Registration) -> Option<&Value> {
+    reg.schema.as_ref().or_else(|| builtin_kind_schema(reg))
+}
+
+/// A built-in definition by name (`io.k8s.api.core.v1.Container`).
+pub(crate) fn builtin_definition(name: &str) -> Option<&'static Value> {
+    BUILTIN.get(name)
+}
 
 /// The name of the built-in schema of each group, version and kind.
 static BUILTIN_KINDS: LazyLock<HashMap<(String, String, String), String>> = LazyLock::new(|| {

@@ -4,7 +4,8 @@
 //! map keyed by `name` in Kubernetes' OpenAPI (`x-kubernetes-list-type: map`), so the
 //! two containers merge and each manager owns its own; the controller owns
 //! `spec.replicas` and one status condition. Each manager extracts exactly what it
-//! applied; taking another manager's field is a 409 until forced. Over the fake
+//! applied; taking another manager's field is a 409 until forced. Container ports
+//! merge by port and protocol, their keys in Kubernetes' OpenAPI. Over the fake
 //! clientset's tower Service, over TCP, and against a real kube-apiserver (ignored unless
 //! `hack/test.sh real`). A property test applies random ConfigMaps and Deployments and
 //! extracts them back.
@@ -213,6 +214,95 @@ async fn three_managers_over_tcp() {
 #[ignore = "needs a real control plane: hack/test.sh real"]
 async fn three_managers_on_a_real_apiserver() {
     three_managers(Transport::Real).await;
+}
+
+/// Container ports are a map keyed by containerPort *and* protocol in Kubernetes'
+/// OpenAPI (not by the strategic-merge key, containerPort, alone): two managers each
+/// applying port 53, one TCP and one UDP, both keep theirs.
+async fn ports_by_port_and_protocol(transport: Transport) {
+    let server = ApiServer::new();
+    let conn = transport
+        .connect(&server, Vec::<String>::new())
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    let deployments = Clientset::new(conn.client())
+        .apps_v1()
+        .deployments("default");
+    let port = |protocol: &str| {
+        ContainerPortApplyConfiguration::default()
+            .with_container_port(53)
+            .with_protocol(protocol)
+    };
+    let labels = [("app", "dns")];
+    let tcp = deployment("dns", "default").with_spec(
+        DeploymentSpecApplyConfiguration::default()
+            .with_selector(LabelSelectorApplyConfiguration::default().with_match_labels(labels))
+            .with_template(
+                PodTemplateSpecApplyConfiguration::default()
+                    .with_labels(labels)
+                    .with_spec(PodSpecApplyConfiguration::default().with_containers([
+                        container("dns", "coredns/coredns:1.12.0").with_ports([port("TCP")]),
+                    ])),
+            ),
+    );
+    let udp = deployment("dns", "default").with_spec(
+        DeploymentSpecApplyConfiguration::default().with_template(
+            PodTemplateSpecApplyConfiguration::default().with_spec(
+                PodSpecApplyConfiguration::default().with_containers([
+                    ContainerApplyConfiguration::default()
+                        .with_name("dns")
+                        .with_ports([port("UDP")]),
+                ]),
+            ),
+        ),
+    );
+    deployments
+        .apply_config(&tcp, &ApplyOptions::new("tcp"))
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    let obj = deployments
+        .apply_config(&udp, &ApplyOptions::new("udp"))
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    let protocols: Vec<String> = obj
+        .spec
+        .template
+        .spec
+        .as_ref()
+        .and_then(|p| p.containers.first())
+        .and_then(|c| c.ports.clone())
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| p.protocol.unwrap_or_default())
+        .collect();
+    assert_eq!(protocols, ["TCP", "UDP"], "{transport:?}");
+    assert_eq!(
+        extract_deployment(&obj, "tcp").unwrap(),
+        tcp,
+        "{transport:?}"
+    );
+    assert_eq!(
+        extract_deployment(&obj, "udp").unwrap(),
+        udp,
+        "{transport:?}"
+    );
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn ports_by_port_and_protocol_over_tower() {
+    ports_by_port_and_protocol(Transport::Tower).await;
+}
+
+#[tokio::test]
+async fn ports_by_port_and_protocol_over_tcp() {
+    ports_by_port_and_protocol(Transport::Tcp).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn ports_by_port_and_protocol_on_a_real_apiserver() {
+    ports_by_port_and_protocol(Transport::Real).await;
 }
 
 /// A random valid name (DNS label).

@@ -228,7 +228,7 @@ impl Inner {
         if let Some(m) = opts.field_manager.as_deref() {
             let (time, av) = (now(), reg.api_version());
             let mgr = apply::Manager {
-                schema: reg.schema.as_ref(),
+                schema: crate::openapi::merge_schema(&reg),
                 ..self.manager(m, Part::All, &time, &av)
             };
             apply::record_update(None, &mut v, Some(&mgr));

@@ -416,7 +416,7 @@ impl Inner {
         let mut v = Value::Object(new);
         let (time, av) = (now(), reg.api_version());
         let mgr = ctx.opts.field_manager.as_deref().map(|m| Manager {
-            schema: ctx.reg.schema.as_ref(),
+            schema: crate::openapi::merge_schema(ctx.reg),
             ..self.manager(m, part, &time, &av)
         });
         apply::record_update(Some(&Value::Object(prev.clone())), &mut v, mgr.as_ref());

@@ -55,7 +55,7 @@ impl Inner {
                     return Err(StatusError::not_found(gr(&reg), name));
                 }
                 let mgr = apply::Manager {
-                    schema: reg.schema.as_ref(),
+                    schema: crate::openapi::merge_schema(&reg),
                     ..self.manager(&manager, part, &time, &av)
                 };
                 let mut applied = body.clone();
@@ -95,7 +95,7 @@ impl Inner {
                     let mut applied = body.clone();
                     set_identity(&mut applied, reg.namespaced.then_some(ns), name)?;
                     let mgr = apply::Manager {
-                        schema: reg.schema.as_ref(),
+                        schema: crate::openapi::merge_schema(&reg),
                         ..self.manager(&manager, part, &time, &av)
                     };
                     apply::apply(

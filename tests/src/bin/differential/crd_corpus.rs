@@ -251,10 +251,13 @@ async fn apply_then_extract(
         let got = kubegen_runtime::apply::extract_with(&resp.body, EXTRACT_MANAGER, "", &atomic);
         if got != want {
             let d = crate::harness::diff(&got, &want, 6).join("; ");
-            c.fail(format!(
+            failed.push(format!(
                 "{side}: extract differs from what was applied: {d}"
             ));
         }
+    }
+    if !failed.is_empty() {
+        c.fail(failed.join("; "));
     }
     c
 }
