@@ -49,6 +49,8 @@ pub(crate) enum Part {
     Main,
     /// Only `status`.
     Status,
+    /// The `scale` subresource: the object's replicas field, applied through a Scale.
+    Scale,
 }
 
 const SERVER_META: &[&str] = &[
@@ -81,7 +83,7 @@ fn included(path: &[String], part: Part) -> bool {
     }
     match part {
         Part::All => true,
-        Part::Main => first != "f:status",
+        Part::Main | Part::Scale => first != "f:status",
         Part::Status => first == "f:status",
     }
 }
@@ -553,10 +555,10 @@ pub(crate) struct Manager<'a> {
 
 impl Manager<'_> {
     fn subresource(&self) -> String {
-        if self.part == Part::Status {
-            "status".into()
-        } else {
-            String::new()
+        match self.part {
+            Part::Status => "status".into(),
+            Part::Scale => "scale".into(),
+            Part::All | Part::Main => String::new(),
         }
     }
 
@@ -745,7 +747,7 @@ pub(crate) fn apply(
     let mut patch = applied.clone();
     if let Some(m) = patch.as_object_mut() {
         match mgr.part {
-            Part::Main => {
+            Part::Main | Part::Scale => {
                 m.remove("status");
             }
             Part::Status => m.retain(|k, _| k == "status" || k == "metadata"),

@@ -12,9 +12,9 @@
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kubegen_kubernetes::applyconfigurations::apps::v1::{
-    deployment, extract_deployment, extract_deployment_status, DeploymentApplyConfiguration,
-    DeploymentConditionApplyConfiguration, DeploymentSpecApplyConfiguration,
-    DeploymentStatusApplyConfiguration,
+    deployment, extract_deployment, extract_deployment_from, extract_deployment_status,
+    DeploymentApplyConfiguration, DeploymentConditionApplyConfiguration,
+    DeploymentSpecApplyConfiguration, DeploymentStatusApplyConfiguration,
 };
 use kubegen_kubernetes::applyconfigurations::core::v1::{
     config_map, extract_config_map, ContainerApplyConfiguration, ContainerPortApplyConfiguration,
@@ -22,7 +22,7 @@ use kubegen_kubernetes::applyconfigurations::core::v1::{
 };
 use kubegen_kubernetes::applyconfigurations::meta::v1::LabelSelectorApplyConfiguration;
 use kubegen_kubernetes::clientset::Clientset;
-use kubegen_runtime::apply::{ApplyOptions, ObjectMetaApplyConfiguration};
+use kubegen_runtime::apply::{ApplyOptions, ObjectMetaApplyConfiguration, ScaleApplyConfiguration};
 use kubegen_runtime::testing::transport::Transport;
 use kubegen_runtime::testing::ApiServer;
 use proptest::prelude::*;
@@ -303,6 +303,87 @@ async fn ports_by_port_and_protocol_over_tcp() {
 #[ignore = "needs a real control plane: hack/test.sh real"]
 async fn ports_by_port_and_protocol_on_a_real_apiserver() {
     ports_by_port_and_protocol(Transport::Real).await;
+}
+
+/// client-go's ApplyScale: a manager applying replicas through the `scale` subresource
+/// conflicts with the manager of the object's own replicas until forced, then owns them
+/// with subresource `scale` (`extract_deployment_from(obj, manager, "scale")`), as
+/// kube-apiserver records it.
+async fn scale_owner(transport: Transport) {
+    let server = ApiServer::new();
+    let conn = transport
+        .connect(&server, Vec::<String>::new())
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    let deployments = Clientset::new(conn.client())
+        .apps_v1()
+        .deployments("default");
+    let user = user_config("default").with_spec(
+        user_config("default")
+            .spec
+            .unwrap_or_default()
+            .with_replicas(2),
+    );
+    deployments
+        .apply_config(&user, &ApplyOptions::new("user"))
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    let hpa = ScaleApplyConfiguration::new("web").with_replicas(4);
+    let err = deployments
+        .apply_scale("web", &hpa, &ApplyOptions::new("hpa"))
+        .await
+        .expect_err("the user owns spec.replicas");
+    assert!(err.is_conflict(), "{transport:?}: {err}");
+    let scale = deployments
+        .apply_scale("web", &hpa, &ApplyOptions::new("hpa").force())
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    assert_eq!(
+        scale.spec.and_then(|s| s.replicas),
+        Some(4),
+        "{transport:?}"
+    );
+    let obj = deployments.get("web").await.unwrap();
+    assert_eq!(obj.spec.replicas, Some(4), "{transport:?}");
+    assert_eq!(
+        extract_deployment_from(&obj, "hpa", "scale").unwrap(),
+        deployment("web", "default")
+            .with_spec(DeploymentSpecApplyConfiguration::default().with_replicas(4)),
+        "{transport:?}"
+    );
+    let user_now = extract_deployment(&obj, "user").unwrap();
+    assert_eq!(
+        user_now.spec.and_then(|s| s.replicas),
+        None,
+        "{transport:?}: forced away from the user"
+    );
+    // Applying to the scale of a missing object does not create it.
+    let err = deployments
+        .apply_scale(
+            "nope",
+            &ScaleApplyConfiguration::new("nope").with_replicas(1),
+            &ApplyOptions::new("hpa"),
+        )
+        .await
+        .expect_err("no such Deployment");
+    assert!(err.is_not_found(), "{transport:?}: {err}");
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn scale_owner_over_tower() {
+    scale_owner(Transport::Tower).await;
+}
+
+#[tokio::test]
+async fn scale_owner_over_tcp() {
+    scale_owner(Transport::Tcp).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn scale_owner_on_a_real_apiserver() {
+    scale_owner(Transport::Real).await;
 }
 
 /// A random valid name (DNS label).

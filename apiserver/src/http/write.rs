@@ -203,7 +203,8 @@ pub(crate) fn delete(
     ))
 }
 
-/// GET, PUT and PATCH (JSON or merge) of the `scale` subresource.
+/// GET, PUT and PATCH (JSON, merge, or server-side apply of a Scale) of the `scale`
+/// subresource.
 pub(crate) fn scale(
     inner: &Inner,
     idx: usize,
@@ -226,6 +227,14 @@ pub(crate) fn scale(
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or_default();
             let kind = PatchKind::from_content_type(ct);
+            if kind == Some(PatchKind::Apply) {
+                let body = patch_body(PatchKind::Apply, req.body())?;
+                let scale = inner.apply_scale(idx, ns, name, &body, wopts)?;
+                return Ok(json_response(
+                    StatusCode::OK,
+                    scale.to_string().into_bytes(),
+                ));
+            }
             let body = patch_body(PatchKind::Merge, req.body())?;
             let mut cur = inner.get_scale(idx, ns, name)?;
             match kind {
@@ -235,7 +244,7 @@ pub(crate) fn scale(
                 Some(PatchKind::Json) => cur = crate::patch::json_patch(&cur, &body)?,
                 _ => {
                     return Err(StatusError::unsupported_media_type(
-                        "the scale subresource accepts application/json-patch+json, application/merge-patch+json and application/strategic-merge-patch+json",
+                        "the scale subresource accepts application/json-patch+json, application/merge-patch+json, application/strategic-merge-patch+json and application/apply-patch+yaml",
                     ))
                 }
             }

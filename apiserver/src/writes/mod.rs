@@ -356,7 +356,7 @@ impl Inner {
                     }
                 }
             }
-            if part == Part::Main {
+            if part == Part::Main || (part == Part::Scale && reg.status) {
                 match prev.get("status") {
                     Some(s) => body.insert("status".into(), s.clone()),
                     None => body.remove("status"),

@@ -27,8 +27,62 @@ impl Inner {
         status_only: bool,
         opts: &WriteOpts,
     ) -> Result<(Arc<Stored>, bool), StatusError> {
+        let part = part_of(&self.registration(idx), status_only);
+        self.patch_part(idx, ns, name, kind, body, part, opts)
+    }
+
+    /// Server-side apply of an `autoscaling/v1` Scale to the `scale` subresource: its
+    /// `spec.replicas` is applied to the object's replicas field, owned by the manager
+    /// with subresource `scale` (so a manager of the object's own replicas conflicts, as
+    /// in kube-apiserver). The object must exist. Answers the new Scale.
+    pub(crate) fn apply_scale(
+        &self,
+        idx: usize,
+        ns: &str,
+        name: &str,
+        scale: &Value,
+        opts: &WriteOpts,
+    ) -> Result<Value, StatusError> {
         let reg = self.registration(idx);
-        let part = part_of(&reg, status_only);
+        let kind = scale.get("kind").and_then(Value::as_str).unwrap_or("Scale");
+        let api_version = scale
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("autoscaling/v1");
+        if kind != "Scale" || api_version != "autoscaling/v1" {
+            return Err(StatusError::bad_request(format!(
+                "the scale subresource applies an autoscaling/v1 Scale, not {api_version} {kind}"
+            )));
+        }
+        // Apply to a subresource never creates the object.
+        self.get_scale(idx, ns, name)?;
+        let mut applied = serde_json::json!({
+            "apiVersion": reg.api_version(),
+            "kind": reg.kind,
+            "metadata": {"name": name},
+        });
+        if let (Some(replicas), Some(obj)) =
+            (scale.pointer("/spec/replicas"), applied.as_object_mut())
+        {
+            super::scale::set_path(obj, &reg.scale_paths.spec_replicas, replicas.clone());
+        }
+        let (out, _) =
+            self.patch_part(idx, ns, name, PatchKind::Apply, &applied, Part::Scale, opts)?;
+        Ok(Self::scale_of(&reg, &out.to_value()?))
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn patch_part(
+        &self,
+        idx: usize,
+        ns: &str,
+        name: &str,
+        kind: PatchKind,
+        body: &Value,
+        part: Part,
+        opts: &WriteOpts,
+    ) -> Result<(Arc<Stored>, bool), StatusError> {
+        let reg = self.registration(idx);
         let ctx = Ctx {
             idx,
             reg: &reg,

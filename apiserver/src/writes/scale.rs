@@ -130,7 +130,7 @@ fn at_path<'a>(v: &'a Map<String, Value>, path: &str) -> Option<&'a Value> {
     Some(cur)
 }
 
-fn set_path(v: &mut Map<String, Value>, path: &str, x: Value) {
+pub(super) fn set_path(v: &mut Map<String, Value>, path: &str, x: Value) {
     let segs = path_segments(path);
     let Some((last, init)) = segs.split_last() else {
         return;

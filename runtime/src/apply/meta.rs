@@ -147,3 +147,57 @@ impl OwnerReferenceApplyConfiguration {
         }
     }
 }
+
+/// An `autoscaling/v1` Scale as an apply configuration (client-go's
+/// `ScaleApplyConfiguration`), for `apply_scale`: the replicas a manager wants.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScaleApplyConfiguration {
+    /// `autoscaling/v1`.
+    #[serde(
+        rename = "apiVersion",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub api_version: Option<String>,
+    /// `Scale`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<String>,
+    /// `metadata` (its name is the object's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<ObjectMetaApplyConfiguration>,
+    /// `spec`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<ScaleSpecApplyConfiguration>,
+}
+
+/// The `spec` of a [`ScaleApplyConfiguration`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScaleSpecApplyConfiguration {
+    /// `replicas`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<i32>,
+}
+
+impl ScaleApplyConfiguration {
+    /// The Scale of the object `name`, with `apiVersion` and `kind` set.
+    pub fn new(name: impl Into<String>) -> Self {
+        ScaleApplyConfiguration {
+            api_version: Some("autoscaling/v1".to_owned()),
+            kind: Some("Scale".to_owned()),
+            metadata: Some(ObjectMetaApplyConfiguration::default().with_name(name)),
+            spec: None,
+        }
+    }
+
+    /// Sets `spec.replicas`.
+    pub fn with_replicas(mut self, replicas: i32) -> Self {
+        self.spec.get_or_insert_with(Default::default).replicas = Some(replicas);
+        self
+    }
+}
+
+impl super::ApplyConfiguration for ScaleApplyConfiguration {
+    fn name(&self) -> Option<&str> {
+        self.metadata.as_ref()?.name.as_deref()
+    }
+}

@@ -17,7 +17,10 @@ mod extract;
 mod meta;
 
 pub use extract::{atomic_object_paths, extract, extract_with, owned_fields};
-pub use meta::{ObjectMetaApplyConfiguration, OwnerReferenceApplyConfiguration};
+pub use meta::{
+    ObjectMetaApplyConfiguration, OwnerReferenceApplyConfiguration, ScaleApplyConfiguration,
+    ScaleSpecApplyConfiguration,
+};
 
 use serde::de::DeserializeOwned;
 use serde::Serialize;

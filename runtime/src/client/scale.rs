@@ -15,14 +15,18 @@
 //!   The Scale's `metadata.resourceVersion` is the object's: a stale one is 409
 //!   Conflict, an empty one updates unconditionally.
 //!
-//! It does not retry on conflicts, and has no typed server-side apply of a Scale
-//! (client-go's `ApplyScale`): a [`Patch::Apply`] is sent as given, and servers that
-//! do not accept apply on `scale` answer 415.
+//! - [`ResourceClient::apply_scale`] is client-go's `ApplyScale`: server-side apply of a
+//!   [`ScaleApplyConfiguration`] to `scale`; the manager owns the object's replicas
+//!   with subresource `scale`, so a manager of the object's own replicas conflicts
+//!   (409 unless forced). The object must exist (404 otherwise).
+//!
+//! It does not retry on conflicts.
 
 use k8s_openapi::api::autoscaling::v1::Scale;
 use kube::Resource;
 
 use super::{Error, Patch, PatchParams, ResourceClient, WriteParams};
+use crate::apply::{ApplyOptions, ScaleApplyConfiguration};
 
 const SCALE: &str = "scale";
 
@@ -90,5 +94,22 @@ impl<K: Resource> ResourceClient<K> {
         params: &PatchParams,
     ) -> Result<Scale, Error> {
         self.patch_subresource(name, SCALE, patch, params).await
+    }
+
+    /// Server-side apply of `cfg` to the object's Scale (`PATCH <name>/scale`,
+    /// `application/apply-patch+yaml`; client-go's `ApplyScale`): `opts.field_manager`
+    /// owns the replicas `cfg` sets. Answers the new Scale.
+    pub async fn apply_scale(
+        &self,
+        name: &str,
+        cfg: &ScaleApplyConfiguration,
+        opts: &ApplyOptions,
+    ) -> Result<Scale, Error> {
+        let mut cfg = cfg.clone();
+        let meta = cfg.metadata.get_or_insert_with(Default::default);
+        meta.name.get_or_insert_with(|| name.to_owned());
+        let body = serde_json::to_value(&cfg).map_err(Error::Decode)?;
+        self.patch_subresource(name, SCALE, &Patch::Apply(body), &opts.to_patch_params())
+            .await
     }
 }

@@ -339,6 +339,17 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
         .methods
         .iter()
         .map(|m| extension_method(m, &obj));
+    // client-go's ApplyScale, where the kind serves scale and takes apply.
+    let apply_scale = (kind.scale.is_some() && kind.client.has(Verb::Apply)).then(|| {
+        let scale = quote!(::kubegen_runtime::k8s_openapi::api::autoscaling::v1::Scale);
+        quote! {
+            /// Server-side apply of the object's Scale (`cfg.spec.replicas`):
+            /// `opts.field_manager` owns the replicas through the `scale` subresource.
+            pub async fn apply_scale(&self, name: &str, cfg: &::kubegen_runtime::apply::ScaleApplyConfiguration, opts: &::kubegen_runtime::apply::ApplyOptions) -> ::std::result::Result<#scale, #c::Error> {
+                self.inner.apply_scale(name, cfg, opts).await
+            }
+        }
+    });
     quote! {
         #[doc = #doc]
         #[derive(::std::clone::Clone, ::std::fmt::Debug)]
@@ -357,6 +368,8 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
             #(#verbs)*
 
             #(#methods)*
+
+            #apply_scale
         }
     }
 }

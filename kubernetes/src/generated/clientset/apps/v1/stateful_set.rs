@@ -257,4 +257,18 @@ impl StatefulSetClient {
     > {
         self.inner.patch_scale(name, patch, params).await
     }
+
+    /// Server-side apply of the object's Scale (`cfg.spec.replicas`):
+    /// `opts.field_manager` owns the replicas through the `scale` subresource.
+    pub async fn apply_scale(
+        &self,
+        name: &str,
+        cfg: &::kubegen_runtime::apply::ScaleApplyConfiguration,
+        opts: &::kubegen_runtime::apply::ApplyOptions,
+    ) -> ::std::result::Result<
+        ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::Scale,
+        ::kubegen_runtime::client::Error,
+    > {
+        self.inner.apply_scale(name, cfg, opts).await
+    }
 }
