@@ -11,8 +11,13 @@
 //! - [`InformerFactory::start`] starts every informer not yet started (idempotent;
 //!   informers requested after `start` need another `start`); nothing starts after
 //!   [`InformerFactory::shutdown`], which stops every informer and waits for their tasks.
-//! - [`InformerFactory::wait_for_cache_sync`] reports, for *started* informers only,
-//!   whether each synced before `stop` fired.
+//! - Each informer the factory creates is named after its resource, `resource.group`
+//!   (`pods`, `deployments.apps`): unique within a factory, and the name of its logs,
+//!   done-checker and metrics.
+//! - [`InformerFactory::wait_for_cache_sync`] (by type name) and
+//!   [`InformerFactory::wait_for_cache_sync_by_name`] (by informer name) report, for
+//!   *started* informers only, whether each synced before `stop` fired; both wait on the
+//!   informers' done-checkers (no polling).
 //! - [`InformerFactory::for_resource`] finds an informer by group/version/resource, as a
 //!   type-erased [`GenericInformer`]; unknown resources are an error.
 //!
@@ -30,6 +35,7 @@ use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::done::DoneChecker;
 use crate::cache::informer::{InformerConfig, SharedIndexInformer};
 use crate::cache::lister::Lister;
 use crate::cache::reflector::Tweaked;
@@ -177,6 +183,7 @@ struct Entry {
     run: Arc<dyn Fn(CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>,
     started: bool,
     name: &'static str,
+    done: DoneChecker,
 }
 
 struct State {
@@ -320,7 +327,17 @@ impl InformerFactory {
             }
         }
         let config = InformerConfig::default().resync_period(self.resync_period_for::<K>());
-        let informer = new_informer(config);
+        let gr = (
+            K::group(&()).into_owned(),
+            K::version(&()).into_owned(),
+            K::plural(&()).into_owned(),
+        );
+        let name = if gr.0.is_empty() {
+            gr.2.clone()
+        } else {
+            format!("{}.{}", gr.2, gr.0)
+        };
+        let informer = new_informer(config).with_kind_name(name);
         let informer = match &self.options.tweak_list_options {
             Some(tweak) => informer.with_lister_watcher(|inner| {
                 Arc::new(Tweaked {
@@ -338,11 +355,6 @@ impl InformerFactory {
                 obj
             });
         }
-        let gr = (
-            K::group(&()).into_owned(),
-            K::version(&()).into_owned(),
-            K::plural(&()).into_owned(),
-        );
         let erased = informer.clone();
         let synced = informer.clone();
         let generic = GenericInformer {
@@ -368,6 +380,7 @@ impl InformerFactory {
                 }),
                 started: false,
                 name: std::any::type_name::<K>(),
+                done: informer.done_checker(),
             },
         );
         informer
@@ -399,22 +412,53 @@ impl InformerFactory {
         &self,
         stop: &CancellationToken,
     ) -> BTreeMap<&'static str, bool> {
-        let started: Vec<(&'static str, GenericInformer)> = {
+        let started: Vec<(&'static str, DoneChecker)> = {
             let st = self.state.lock();
             st.informers
                 .values()
                 .filter(|e| e.started)
-                .map(|e| (e.name, e.generic.clone()))
+                .map(|e| (e.name, e.done.clone()))
                 .collect()
         };
-        let mut result = BTreeMap::new();
-        for (name, informer) in started {
-            let synced =
-                crate::cache::informer::wait_for_cache_sync(stop, &[&|| informer.has_synced()])
-                    .await;
-            result.insert(name, synced);
-        }
-        result
+        Self::wait_all(stop, started).await
+    }
+
+    /// Waits for every started informer to sync or for `stop`; returns each started
+    /// informer's name (`resource.group`, see the module docs) with whether it synced
+    /// (client-go 1.36's per-informer sync report).
+    pub async fn wait_for_cache_sync_by_name(
+        &self,
+        stop: &CancellationToken,
+    ) -> BTreeMap<String, bool> {
+        let checkers = self.done_checkers();
+        let named = checkers.into_iter().map(|c| (c.name().to_owned(), c));
+        Self::wait_all(stop, named.collect()).await
+    }
+
+    /// The done-checkers of the started informers, named after them: to wait for them
+    /// together with other checkers ([`wait_for`](crate::cache::done::wait_for)).
+    pub fn done_checkers(&self) -> Vec<DoneChecker> {
+        let st = self.state.lock();
+        st.informers
+            .values()
+            .filter(|e| e.started)
+            .map(|e| e.done.clone())
+            .collect()
+    }
+
+    async fn wait_all<N: Ord>(
+        stop: &CancellationToken,
+        checkers: Vec<(N, DoneChecker)>,
+    ) -> BTreeMap<N, bool> {
+        let only: Vec<DoneChecker> = checkers.iter().map(|(_, c)| c.clone()).collect();
+        let _ = crate::cache::done::wait_for(stop, &only).await;
+        checkers
+            .into_iter()
+            .map(|(name, c)| {
+                let done = c.is_done();
+                (name, done)
+            })
+            .collect()
     }
 
     /// The informer of a group/version/resource, type-erased.

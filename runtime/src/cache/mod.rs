@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 pub mod delta_fifo;
+pub mod done;
 pub mod dynamic;
 pub mod factory;
 pub mod informer;

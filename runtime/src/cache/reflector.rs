@@ -21,10 +21,20 @@
 //!   A watch that closes within a second without any event is an error ("very short
 //!   watch"). A watch silent for longer than its idle deadline (no event, no bookmark:
 //!   something between client and server dropped it) is abandoned and restarted.
-//! - With [`ReflectorConfig::use_watch_list`], the initial list is streamed: a watch with
-//!   `sendInitialEvents=true` fills a temporary store until the bookmark annotated
-//!   `k8s.io/initial-events-end`, then replaces the store and continues on the same
-//!   stream. Any non-retriable failure falls back to a classic list in the same round.
+//! - The WatchList client is on by default (client-go 1.35; `KUBE_FEATURE_WatchListClient=false`
+//!   in the environment turns the default off, [`ReflectorConfig::use_watch_list`] sets it):
+//!   when the lister-watcher speaks the protocol ([`ListerWatcher::supports_watch_list`];
+//!   [`ResourceClient`] does), the initial list is streamed: a watch with
+//!   `sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan` and bookmarks fills a
+//!   temporary store until the bookmark annotated `k8s.io/initial-events-end`, then
+//!   replaces the store and continues on the same stream. A server that rejects the
+//!   request (any non-retriable failure) gets a classic LIST + WATCH in the same round.
+//! - The consistency detector ([`ReflectorConfig::check_watch_list_consistency`], on when
+//!   `KUBE_WATCHLIST_INCONSISTENCY_DETECTOR` is true in the environment) lists at the
+//!   streamed list's resourceVersion (`resourceVersionMatch=Exact`) after each streamed
+//!   list and reports any key missing on one side or at another resourceVersion as
+//!   [`ReflectorError::Inconsistent`] to the error handler (client-go panics; kubegen
+//!   reports, so that a test or an operator decides).
 //! - Resync: every `resync_period` (0 = never), if `should_resync` allows, the store's
 //!   [`ReflectorStore::resync`] runs.
 //!
@@ -63,6 +73,9 @@ pub(crate) struct Tweaked<K> {
 }
 
 impl<K: Send + 'static> ListerWatcher<K> for Tweaked<K> {
+    fn supports_watch_list(&self) -> bool {
+        self.inner.supports_watch_list()
+    }
     fn list(
         &self,
         mut opts: ListOptions,
@@ -97,6 +110,14 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
         &self,
         opts: ListOptions,
     ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>>;
+    /// Whether [`watch`](Self::watch) speaks the streaming-list protocol (initial events,
+    /// then the `k8s.io/initial-events-end` bookmark) when asked with
+    /// `sendInitialEvents=true` (client-go's `DoesClientNotSupportWatchListSemantics`,
+    /// the other way round). The default is `false`, so a fake or a wrapper that does not
+    /// forward the request as is gets LIST + WATCH; [`ResourceClient`] says `true`.
+    fn supports_watch_list(&self) -> bool {
+        false
+    }
     /// Lists one page, resolving as soon as the page's metadata (its continue token) is
     /// known while its items may still be decoding, so that the reflector can fetch the
     /// next page meanwhile. The default waits for [`ListerWatcher::list`].
@@ -138,6 +159,10 @@ where
     ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>> {
         let c = self.clone();
         async move { c.watch_with(&opts, true).await.map(|s| s.boxed()) }.boxed()
+    }
+
+    fn supports_watch_list(&self) -> bool {
+        true
     }
 
     fn list_deferred(
@@ -210,6 +235,17 @@ pub enum ReflectorError {
     VeryShortWatch {
         /// The watched kind.
         kind: String,
+    },
+    /// The consistency detector found the streamed list and a LIST at the same
+    /// resourceVersion different (see the module docs).
+    #[error("streamed list of {kind} at resourceVersion {resource_version} differs from a LIST at the same resourceVersion for {}: the server's watch cache and storage disagree; report it with these keys", .keys.join(", "))]
+    Inconsistent {
+        /// The kind.
+        kind: String,
+        /// The resourceVersion of both lists.
+        resource_version: String,
+        /// The keys missing on one side or at different resourceVersions, sorted.
+        keys: Vec<String>,
     },
     /// The store refused a replace or a resync.
     #[error("store of {kind}: {source}")]
@@ -338,8 +374,14 @@ pub struct ReflectorConfig {
     pub watch_idle_timeout: Option<Duration>,
     /// How long to keep re-watching after 500 InternalError events (0 = relist at once).
     pub max_internal_error_retry_duration: Duration,
-    /// Stream the initial list with `sendInitialEvents` instead of a LIST.
+    /// Stream the initial list with `sendInitialEvents` instead of a LIST, when the
+    /// lister-watcher supports it (default: on, unless `KUBE_FEATURE_WatchListClient` is
+    /// false in the environment).
     pub use_watch_list: bool,
+    /// After each streamed list, LIST at its resourceVersion and report differences
+    /// (default: `KUBE_WATCHLIST_INCONSISTENCY_DETECTOR` from the environment, off when
+    /// unset).
+    pub check_watch_list_consistency: bool,
     /// The backoff between rounds and between failed watch starts.
     pub backoff: Backoff,
     /// Ask the lister-watcher for objects without `metadata.managedFields`
@@ -355,9 +397,39 @@ impl Default for ReflectorConfig {
             min_watch_timeout: MIN_WATCH_TIMEOUT,
             watch_idle_timeout: None,
             max_internal_error_retry_duration: Duration::ZERO,
-            use_watch_list: false,
+            use_watch_list: env_flag(WATCH_LIST_CLIENT_ENV, true),
+            check_watch_list_consistency: env_flag(CONSISTENCY_DETECTOR_ENV, false),
             backoff: Backoff::default(),
             without_managed_fields: false,
+        }
+    }
+}
+
+/// The environment variable that turns the WatchList client off (client-go's feature gate
+/// as an environment variable).
+pub const WATCH_LIST_CLIENT_ENV: &str = "KUBE_FEATURE_WatchListClient";
+/// The environment variable that turns the watch-list consistency detector on.
+pub const CONSISTENCY_DETECTOR_ENV: &str = "KUBE_WATCHLIST_INCONSISTENCY_DETECTOR";
+
+/// A boolean environment variable, as Go's `strconv.ParseBool` reads it; `default` when
+/// unset or unreadable (with a warning for the latter).
+fn env_flag(name: &str, default: bool) -> bool {
+    parse_flag(name, std::env::var(name).ok().as_deref(), default)
+}
+
+fn parse_flag(name: &str, value: Option<&str>, default: bool) -> bool {
+    match value {
+        None | Some("") => default,
+        Some("1" | "t" | "T" | "true" | "TRUE" | "True") => true,
+        Some("0" | "f" | "F" | "false" | "FALSE" | "False") => false,
+        Some(other) => {
+            tracing::warn!(
+                name,
+                value = other,
+                default,
+                "not a boolean (use true or false); using the default"
+            );
+            default
         }
     }
 }
@@ -389,9 +461,14 @@ impl ReflectorConfig {
         self.watch_idle_timeout = Some(timeout);
         self
     }
-    /// Streams the initial list (`sendInitialEvents`).
+    /// Streams the initial list (`sendInitialEvents`) when the lister-watcher supports it.
     pub fn use_watch_list(mut self, on: bool) -> Self {
         self.use_watch_list = on;
+        self
+    }
+    /// Checks every streamed list against a LIST at the same resourceVersion.
+    pub fn check_watch_list_consistency(mut self, on: bool) -> Self {
+        self.check_watch_list_consistency = on;
         self
     }
     /// Sets the backoff.
@@ -549,7 +626,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
     pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
         let config = self.config.lock().clone();
         let mut first_stream = None;
-        if config.use_watch_list {
+        if config.use_watch_list && self.lw.supports_watch_list() {
             match self.watch_list(&config, cancel).await {
                 Ok(Some(stream)) => first_stream = Some(stream),
                 Ok(None) => return Ok(()),
@@ -879,12 +956,16 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
 
     /// Streams the initial list. `Ok(Some)`: the store was replaced and the stream goes on
     /// in the watch phase; `Ok(None)`: cancelled or retriable (the caller ends the round);
-    /// `Err`: fall back to LIST.
+    /// `Err` (why): fall back to LIST.
     async fn watch_list(
         &self,
         config: &ReflectorConfig,
         cancel: &CancellationToken,
-    ) -> Result<Option<(BoxStream<'static, WatchEvent<K>>, Duration)>, client::Error> {
+    ) -> Result<Option<(BoxStream<'static, WatchEvent<K>>, Duration)>, String> {
+        // Between attempts whose stream ended before the initial-events-end bookmark, as
+        // client-go backs off on retriable watch-list errors (no busy loop on a server
+        // that closes such watches at once).
+        let mut backoff = config.backoff.clone();
         loop {
             let mut opts = self.watch_options(config);
             if self.state.lock().resource_version_unavailable {
@@ -900,9 +981,11 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
             let mut stream = match started {
                 Ok(s) => s,
                 Err(err) if is_retriable_watch_start(&err) => return Ok(None),
-                Err(err) => return Err(err),
+                Err(err) => return Err(err.to_string()),
             };
             let mut temp: HashMap<String, Arc<K>> = HashMap::new();
+            let opened = Instant::now();
+            let mut events = 0usize;
             let mut warned_at = Instant::now();
             loop {
                 let next = tokio::select! {
@@ -917,10 +1000,16 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                         }
                         continue;
                     }
+                    // Closed at once without a single event: a server that does not
+                    // stream lists this way (client-go's very short watch): LIST instead.
+                    Ok(None) if events == 0 && opened.elapsed() < Duration::from_secs(1) => {
+                        return Err("the watch closed at once, without events".to_owned());
+                    }
                     // Closed before the end bookmark: discard and start a new request.
                     Ok(None) => break,
                     Ok(Some(e)) => e,
                 };
+                events += 1;
                 match event {
                     WatchEvent::Added(o) | WatchEvent::Modified(o) => {
                         temp.insert(crate::object::object_key(&o), Arc::new(o));
@@ -934,6 +1023,9 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                             .map(String::as_str)
                             == Some("true")
                         {
+                            let streamed = config
+                                .check_watch_list_consistency
+                                .then(|| resource_versions(temp.values()));
                             let items: Vec<Arc<K>> = temp.into_values().collect();
                             if let Err(message) = self.store.replace(items, &b.resource_version) {
                                 tracing::error!(kind = %self.kind, %message, "store refused the streamed list");
@@ -941,6 +1033,10 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                             }
                             self.state.lock().resource_version_unavailable = false;
                             self.set_last_sync(&b.resource_version);
+                            if let Some(streamed) = streamed {
+                                self.check_consistency(config, streamed, &b.resource_version)
+                                    .await;
+                            }
                             return Ok(Some((stream, idle)));
                         }
                     }
@@ -952,15 +1048,74 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                             self.state.lock().resource_version_unavailable = true;
                             break;
                         }
-                        return Err(client::Error::Api(status));
+                        return Err(status.to_string());
                     }
                 }
             }
             if cancel.is_cancelled() {
                 return Ok(None);
             }
+            backoff.wait(cancel).await;
         }
     }
+}
+
+impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
+    /// The consistency detector: LISTs at `rv` exactly and reports, through the error
+    /// handler, every key whose presence or resourceVersion differs from `streamed`.
+    async fn check_consistency(
+        &self,
+        config: &ReflectorConfig,
+        streamed: HashMap<String, String>,
+        rv: &str,
+    ) {
+        let mut opts = self.base_options(config);
+        opts.resource_version = Some(rv.to_owned());
+        opts.resource_version_match = Some(ResourceVersionMatch::Exact);
+        opts.limit = Some(config.page_size.unwrap_or(DEFAULT_PAGE_SIZE));
+        let listed = match self.list_pages(opts).await {
+            Ok((items, _, _)) => resource_versions(items.iter()),
+            Err(err) => {
+                tracing::warn!(kind = %self.kind, %err, resource_version = rv, "consistency detector: the LIST at the streamed resourceVersion failed; not checked");
+                return;
+            }
+        };
+        let mut keys: Vec<String> = streamed
+            .iter()
+            .filter(|(k, v)| listed.get(*k) != Some(*v))
+            .map(|(k, _)| k.clone())
+            .chain(
+                listed
+                    .keys()
+                    .filter(|k| !streamed.contains_key(*k))
+                    .cloned(),
+            )
+            .collect();
+        if keys.is_empty() {
+            return;
+        }
+        keys.sort();
+        let err = ReflectorError::Inconsistent {
+            kind: self.kind.clone(),
+            resource_version: rv.to_owned(),
+            keys,
+        };
+        tracing::error!(kind = %self.kind, %err, "consistency detector");
+        (self.error_handler)(&err);
+    }
+}
+
+/// Each object's key and resourceVersion.
+fn resource_versions<'a, K: kube::Resource + 'a>(
+    objs: impl Iterator<Item = &'a Arc<K>>,
+) -> HashMap<String, String> {
+    objs.map(|o| {
+        (
+            crate::object::object_key(o.as_ref()),
+            o.meta().resource_version.clone().unwrap_or_default(),
+        )
+    })
+    .collect()
 }
 
 /// Connection refused and 429 at watch start: back off and re-watch, no relist.

@@ -97,10 +97,22 @@ async fn first_list_and_watch(options: FactoryOptions) -> (http::Uri, http::Uri)
     factory.informer::<Pod>();
     let stop = CancellationToken::new();
     factory.start(&stop);
-    wait_until("a list and a watch", || log.lock().unwrap().len() >= 2).await;
+    // The WatchList client's streaming watch comes first; this server closes it at once,
+    // so the reflector falls back to LIST + WATCH.
+    let is_watch = |u: &http::Uri| u.query().is_some_and(|q| q.contains("watch=true"));
+    let first = |watch: bool| {
+        log.lock()
+            .unwrap()
+            .iter()
+            .find(|u| is_watch(u) == watch)
+            .cloned()
+    };
+    wait_until("a list and a watch", || {
+        first(false).is_some() && first(true).is_some()
+    })
+    .await;
     factory.shutdown().await;
-    let log = log.lock().unwrap();
-    (log[0].clone(), log[1].clone())
+    (first(false).unwrap(), first(true).unwrap())
 }
 
 #[tokio::test(start_paused = true)]

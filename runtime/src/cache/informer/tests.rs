@@ -577,7 +577,10 @@ async fn relist_with_deltafifo_updates_and_adds_in_list_order_then_deletes() {
         pod("pod-2", "2"),
         pod("pod-3", "3"),
     ]);
-    let inf = informer(&source, ZERO);
+    let inf = SharedIndexInformer::new(
+        Arc::clone(&source) as Arc<dyn ListerWatcher<Pod>>,
+        InformerConfig::default().fifo(FifoKind::Delta),
+    );
     let rec = Recorder::new();
     inf.add_event_handler(Rec(Arc::clone(&rec))).unwrap();
     let running = run_synced(&inf, &source).await;

@@ -66,6 +66,8 @@ struct FakeLw {
     watches: Mutex<VecDeque<WatchScript>>,
     list_calls: Mutex<Vec<ListOptions>>,
     watch_calls: Mutex<Vec<ListOptions>>,
+    /// Whether it claims to speak the streaming-list protocol.
+    streaming: std::sync::atomic::AtomicBool,
 }
 
 impl FakeLw {
@@ -117,6 +119,10 @@ impl ListerWatcher<Pod> for FakeLw {
             }
         }
         .boxed()
+    }
+
+    fn supports_watch_list(&self) -> bool {
+        self.streaming.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -653,6 +659,8 @@ async fn streaming_list_replaces_then_continues_on_the_same_stream() {
         ])],
     );
     let store = Arc::new(RecStore::default());
+    lw.streaming
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
@@ -683,6 +691,8 @@ async fn streaming_list_failure_falls_back_to_list() {
         vec![WatchScript::Fail(api_err(403, "Forbidden"))],
     );
     let store = Arc::new(RecStore::default());
+    lw.streaming
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
@@ -709,6 +719,8 @@ async fn streaming_list_closed_early_is_retried_without_replacing() {
         ],
     );
     let store = Arc::new(RecStore::default());
+    lw.streaming
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
