@@ -37,6 +37,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::cache::done::DoneChecker;
 use crate::cache::informer::{InformerConfig, SharedIndexInformer};
+use crate::cache::keys::{AnyTransformFunc, TransformError};
 use crate::cache::lister::Lister;
 use crate::cache::reflector::Tweaked;
 use crate::client::{ListOptions, ResourceClient};
@@ -45,9 +46,6 @@ use crate::labels::Selector;
 use crate::object::{AnyObject, GroupVersionResource, Object};
 
 pub use crate::cache::reflector::TweakListOptions;
-/// A transform applied to every object of every informer, before it is cached; it gets
-/// the object as `&mut dyn Any` to downcast to the types it cares about.
-pub type FactoryTransform = Arc<dyn Fn(&mut dyn Any) + Send + Sync>;
 
 /// A lister over a typed informer's cache, seen through [`AnyObject`] (client-go's
 /// `GenericLister`, as `ForResource` returns it). Objects are the cache's own `Arc`s,
@@ -127,8 +125,8 @@ pub struct FactoryOptions {
     pub tweak_list_options: Option<TweakListOptions>,
     /// Per-type resync periods.
     pub custom_resync: HashMap<TypeId, Duration>,
-    /// Applied to every object of every informer.
-    pub transform: Option<FactoryTransform>,
+    /// Applied to every object of every informer (see [`FactoryOptions::transform`]).
+    pub transform: Option<AnyTransformFunc>,
 }
 
 impl fmt::Debug for FactoryOptions {
@@ -170,8 +168,33 @@ impl FactoryOptions {
         self.custom_resync.insert(TypeId::of::<K>(), period);
         self
     }
-    /// Sets a transform applied to every object of every informer.
-    pub fn transform(mut self, f: impl Fn(&mut dyn Any) + Send + Sync + 'static) -> Self {
+    /// Sets a transform applied to every object of every informer, before it is cached
+    /// (client-go's `WithTransform`). It gets each object as `Arc<dyn Any>`, downcasts to
+    /// the types it cares about and returns the object, changed or not, as the type it
+    /// was given; an error keeps the object out of the cache.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kubegen_runtime::cache::factory::FactoryOptions;
+    ///
+    /// let options = FactoryOptions::default().transform(|obj| match obj.downcast::<Pod>() {
+    ///     Ok(mut pod) => {
+    ///         // Fresh from the decoder, the object is not shared: make_mut does not copy.
+    ///         Arc::make_mut(&mut pod).spec = None;
+    ///         Ok(pod)
+    ///     }
+    ///     Err(other) => Ok(other),
+    /// });
+    /// assert!(options.transform.is_some());
+    /// ```
+    pub fn transform(
+        mut self,
+        f: impl Fn(Arc<dyn Any + Send + Sync>) -> Result<Arc<dyn Any + Send + Sync>, TransformError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
         self.transform = Some(Arc::new(f));
         self
     }
@@ -326,7 +349,10 @@ impl InformerFactory {
                 return i.clone();
             }
         }
-        let config = InformerConfig::default().resync_period(self.resync_period_for::<K>());
+        // The factory's transform goes in the configuration, before the informer exists:
+        // nothing can refuse it, and it does not replace a transform the constructor set.
+        let mut config = InformerConfig::default().resync_period(self.resync_period_for::<K>());
+        config.transform = self.options.transform.clone();
         let gr = (
             K::group(&()).into_owned(),
             K::version(&()).into_owned(),
@@ -347,14 +373,6 @@ impl InformerFactory {
             }),
             None => informer,
         };
-        if let Some(t) = &self.options.transform {
-            let t = Arc::clone(t);
-            let _ = informer.set_transform(move |obj: Arc<K>| {
-                let mut obj = obj;
-                t(Arc::make_mut(&mut obj) as &mut dyn Any);
-                obj
-            });
-        }
         let erased = informer.clone();
         let synced = informer.clone();
         let generic = GenericInformer {

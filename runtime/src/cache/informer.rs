@@ -65,6 +65,7 @@ use self::processor::{
 };
 use crate::cache::delta_fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, PopError};
 use crate::cache::done::{DoneChecker, DoneSignal};
+use crate::cache::keys::{AnyTransformFunc, TransformError, TransformFunc};
 use crate::cache::lister::Lister;
 use crate::cache::real_fifo::{RealFifo, RealFifoOptions};
 use crate::cache::reflector::{
@@ -72,13 +73,11 @@ use crate::cache::reflector::{
     Tweaked,
 };
 use crate::cache::store::{
-    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, StoreError,
+    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, ReadOnlyIndexer, StoreError,
 };
 use crate::client::ListOptions;
 use crate::object::{object_key, Object};
 
-/// A user transform as `set_transform` takes it (infallible; the FIFO's own is fallible).
-type UserTransform<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
 type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
 /// Errors of informer operations.
@@ -123,6 +122,9 @@ pub struct InformerConfig {
     pub tweak_list_options: Option<TweakListOptions>,
     /// The FIFO between reflector and handlers (RealFIFO, in order, by default).
     pub fifo: FifoKind,
+    /// A transform for objects of any type (a factory's), applied before the informer's
+    /// own ([`SharedIndexInformer::set_transform`]).
+    pub transform: Option<AnyTransformFunc>,
 }
 
 impl fmt::Debug for InformerConfig {
@@ -134,6 +136,7 @@ impl fmt::Debug for InformerConfig {
             .field("api_resource", &self.api_resource)
             .field("tweak_list_options", &self.tweak_list_options.is_some())
             .field("fifo", &self.fifo)
+            .field("transform", &self.transform.is_some())
             .finish()
     }
 }
@@ -169,6 +172,20 @@ impl InformerConfig {
         self
     }
 
+    /// Sets a transform for objects of any type, applied to every object before it is
+    /// cached (after `managedFields` are dropped, before the informer's own transform).
+    /// It must return the object as the type it was given.
+    pub fn transform(
+        mut self,
+        f: impl Fn(Arc<dyn Any + Send + Sync>) -> Result<Arc<dyn Any + Send + Sync>, TransformError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.transform = Some(Arc::new(f));
+        self
+    }
+
     /// Sets the FIFO between reflector and handlers (see [`FifoKind`]).
     pub fn fifo(mut self, kind: FifoKind) -> Self {
         self.fifo = kind;
@@ -181,7 +198,7 @@ struct State<K> {
     stopped: bool,
     resync_check_period: Duration,
     default_resync_period: Duration,
-    transform: Option<UserTransform<K>>,
+    transform: Option<TransformFunc<K>>,
     watch_error_handler: Option<WatchErrorHandler>,
 }
 
@@ -414,8 +431,9 @@ impl<K: Object> SharedIndexInformer<K> {
         self
     }
 
-    /// The informer's indexed cache (client-go's `GetIndexer`/`GetStore`).
-    pub fn indexer(&self) -> &Indexer<K> {
+    /// The informer's indexed cache (client-go's `GetIndexer`/`GetStore`), read-only:
+    /// only the informer writes it.
+    pub fn indexer(&self) -> &ReadOnlyIndexer<K> {
         &self.inner.indexer
     }
 
@@ -424,7 +442,7 @@ impl<K: Object> SharedIndexInformer<K> {
     where
         K: kube::Resource<DynamicType = ()>,
     {
-        Lister::new(self.inner.indexer.clone())
+        Lister::new(self.inner.indexer.read_only())
     }
 
     /// True once the initial list has been popped and applied to the cache.
@@ -474,10 +492,12 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// Sets a transform applied to every object before it enters the cache (after
-    /// `managedFields` are dropped). Only before `run`; the last call wins.
+    /// `managedFields` are dropped and after [`InformerConfig::transform`]). Only before
+    /// `run`; the last call wins. An object the transform rejects is not cached (the
+    /// reflector logs the error; a rejected list fails the round and is retried).
     pub fn set_transform(
         &self,
-        f: impl Fn(Arc<K>) -> Arc<K> + Send + Sync + 'static,
+        f: impl Fn(Arc<K>) -> Result<Arc<K>, TransformError> + Send + Sync + 'static,
     ) -> Result<(), InformerError> {
         let mut st = self.inner.state.lock();
         if st.started {
@@ -640,6 +660,8 @@ impl<K: Object> SharedIndexInformer<K> {
             )
         };
         let keep_managed_fields = self.inner.config.keep_managed_fields;
+        let any_transform = self.inner.config.transform.clone();
+        let kind = self.inner.kind.clone();
         let api_resource = self.inner.config.api_resource.clone();
         let transformer = move |obj: Arc<K>| {
             // Fresh from the decoder, `obj` is not shared: make_mut does not copy.
@@ -650,10 +672,18 @@ impl<K: Object> SharedIndexInformer<K> {
             if api_resource.is_some() {
                 fill_type_meta(Arc::make_mut(&mut obj), api_resource.as_ref());
             }
-            Ok(match &transform {
+            if let Some(t) = &any_transform {
+                obj = t(obj)?.downcast::<K>().map_err(|_| {
+                    TransformError::new(format!(
+                        "the transform of InformerConfig (a factory's transform) returned \
+                         another type than {kind}: return the object it was given"
+                    ))
+                })?;
+            }
+            match &transform {
                 Some(t) => t(obj),
-                None => obj,
-            })
+                None => Ok(obj),
+            }
         };
         let known = Arc::new(self.inner.indexer.clone());
         let fifo = match self.inner.config.fifo {

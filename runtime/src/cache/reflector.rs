@@ -979,7 +979,10 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                 _ = cancel.cancelled() => return Ok(None),
             };
             let mut stream = match started {
-                Ok(s) => s,
+                Ok(s) => {
+                    crate::metrics::reflector_watch_started(&self.kind);
+                    s
+                }
                 Err(err) if is_retriable_watch_start(&err) => return Ok(None),
                 Err(err) => return Err(err.to_string()),
             };
