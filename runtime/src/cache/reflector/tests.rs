@@ -11,7 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use super::watch_list::parse_flag;
 use super::*;
+use crate::client::ResourceVersionMatch;
 use crate::errors::{cause, StatusCause, StatusDetails};
 
 fn pod(name: &str, rv: &str) -> Pod {
