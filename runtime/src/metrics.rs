@@ -16,6 +16,10 @@
 //! - `reflector_lists_total{name}`, `reflector_list_duration_seconds{name}`,
 //!   `reflector_items_per_list{name}` and `reflector_watches_total{name}` count a
 //!   reflector's successful lists (all pages) and started watches; `name` is its kind.
+//! - `informer_queued_items{name}`, `informer_processing_latency_seconds{name}` and
+//!   `informer_store_resource_version{name}` are an informer's queued FIFO items, the time
+//!   to process each popped item, and its store's last resourceVersion (as a number);
+//!   `name` is the informer's name (see [`InformerMetrics`]).
 //! - `leader_election_master_status{name}` is 1 while a [`LeaderElector`] of that lock name
 //!   leads ([`is_leading`]), 0 after.
 //!
@@ -24,6 +28,7 @@
 //!
 //! [`LeaderElector`]: crate::leaderelection::LeaderElector
 //! [`is_leading`]: crate::leaderelection::LeaderElector::is_leading
+//! [`InformerMetrics`]: crate::cache::informer::InformerMetrics
 
 use std::time::Duration;
 
@@ -110,6 +115,42 @@ pub(crate) fn reflector_watch_started(name: &str) {
     let _ = name;
 }
 
+/// Records how many items an informer's FIFO holds.
+pub(crate) fn informer_queued(name: &str, items: usize) {
+    #[cfg(feature = "prometheus")]
+    if let Some(m) = prometheus::installed() {
+        m.informer_queued
+            .with_label_values(&[name])
+            .set(items as f64);
+    }
+    #[cfg(not(feature = "prometheus"))]
+    let _ = (name, items);
+}
+
+/// Records the processing time of one item an informer popped.
+pub(crate) fn informer_processed(name: &str, took: Duration) {
+    #[cfg(feature = "prometheus")]
+    if let Some(m) = prometheus::installed() {
+        m.informer_latency
+            .with_label_values(&[name])
+            .observe(took.as_secs_f64());
+    }
+    #[cfg(not(feature = "prometheus"))]
+    let _ = (name, took);
+}
+
+/// Records the resourceVersion an informer's store was last synced to.
+pub(crate) fn informer_resource_version(name: &str, rv: &str) {
+    #[cfg(feature = "prometheus")]
+    if let (Some(m), Ok(rv)) = (prometheus::installed(), rv.parse::<f64>()) {
+        m.informer_resource_version
+            .with_label_values(&[name])
+            .set(rv);
+    }
+    #[cfg(not(feature = "prometheus"))]
+    let _ = (name, rv);
+}
+
 /// Records whether the elector of lock `name` leads.
 pub(crate) fn leader_status(name: &str, leading: bool) {
     #[cfg(feature = "prometheus")]
@@ -139,6 +180,9 @@ pub mod prometheus {
         pub(crate) reflector_items_per_list: HistogramVec,
         pub(crate) reflector_watches: IntCounterVec,
         pub(crate) leader_status: GaugeVec,
+        pub(crate) informer_queued: GaugeVec,
+        pub(crate) informer_latency: HistogramVec,
+        pub(crate) informer_resource_version: GaugeVec,
     }
 
     static METRICS: OnceLock<Metrics> = OnceLock::new();
@@ -196,6 +240,28 @@ pub mod prometheus {
                 ),
                 &["name"],
             )?,
+            informer_queued: GaugeVec::new(
+                Opts::new(
+                    "informer_queued_items",
+                    "Number of items queued in the informer's FIFO, by informer name",
+                ),
+                &["name"],
+            )?,
+            informer_latency: HistogramVec::new(
+                HistogramOpts::new(
+                    "informer_processing_latency_seconds",
+                    "Time to process one item popped from the informer's FIFO, by informer name",
+                )
+                .buckets(exponential_buckets(0.000_01, 4.0, 12)?),
+                &["name"],
+            )?,
+            informer_resource_version: GaugeVec::new(
+                Opts::new(
+                    "informer_store_resource_version",
+                    "The resourceVersion the informer's store was last synced to, by informer name",
+                ),
+                &["name"],
+            )?,
         })
     }
 
@@ -223,6 +289,9 @@ pub mod prometheus {
         registry.register(Box::new(m.reflector_items_per_list.clone()))?;
         registry.register(Box::new(m.reflector_watches.clone()))?;
         registry.register(Box::new(m.leader_status.clone()))?;
+        registry.register(Box::new(m.informer_queued.clone()))?;
+        registry.register(Box::new(m.informer_latency.clone()))?;
+        registry.register(Box::new(m.informer_resource_version.clone()))?;
         Ok(())
     }
 

@@ -29,6 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::reflector::ListerWatcher;
+use crate::client::paging::{self, continuation};
 use crate::client::{self, ListOptions, ObjectList};
 
 /// client-go's default page size.
@@ -134,52 +135,22 @@ impl<K: Send + 'static> ListPager<K> {
         opts
     }
 
-    /// Lists every page: `(list, paginated)` (client-go's `List`).
+    /// Lists every page: `(list, paginated)` (client-go's `List`; the protocol is
+    /// `client::paging`'s, shared with `ResourceClient::list_all`).
     pub async fn list(
         &self,
         cancel: &CancellationToken,
         opts: ListOptions,
     ) -> Result<(ObjectList<K>, bool), PagerError> {
-        let original = opts.clone();
-        let mut opts = self.first_options(opts);
-        let mut joined: Option<ObjectList<K>> = None;
-        loop {
-            if cancel.is_cancelled() {
-                return Err(PagerError::Cancelled);
-            }
-            let had_continue = opts.continue_token.is_some();
-            let page = match self.lw.list(opts.clone()).await {
-                Ok(page) => page,
-                Err(e) if e.is_resource_expired() && self.full_list_if_expired && had_continue => {
-                    let full = ListOptions {
-                        limit: None,
-                        continue_token: None,
-                        ..original
-                    };
-                    return Ok((self.lw.list(full).await?, true));
-                }
-                Err(e) => return Err(e.into()),
-            };
-            let next = page.continue_token.clone();
-            let Some(mut all) = joined.take() else {
-                if next.is_none() {
-                    return Ok((page, false));
-                }
-                joined = Some(ObjectList {
-                    continue_token: None,
-                    remaining_item_count: None,
-                    ..page
-                });
-                opts = continuation(opts, next);
-                continue;
-            };
-            all.items.extend(page.items);
-            if next.is_none() {
-                return Ok((all, true));
-            }
-            joined = Some(all);
-            opts = continuation(opts, next);
-        }
+        let opts = self.first_options(opts);
+        paging::list_pages(opts, self.full_list_if_expired, Some(cancel), |o| {
+            self.lw.list(o)
+        })
+        .await
+        .map_err(|e| match e {
+            paging::PagingError::List(e) => PagerError::List(e),
+            paging::PagingError::Cancelled => PagerError::Cancelled,
+        })
     }
 
     /// Calls `f` on every item of every page, in order, fetching pages ahead
@@ -224,16 +195,6 @@ impl<K: Send + 'static> ListPager<K> {
             return Err(PagerError::Cancelled);
         }
         Ok(())
-    }
-}
-
-/// The options of the request after a page with continue token `next`.
-fn continuation(opts: ListOptions, next: Option<String>) -> ListOptions {
-    ListOptions {
-        continue_token: next,
-        resource_version: None,
-        resource_version_match: None,
-        ..opts
     }
 }
 

@@ -42,7 +42,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cache::delta_fifo::DeltaObject;
 use crate::cache::informer::{InformerConfig, ResourceEventHandler, SharedIndexInformer};
 use crate::cache::reflector::ListerWatcher;
-use crate::cache::store::Indexer;
+use crate::cache::store::ReadOnlyIndexer;
 use crate::client::{ListOptions, WatchEvent};
 use crate::errors::StatusError;
 use crate::object::Object;
@@ -390,7 +390,7 @@ pub async fn until<K: Object>(
 
 /// A precondition of [`until_with_sync`], run on the synced cache: `Ok(true)` ends the
 /// wait at once.
-pub type Precondition<K> = Box<dyn FnOnce(&Indexer<K>) -> Result<bool, BoxError> + Send>;
+pub type Precondition<K> = Box<dyn FnOnce(&ReadOnlyIndexer<K>) -> Result<bool, BoxError> + Send>;
 
 /// Forwards an informer's notifications as watch events.
 struct Forward<K>(mpsc::UnboundedSender<WatchEvent<K>>);

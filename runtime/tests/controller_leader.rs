@@ -109,11 +109,18 @@ async fn a_warm_standby_takes_over_without_listing(transport: Transport) {
     assert!(!b.health.is_leading());
     assert_eq!(reconciled_by(&log, "b"), 0, "a standby reconciles nothing");
 
+    // An initial list is a LIST, or the WatchList client's streaming watch (the default).
     let lists = |server: &ApiServer| {
         server
             .requests()
             .iter()
-            .filter(|r| r.resource == "configmaps" && r.verb == "list")
+            .filter(|r| {
+                r.resource == "configmaps"
+                    && (r.verb == "list"
+                        || (r.verb == "watch"
+                            && r.query_pairs()
+                                .any(|(k, v)| k == "sendInitialEvents" && v == "true")))
+            })
             .count()
     };
     assert_eq!(

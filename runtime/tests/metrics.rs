@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubegen_runtime::cache::informer::{InformerConfig, SharedIndexInformer};
+use kubegen_runtime::cache::reflector::ReflectorConfig;
 use kubegen_runtime::client::{ResourceClient, RestConfig};
 use kubegen_runtime::errors::StatusError;
 use kubegen_runtime::leaderelection::{
@@ -75,7 +76,12 @@ async fn metrics_endpoint_serves_client_go_metric_names() {
     let cms = ResourceClient::<ConfigMap>::namespaced(client.clone(), "ns");
     cms.get("a").await.unwrap();
 
-    let informer = SharedIndexInformer::new(Arc::new(cms.clone()), InformerConfig::default());
+    // LIST + WATCH (not the default streaming list), so that the list metrics have a list
+    // to count.
+    let informer = SharedIndexInformer::new(
+        Arc::new(cms.clone()),
+        InformerConfig::default().reflector(ReflectorConfig::default().use_watch_list(false)),
+    );
     let running = tokio::spawn({
         let (informer, stop) = (informer.clone(), stop.clone());
         async move { informer.run(stop).await }

@@ -223,10 +223,13 @@ async fn factory_options_namespace_tweak_resync_and_transform_reach_the_informer
         .namespace("a")
         .tweak_list_options(|o| o.label_selector = Some("!skip".into()))
         .custom_resync::<Foo>(Duration::from_secs(7))
-        .transform(|obj: &mut dyn std::any::Any| {
-            if let Some(f) = obj.downcast_mut::<Foo>() {
-                f.metadata.annotations = Some([("seen".to_owned(), "yes".to_owned())].into());
+        .transform(|obj| match obj.downcast::<Foo>() {
+            Ok(mut f) => {
+                Arc::make_mut(&mut f).metadata.annotations =
+                    Some([("seen".to_owned(), "yes".to_owned())].into());
+                Ok(f)
             }
+            Err(other) => Ok(other),
         });
     let factory = SharedInformerFactory::with_options(cs.clientset().clone(), options);
     let foos = factory.samplecontroller().v1alpha1().foos();

@@ -11,8 +11,13 @@
 //! - [`InformerFactory::start`] starts every informer not yet started (idempotent;
 //!   informers requested after `start` need another `start`); nothing starts after
 //!   [`InformerFactory::shutdown`], which stops every informer and waits for their tasks.
-//! - [`InformerFactory::wait_for_cache_sync`] reports, for *started* informers only,
-//!   whether each synced before `stop` fired.
+//! - Each informer the factory creates is named after its resource, `resource.group`
+//!   (`pods`, `deployments.apps`): unique within a factory, and the name of its logs,
+//!   done-checker and metrics.
+//! - [`InformerFactory::wait_for_cache_sync`] (by type name) and
+//!   [`InformerFactory::wait_for_cache_sync_by_name`] (by informer name) report, for
+//!   *started* informers only, whether each synced before `stop` fired; both wait on the
+//!   informers' done-checkers (no polling).
 //! - [`InformerFactory::for_resource`] finds an informer by group/version/resource, as a
 //!   type-erased [`GenericInformer`]; unknown resources are an error.
 //!
@@ -30,7 +35,9 @@ use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::cache::done::DoneChecker;
 use crate::cache::informer::{InformerConfig, SharedIndexInformer};
+use crate::cache::keys::{AnyTransformFunc, TransformError};
 use crate::cache::lister::Lister;
 use crate::cache::reflector::Tweaked;
 use crate::client::{ListOptions, ResourceClient};
@@ -39,9 +46,6 @@ use crate::labels::Selector;
 use crate::object::{AnyObject, GroupVersionResource, Object};
 
 pub use crate::cache::reflector::TweakListOptions;
-/// A transform applied to every object of every informer, before it is cached; it gets
-/// the object as `&mut dyn Any` to downcast to the types it cares about.
-pub type FactoryTransform = Arc<dyn Fn(&mut dyn Any) + Send + Sync>;
 
 /// A lister over a typed informer's cache, seen through [`AnyObject`] (client-go's
 /// `GenericLister`, as `ForResource` returns it). Objects are the cache's own `Arc`s,
@@ -121,8 +125,8 @@ pub struct FactoryOptions {
     pub tweak_list_options: Option<TweakListOptions>,
     /// Per-type resync periods.
     pub custom_resync: HashMap<TypeId, Duration>,
-    /// Applied to every object of every informer.
-    pub transform: Option<FactoryTransform>,
+    /// Applied to every object of every informer (see [`FactoryOptions::transform`]).
+    pub transform: Option<AnyTransformFunc>,
 }
 
 impl fmt::Debug for FactoryOptions {
@@ -164,8 +168,33 @@ impl FactoryOptions {
         self.custom_resync.insert(TypeId::of::<K>(), period);
         self
     }
-    /// Sets a transform applied to every object of every informer.
-    pub fn transform(mut self, f: impl Fn(&mut dyn Any) + Send + Sync + 'static) -> Self {
+    /// Sets a transform applied to every object of every informer, before it is cached
+    /// (client-go's `WithTransform`). It gets each object as `Arc<dyn Any>`, downcasts to
+    /// the types it cares about and returns the object, changed or not, as the type it
+    /// was given; an error keeps the object out of the cache.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use k8s_openapi::api::core::v1::Pod;
+    /// use kubegen_runtime::cache::factory::FactoryOptions;
+    ///
+    /// let options = FactoryOptions::default().transform(|obj| match obj.downcast::<Pod>() {
+    ///     Ok(mut pod) => {
+    ///         // Fresh from the decoder, the object is not shared: make_mut does not copy.
+    ///         Arc::make_mut(&mut pod).spec = None;
+    ///         Ok(pod)
+    ///     }
+    ///     Err(other) => Ok(other),
+    /// });
+    /// assert!(options.transform.is_some());
+    /// ```
+    pub fn transform(
+        mut self,
+        f: impl Fn(Arc<dyn Any + Send + Sync>) -> Result<Arc<dyn Any + Send + Sync>, TransformError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
         self.transform = Some(Arc::new(f));
         self
     }
@@ -177,6 +206,7 @@ struct Entry {
     run: Arc<dyn Fn(CancellationToken) -> BoxFuture<'static, ()> + Send + Sync>,
     started: bool,
     name: &'static str,
+    done: DoneChecker,
 }
 
 struct State {
@@ -319,8 +349,21 @@ impl InformerFactory {
                 return i.clone();
             }
         }
-        let config = InformerConfig::default().resync_period(self.resync_period_for::<K>());
-        let informer = new_informer(config);
+        // The factory's transform goes in the configuration, before the informer exists:
+        // nothing can refuse it, and it does not replace a transform the constructor set.
+        let mut config = InformerConfig::default().resync_period(self.resync_period_for::<K>());
+        config.transform = self.options.transform.clone();
+        let gr = (
+            K::group(&()).into_owned(),
+            K::version(&()).into_owned(),
+            K::plural(&()).into_owned(),
+        );
+        let name = if gr.0.is_empty() {
+            gr.2.clone()
+        } else {
+            format!("{}.{}", gr.2, gr.0)
+        };
+        let informer = new_informer(config).with_kind_name(name);
         let informer = match &self.options.tweak_list_options {
             Some(tweak) => informer.with_lister_watcher(|inner| {
                 Arc::new(Tweaked {
@@ -330,19 +373,6 @@ impl InformerFactory {
             }),
             None => informer,
         };
-        if let Some(t) = &self.options.transform {
-            let t = Arc::clone(t);
-            let _ = informer.set_transform(move |obj: Arc<K>| {
-                let mut obj = obj;
-                t(Arc::make_mut(&mut obj) as &mut dyn Any);
-                obj
-            });
-        }
-        let gr = (
-            K::group(&()).into_owned(),
-            K::version(&()).into_owned(),
-            K::plural(&()).into_owned(),
-        );
         let erased = informer.clone();
         let synced = informer.clone();
         let generic = GenericInformer {
@@ -368,6 +398,7 @@ impl InformerFactory {
                 }),
                 started: false,
                 name: std::any::type_name::<K>(),
+                done: informer.done_checker(),
             },
         );
         informer
@@ -399,22 +430,53 @@ impl InformerFactory {
         &self,
         stop: &CancellationToken,
     ) -> BTreeMap<&'static str, bool> {
-        let started: Vec<(&'static str, GenericInformer)> = {
+        let started: Vec<(&'static str, DoneChecker)> = {
             let st = self.state.lock();
             st.informers
                 .values()
                 .filter(|e| e.started)
-                .map(|e| (e.name, e.generic.clone()))
+                .map(|e| (e.name, e.done.clone()))
                 .collect()
         };
-        let mut result = BTreeMap::new();
-        for (name, informer) in started {
-            let synced =
-                crate::cache::informer::wait_for_cache_sync(stop, &[&|| informer.has_synced()])
-                    .await;
-            result.insert(name, synced);
-        }
-        result
+        Self::wait_all(stop, started).await
+    }
+
+    /// Waits for every started informer to sync or for `stop`; returns each started
+    /// informer's name (`resource.group`, see the module docs) with whether it synced
+    /// (client-go 1.36's per-informer sync report).
+    pub async fn wait_for_cache_sync_by_name(
+        &self,
+        stop: &CancellationToken,
+    ) -> BTreeMap<String, bool> {
+        let checkers = self.done_checkers();
+        let named = checkers.into_iter().map(|c| (c.name().to_owned(), c));
+        Self::wait_all(stop, named.collect()).await
+    }
+
+    /// The done-checkers of the started informers, named after them: to wait for them
+    /// together with other checkers ([`wait_for`](crate::cache::done::wait_for)).
+    pub fn done_checkers(&self) -> Vec<DoneChecker> {
+        let st = self.state.lock();
+        st.informers
+            .values()
+            .filter(|e| e.started)
+            .map(|e| e.done.clone())
+            .collect()
+    }
+
+    async fn wait_all<N: Ord>(
+        stop: &CancellationToken,
+        checkers: Vec<(N, DoneChecker)>,
+    ) -> BTreeMap<N, bool> {
+        let only: Vec<DoneChecker> = checkers.iter().map(|(_, c)| c.clone()).collect();
+        let _ = crate::cache::done::wait_for(stop, &only).await;
+        checkers
+            .into_iter()
+            .map(|(name, c)| {
+                let done = c.is_done();
+                (name, done)
+            })
+            .collect()
     }
 
     /// The informer of a group/version/resource, type-erased.

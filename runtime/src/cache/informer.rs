@@ -1,10 +1,17 @@
 //! The SharedIndexInformer: one list-watch, one indexed cache, many event handlers.
 //!
 //! Contract (client-go's `sharedIndexInformer`, SEMANTICS 4):
-//! - [`SharedIndexInformer::run`] starts a [`Reflector`] feeding a [`DeltaFifo`] (with the
+//! - [`SharedIndexInformer::run`] starts a [`Reflector`] feeding a FIFO (with the
 //!   informer's indexer as its known objects, emitting `Replaced` on relists), pops
 //!   deltas, updates the indexer, then notifies handlers: the cache is always updated
 //!   *before* a handler hears of the change. A second `run` logs a warning and returns.
+//! - The FIFO is a [`RealFifo`](crate::cache::real_fifo::RealFifo) by default (client-go
+//!   1.36's locked `InOrderInformers`): handlers see every change in the order the watch
+//!   delivered it, across keys. [`InformerConfig::fifo`] picks the
+//!   [`DeltaFifo`] instead (see [`FifoKind`] for when).
+//! - Each informer has a name (its kind's by default, [`SharedIndexInformer::with_kind_name`]),
+//!   a [`DoneChecker`] completing the moment it has synced
+//!   ([`SharedIndexInformer::done_checker`]), and [`InformerMetrics`] under that name.
 //!   When `run` ends (its stop token fired, or its future was dropped), the informer is
 //!   stopped for good: handler threads are told to end and new handlers are refused.
 //! - Handlers added before `run` receive the initial list as `on_add(obj, true)`. Handlers
@@ -29,7 +36,9 @@
 //! It does not retry handlers, order different handlers, or deep-copy objects: objects
 //! are shared `Arc`s and must not be mutated.
 
+mod fifo;
 mod handler;
+mod metrics;
 mod processor;
 
 use std::any::Any;
@@ -42,29 +51,33 @@ use parking_lot::Mutex;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+pub use fifo::FifoKind;
 pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceEventHandlerFuncs};
+pub use metrics::InformerMetrics;
 // What a delete handler receives, named here beside the handler traits so that one `use`
 // covers writing handlers (the types stay where they are defined, too).
 pub use crate::cache::delta_fifo::DeltaObject;
 pub use crate::cache::DeletedFinalStateUnknown;
 
+use self::fifo::{Fifo, InformerFifo};
 use self::processor::{
     determine_resync_period, Listener, Notification, Processor, MINIMUM_RESYNC_PERIOD,
 };
 use crate::cache::delta_fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, PopError};
+use crate::cache::done::{DoneChecker, DoneSignal};
+use crate::cache::keys::{AnyTransformFunc, TransformError, TransformFunc};
 use crate::cache::lister::Lister;
+use crate::cache::real_fifo::{RealFifo, RealFifoOptions};
 use crate::cache::reflector::{
     ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorStore, TweakListOptions,
     Tweaked,
 };
 use crate::cache::store::{
-    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, StoreError,
+    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, ReadOnlyIndexer, StoreError,
 };
 use crate::client::ListOptions;
 use crate::object::{object_key, Object};
 
-/// A user transform as `set_transform` takes it (infallible; the FIFO's own is fallible).
-type UserTransform<K> = Arc<dyn Fn(Arc<K>) -> Arc<K> + Send + Sync>;
 type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
 /// Errors of informer operations.
@@ -107,6 +120,11 @@ pub struct InformerConfig {
     /// Applied to the options of every list and watch: label and field selectors go here,
     /// as with [`FactoryOptions::tweak_list_options`](crate::cache::factory::FactoryOptions::tweak_list_options).
     pub tweak_list_options: Option<TweakListOptions>,
+    /// The FIFO between reflector and handlers (RealFIFO, in order, by default).
+    pub fifo: FifoKind,
+    /// A transform for objects of any type (a factory's), applied before the informer's
+    /// own ([`SharedIndexInformer::set_transform`]).
+    pub transform: Option<AnyTransformFunc>,
 }
 
 impl fmt::Debug for InformerConfig {
@@ -117,6 +135,8 @@ impl fmt::Debug for InformerConfig {
             .field("reflector", &self.reflector)
             .field("api_resource", &self.api_resource)
             .field("tweak_list_options", &self.tweak_list_options.is_some())
+            .field("fifo", &self.fifo)
+            .field("transform", &self.transform.is_some())
             .finish()
     }
 }
@@ -151,6 +171,26 @@ impl InformerConfig {
         self.api_resource = Some(resource);
         self
     }
+
+    /// Sets a transform for objects of any type, applied to every object before it is
+    /// cached (after `managedFields` are dropped, before the informer's own transform).
+    /// It must return the object as the type it was given.
+    pub fn transform(
+        mut self,
+        f: impl Fn(Arc<dyn Any + Send + Sync>) -> Result<Arc<dyn Any + Send + Sync>, TransformError>
+            + Send
+            + Sync
+            + 'static,
+    ) -> Self {
+        self.transform = Some(Arc::new(f));
+        self
+    }
+
+    /// Sets the FIFO between reflector and handlers (see [`FifoKind`]).
+    pub fn fifo(mut self, kind: FifoKind) -> Self {
+        self.fifo = kind;
+        self
+    }
 }
 
 struct State<K> {
@@ -158,7 +198,7 @@ struct State<K> {
     stopped: bool,
     resync_check_period: Duration,
     default_resync_period: Duration,
-    transform: Option<UserTransform<K>>,
+    transform: Option<TransformFunc<K>>,
     watch_error_handler: Option<WatchErrorHandler>,
 }
 
@@ -173,7 +213,9 @@ struct Inner<K: Object> {
     /// Held while deltas are applied and while a late handler is registered, so that the
     /// handler sees each object exactly once (client-go's `blockDeltas`).
     block_deltas: Mutex<()>,
-    fifo: OnceLock<Arc<DeltaFifo<K>>>,
+    fifo: OnceLock<Arc<InformerFifo<K>>>,
+    synced: DoneSignal,
+    metrics: InformerMetrics,
     reflector: OnceLock<Arc<Reflector<K>>>,
 }
 
@@ -264,7 +306,7 @@ static NEXT_INFORMER_ID: AtomicU64 = AtomicU64::new(1);
 
 /// The reflector's view of an informer: deltas go to the FIFO; the indexer answers
 /// which relisted objects are unchanged.
-struct FifoStore<K: Object>(Arc<DeltaFifo<K>>, Indexer<K>);
+struct FifoStore<K: Object>(Arc<InformerFifo<K>>, Indexer<K>);
 
 impl<K: Object> ReflectorStore<K> for FifoStore<K> {
     fn add(&self, obj: Arc<K>) -> Result<(), StoreError> {
@@ -329,14 +371,17 @@ impl<K: Object> SharedIndexInformer<K> {
             }),
             None => lw,
         };
+        let kind = std::any::type_name::<K>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("object")
+            .to_owned();
         SharedIndexInformer {
             inner: Arc::new(Inner {
                 id: NEXT_INFORMER_ID.fetch_add(1, Ordering::Relaxed),
-                kind: std::any::type_name::<K>()
-                    .rsplit("::")
-                    .next()
-                    .unwrap_or("object")
-                    .to_owned(),
+                metrics: InformerMetrics::new(kind.clone()),
+                synced: DoneSignal::new(),
+                kind,
                 lw: Mutex::new(lw),
                 config,
                 indexer,
@@ -356,11 +401,14 @@ impl<K: Object> SharedIndexInformer<K> {
         }
     }
 
-    /// Sets the name used in logs and errors (defaults to the type's name).
+    /// Sets the informer's name: the name of its logs, errors, done-checker and metrics
+    /// (defaults to the type's name). Only on a fresh informer, before it is cloned
+    /// (later, the name stays as it was).
     pub fn with_kind_name(self, kind: impl Into<String>) -> Self {
         let kind = kind.into();
         match Arc::try_unwrap(self.inner) {
             Ok(mut inner) => {
+                inner.metrics = InformerMetrics::new(kind.clone());
                 inner.kind = kind;
                 SharedIndexInformer {
                     inner: Arc::new(inner),
@@ -383,8 +431,9 @@ impl<K: Object> SharedIndexInformer<K> {
         self
     }
 
-    /// The informer's indexed cache (client-go's `GetIndexer`/`GetStore`).
-    pub fn indexer(&self) -> &Indexer<K> {
+    /// The informer's indexed cache (client-go's `GetIndexer`/`GetStore`), read-only:
+    /// only the informer writes it.
+    pub fn indexer(&self) -> &ReadOnlyIndexer<K> {
         &self.inner.indexer
     }
 
@@ -393,12 +442,29 @@ impl<K: Object> SharedIndexInformer<K> {
     where
         K: kube::Resource<DynamicType = ()>,
     {
-        Lister::new(self.inner.indexer.clone())
+        Lister::new(self.inner.indexer.read_only())
     }
 
     /// True once the initial list has been popped and applied to the cache.
     pub fn has_synced(&self) -> bool {
         self.inner.fifo.get().is_some_and(|f| f.has_synced())
+    }
+
+    /// The informer's name (see [`with_kind_name`](Self::with_kind_name)).
+    pub fn name(&self) -> &str {
+        &self.inner.kind
+    }
+
+    /// A checker, named after the informer, that completes the moment the informer has
+    /// synced (client-go's `HasSyncedChecker`); wait on several with
+    /// [`wait_for`](crate::cache::done::wait_for).
+    pub fn done_checker(&self) -> DoneChecker {
+        self.inner.synced.checker(self.inner.kind.clone())
+    }
+
+    /// The informer's figures: queued items, processing latency, store resourceVersion.
+    pub fn metrics(&self) -> &InformerMetrics {
+        &self.inner.metrics
     }
 
     /// The resourceVersion the reflector last synced to (`""` before `run`).
@@ -426,10 +492,12 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// Sets a transform applied to every object before it enters the cache (after
-    /// `managedFields` are dropped). Only before `run`; the last call wins.
+    /// `managedFields` are dropped and after [`InformerConfig::transform`]). Only before
+    /// `run`; the last call wins. An object the transform rejects is not cached (the
+    /// reflector logs the error; a rejected list fails the round and is retried).
     pub fn set_transform(
         &self,
-        f: impl Fn(Arc<K>) -> Arc<K> + Send + Sync + 'static,
+        f: impl Fn(Arc<K>) -> Result<Arc<K>, TransformError> + Send + Sync + 'static,
     ) -> Result<(), InformerError> {
         let mut st = self.inner.state.lock();
         if st.started {
@@ -592,25 +660,47 @@ impl<K: Object> SharedIndexInformer<K> {
             )
         };
         let keep_managed_fields = self.inner.config.keep_managed_fields;
+        let any_transform = self.inner.config.transform.clone();
+        let kind = self.inner.kind.clone();
         let api_resource = self.inner.config.api_resource.clone();
-        let fifo = Arc::new(DeltaFifo::new(
-            DeltaFifoOptions::new(|obj: &K| Ok(object_key(obj)))
-                .known_objects(Arc::new(self.inner.indexer.clone()))
-                .emit_delta_type_replaced(true)
-                .transformer(move |obj: Arc<K>| {
-                    // Fresh from the decoder, `obj` is not shared: make_mut does not copy.
-                    let mut obj = obj;
-                    if !keep_managed_fields && obj.meta().managed_fields.is_some() {
-                        Arc::make_mut(&mut obj).meta_mut().managed_fields = None;
-                    }
-                    if api_resource.is_some() {
-                        fill_type_meta(Arc::make_mut(&mut obj), api_resource.as_ref());
-                    }
-                    Ok(match &transform {
-                        Some(t) => t(obj),
-                        None => obj,
-                    })
-                }),
+        let transformer = move |obj: Arc<K>| {
+            // Fresh from the decoder, `obj` is not shared: make_mut does not copy.
+            let mut obj = obj;
+            if !keep_managed_fields && obj.meta().managed_fields.is_some() {
+                Arc::make_mut(&mut obj).meta_mut().managed_fields = None;
+            }
+            if api_resource.is_some() {
+                fill_type_meta(Arc::make_mut(&mut obj), api_resource.as_ref());
+            }
+            if let Some(t) = &any_transform {
+                obj = t(obj)?.downcast::<K>().map_err(|_| {
+                    TransformError::new(format!(
+                        "the transform of InformerConfig (a factory's transform) returned \
+                         another type than {kind}: return the object it was given"
+                    ))
+                })?;
+            }
+            match &transform {
+                Some(t) => t(obj),
+                None => Ok(obj),
+            }
+        };
+        let known = Arc::new(self.inner.indexer.clone());
+        let fifo = match self.inner.config.fifo {
+            FifoKind::Delta => Fifo::Delta(DeltaFifo::new(
+                DeltaFifoOptions::new(|obj: &K| Ok(object_key(obj)))
+                    .known_objects(known)
+                    .emit_delta_type_replaced(true)
+                    .transformer(transformer),
+            )),
+            FifoKind::Real => Fifo::Real(RealFifo::new(
+                RealFifoOptions::for_resource(known).transformer(transformer),
+            )),
+        };
+        let fifo = Arc::new(InformerFifo::new(
+            fifo,
+            self.inner.synced.clone(),
+            self.inner.metrics.clone(),
         ));
         let _ = self.inner.fifo.set(Arc::clone(&fifo));
         let weak = Arc::downgrade(&self.inner);
@@ -628,6 +718,10 @@ impl<K: Object> SharedIndexInformer<K> {
         .with_should_resync(move || {
             weak.upgrade()
                 .is_some_and(|i| i.processor.should_resync(Instant::now()))
+        })
+        .with_resource_version_observer({
+            let metrics = self.inner.metrics.clone();
+            move |rv| metrics.set_resource_version(rv)
         });
         if let Some(h) = error_handler {
             reflector = reflector.with_error_handler(move |e| h(e));
@@ -652,9 +746,8 @@ impl<K: Object> SharedIndexInformer<K> {
                     deferred = 0;
                 }
                 let popped = fifo
-                    .try_pop(|deltas, is_in_initial_list| {
+                    .pop(|deltas, is_in_initial_list| {
                         self.handle_deltas(deltas, is_in_initial_list);
-                        Ok::<(), std::convert::Infallible>(())
                     })
                     .await;
                 if let Err(PopError::Closed) = popped {
@@ -761,7 +854,7 @@ impl Drop for AbortOnDrop {
 /// Ends an informer's run: closes its FIFO, marks it stopped, stops its handlers.
 struct StopOnDrop<'a, K: Object> {
     inner: &'a Inner<K>,
-    fifo: Arc<DeltaFifo<K>>,
+    fifo: Arc<InformerFifo<K>>,
 }
 
 impl<K: Object> Drop for StopOnDrop<'_, K> {
@@ -789,5 +882,7 @@ pub async fn wait_for_cache_sync(
     }
 }
 
+#[cfg(test)]
+mod parity_tests;
 #[cfg(test)]
 mod tests;

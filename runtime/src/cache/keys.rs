@@ -31,6 +31,11 @@ impl KeyError {
 /// `managedFields` and save memory.
 pub type TransformFunc<T> = Arc<dyn Fn(Arc<T>) -> Result<Arc<T>, TransformError> + Send + Sync>;
 
+/// A transform for objects of any type, as a factory applies one to every informer it
+/// makes: it gets each object as `Arc<dyn Any>`, downcasts to the types it cares about,
+/// and returns the object (changed or not) as the same type.
+pub type AnyTransformFunc = TransformFunc<dyn std::any::Any + Send + Sync>;
+
 /// A transformer rejected an object.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{message}")]

@@ -22,7 +22,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cache::store::{Indexer, NAMESPACE_INDEX};
+use crate::cache::store::{ReadOnlyIndexer, NAMESPACE_INDEX};
 use crate::errors::{GroupResource, StatusError};
 use crate::labels::Selector;
 use crate::object::AnyObject;
@@ -31,16 +31,17 @@ use crate::object::AnyObject;
 ///
 /// An empty selector returns everything without reading labels; `Selector::nothing()`
 /// returns nothing.
-pub fn list_all<K: AnyObject + ?Sized>(indexer: &Indexer<K>, selector: &Selector) -> Vec<Arc<K>> {
+pub fn list_all<K: AnyObject + ?Sized>(
+    indexer: &ReadOnlyIndexer<K>,
+    selector: &Selector,
+) -> Vec<Arc<K>> {
     if selector.is_empty() {
         return indexer.list();
     }
     if selector.is_nothing() {
         return Vec::new();
     }
-    indexer
-        .thread_safe_store()
-        .list_filtered(|o| selector.matches(&o.object_meta().labels))
+    indexer.list_filtered(|o| selector.matches(&o.object_meta().labels))
 }
 
 /// The objects of `indexer` in `namespace` whose labels match `selector` (client-go's
@@ -48,7 +49,7 @@ pub fn list_all<K: AnyObject + ?Sized>(indexer: &Indexer<K>, selector: &Selector
 ///
 /// Reads the namespace index; without one, logs a warning and scans every object.
 pub fn list_all_by_namespace<K: AnyObject + ?Sized>(
-    indexer: &Indexer<K>,
+    indexer: &ReadOnlyIndexer<K>,
     namespace: &str,
     selector: &Selector,
 ) -> Vec<Arc<K>> {
@@ -59,7 +60,7 @@ pub fn list_all_by_namespace<K: AnyObject + ?Sized>(
         return Vec::new();
     }
     let everything = selector.is_empty();
-    let store = indexer.thread_safe_store();
+    let store = indexer.store();
     let by_index = store.by_index_filtered(NAMESPACE_INDEX, namespace, |o| {
         everything || selector.matches(&o.object_meta().labels)
     });
@@ -126,7 +127,7 @@ impl Resource {
 /// assert_eq!(err.to_string(), r#"pod "db" not found"#);
 /// ```
 pub struct Lister<K: ?Sized> {
-    indexer: Indexer<K>,
+    indexer: ReadOnlyIndexer<K>,
     resource: Arc<Resource>,
 }
 
@@ -162,7 +163,7 @@ where
 {
     /// A lister over `indexer` whose errors name `K`'s lowercase kind and group, as
     /// client-go's generated listers do (`deployment.apps "web" not found`).
-    pub fn new(indexer: Indexer<K>) -> Self {
+    pub fn new(indexer: impl Into<ReadOnlyIndexer<K>>) -> Self {
         Self::for_resource(
             indexer,
             GroupResource {
@@ -191,9 +192,12 @@ impl<K: AnyObject + ?Sized> Lister<K> {
     /// let err = pods.namespaced("ns").get("x").unwrap_err();
     /// assert_eq!(err.to_string(), r#"pods "x" not found"#);
     /// ```
-    pub fn for_resource(indexer: Indexer<K>, resource: GroupResource<'_>) -> Self {
+    pub fn for_resource(
+        indexer: impl Into<ReadOnlyIndexer<K>>,
+        resource: GroupResource<'_>,
+    ) -> Self {
         Lister {
-            indexer,
+            indexer: indexer.into(),
             resource: Arc::new(Resource {
                 group: resource.group.to_owned(),
                 resource: resource.resource.to_owned(),
@@ -221,8 +225,8 @@ impl<K: AnyObject + ?Sized> Lister<K> {
         }
     }
 
-    /// The indexer this lister reads.
-    pub fn indexer(&self) -> &Indexer<K> {
+    /// The indexer this lister reads, read-only.
+    pub fn indexer(&self) -> &ReadOnlyIndexer<K> {
         &self.indexer
     }
 }
@@ -285,7 +289,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
-    use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexers};
+    use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer, Indexers};
 
     fn meta(ns: &str, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
         ObjectMeta {

@@ -21,17 +21,27 @@
 //!   A watch that closes within a second without any event is an error ("very short
 //!   watch"). A watch silent for longer than its idle deadline (no event, no bookmark:
 //!   something between client and server dropped it) is abandoned and restarted.
-//! - With [`ReflectorConfig::use_watch_list`], the initial list is streamed: a watch with
-//!   `sendInitialEvents=true` fills a temporary store until the bookmark annotated
-//!   `k8s.io/initial-events-end`, then replaces the store and continues on the same
-//!   stream. Any non-retriable failure falls back to a classic list in the same round.
+//! - The WatchList client is on by default (client-go 1.35; `KUBE_FEATURE_WatchListClient=false`
+//!   in the environment turns the default off, [`ReflectorConfig::use_watch_list`] sets it):
+//!   when the lister-watcher speaks the protocol ([`ListerWatcher::supports_watch_list`];
+//!   [`ResourceClient`] does), the initial list is streamed: a watch with
+//!   `sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan` and bookmarks fills a
+//!   temporary store until the bookmark annotated `k8s.io/initial-events-end`, then
+//!   replaces the store and continues on the same stream. A server that rejects the
+//!   request (any non-retriable failure) gets a classic LIST + WATCH in the same round.
+//! - The consistency detector ([`ReflectorConfig::check_watch_list_consistency`], on when
+//!   `KUBE_WATCHLIST_INCONSISTENCY_DETECTOR` is true in the environment) lists at the
+//!   streamed list's resourceVersion (`resourceVersionMatch=Exact`) after each streamed
+//!   list and reports any key missing on one side or at another resourceVersion as
+//!   [`ReflectorError::Inconsistent`] to the error handler (client-go panics; kubegen
+//!   reports, so that a test or an operator decides).
 //! - Resync: every `resync_period` (0 = never), if `should_resync` allows, the store's
 //!   [`ReflectorStore::resync`] runs.
 //!
 //! It does not decide what the store does with events, and it never holds an object
 //! except to hand it to the store.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -47,8 +57,7 @@ use tracing::Instrument;
 
 use crate::cache::store::StoreError;
 use crate::client::{
-    self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, ResourceVersionMatch,
-    WatchEvent,
+    self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, WatchEvent,
 };
 use crate::errors::StatusError;
 
@@ -63,6 +72,9 @@ pub(crate) struct Tweaked<K> {
 }
 
 impl<K: Send + 'static> ListerWatcher<K> for Tweaked<K> {
+    fn supports_watch_list(&self) -> bool {
+        self.inner.supports_watch_list()
+    }
     fn list(
         &self,
         mut opts: ListOptions,
@@ -97,6 +109,14 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
         &self,
         opts: ListOptions,
     ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>>;
+    /// Whether [`watch`](Self::watch) speaks the streaming-list protocol (initial events,
+    /// then the `k8s.io/initial-events-end` bookmark) when asked with
+    /// `sendInitialEvents=true` (client-go's `DoesClientNotSupportWatchListSemantics`,
+    /// the other way round). The default is `false`, so a fake or a wrapper that does not
+    /// forward the request as is gets LIST + WATCH; [`ResourceClient`] says `true`.
+    fn supports_watch_list(&self) -> bool {
+        false
+    }
     /// Lists one page, resolving as soon as the page's metadata (its continue token) is
     /// known while its items may still be decoding, so that the reflector can fetch the
     /// next page meanwhile. The default waits for [`ListerWatcher::list`].
@@ -138,6 +158,10 @@ where
     ) -> BoxFuture<'static, Result<BoxStream<'static, WatchEvent<K>>, client::Error>> {
         let c = self.clone();
         async move { c.watch_with(&opts, true).await.map(|s| s.boxed()) }.boxed()
+    }
+
+    fn supports_watch_list(&self) -> bool {
+        true
     }
 
     fn list_deferred(
@@ -210,6 +234,17 @@ pub enum ReflectorError {
     VeryShortWatch {
         /// The watched kind.
         kind: String,
+    },
+    /// The consistency detector found the streamed list and a LIST at the same
+    /// resourceVersion different (see the module docs).
+    #[error("streamed list of {kind} at resourceVersion {resource_version} differs from a LIST at the same resourceVersion for {}: the server's watch cache and storage disagree; report it with these keys", .keys.join(", "))]
+    Inconsistent {
+        /// The kind.
+        kind: String,
+        /// The resourceVersion of both lists.
+        resource_version: String,
+        /// The keys missing on one side or at different resourceVersions, sorted.
+        keys: Vec<String>,
     },
     /// The store refused a replace or a resync.
     #[error("store of {kind}: {source}")]
@@ -338,8 +373,14 @@ pub struct ReflectorConfig {
     pub watch_idle_timeout: Option<Duration>,
     /// How long to keep re-watching after 500 InternalError events (0 = relist at once).
     pub max_internal_error_retry_duration: Duration,
-    /// Stream the initial list with `sendInitialEvents` instead of a LIST.
+    /// Stream the initial list with `sendInitialEvents` instead of a LIST, when the
+    /// lister-watcher supports it (default: on, unless `KUBE_FEATURE_WatchListClient` is
+    /// false in the environment).
     pub use_watch_list: bool,
+    /// After each streamed list, LIST at its resourceVersion and report differences
+    /// (default: `KUBE_WATCHLIST_INCONSISTENCY_DETECTOR` from the environment, off when
+    /// unset).
+    pub check_watch_list_consistency: bool,
     /// The backoff between rounds and between failed watch starts.
     pub backoff: Backoff,
     /// Ask the lister-watcher for objects without `metadata.managedFields`
@@ -355,7 +396,8 @@ impl Default for ReflectorConfig {
             min_watch_timeout: MIN_WATCH_TIMEOUT,
             watch_idle_timeout: None,
             max_internal_error_retry_duration: Duration::ZERO,
-            use_watch_list: false,
+            use_watch_list: env_flag(WATCH_LIST_CLIENT_ENV, true),
+            check_watch_list_consistency: env_flag(CONSISTENCY_DETECTOR_ENV, false),
             backoff: Backoff::default(),
             without_managed_fields: false,
         }
@@ -389,9 +431,14 @@ impl ReflectorConfig {
         self.watch_idle_timeout = Some(timeout);
         self
     }
-    /// Streams the initial list (`sendInitialEvents`).
+    /// Streams the initial list (`sendInitialEvents`) when the lister-watcher supports it.
     pub fn use_watch_list(mut self, on: bool) -> Self {
         self.use_watch_list = on;
+        self
+    }
+    /// Checks every streamed list against a LIST at the same resourceVersion.
+    pub fn check_watch_list_consistency(mut self, on: bool) -> Self {
+        self.check_watch_list_consistency = on;
         self
     }
     /// Sets the backoff.
@@ -549,7 +596,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
     pub async fn list_and_watch(&self, cancel: &CancellationToken) -> Result<(), ReflectorError> {
         let config = self.config.lock().clone();
         let mut first_stream = None;
-        if config.use_watch_list {
+        if config.use_watch_list && self.lw.supports_watch_list() {
             match self.watch_list(&config, cancel).await {
                 Ok(Some(stream)) => first_stream = Some(stream),
                 Ok(None) => return Ok(()),
@@ -876,91 +923,6 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         }
         self.set_last_sync(&rv);
     }
-
-    /// Streams the initial list. `Ok(Some)`: the store was replaced and the stream goes on
-    /// in the watch phase; `Ok(None)`: cancelled or retriable (the caller ends the round);
-    /// `Err`: fall back to LIST.
-    async fn watch_list(
-        &self,
-        config: &ReflectorConfig,
-        cancel: &CancellationToken,
-    ) -> Result<Option<(BoxStream<'static, WatchEvent<K>>, Duration)>, client::Error> {
-        loop {
-            let mut opts = self.watch_options(config);
-            if self.state.lock().resource_version_unavailable {
-                opts.resource_version = Some(String::new());
-            }
-            opts.send_initial_events = Some(true);
-            opts.resource_version_match = Some(ResourceVersionMatch::NotOlderThan);
-            let idle = Self::idle_deadline(config, &opts);
-            let started = tokio::select! {
-                r = self.lw.watch(opts) => r,
-                _ = cancel.cancelled() => return Ok(None),
-            };
-            let mut stream = match started {
-                Ok(s) => s,
-                Err(err) if is_retriable_watch_start(&err) => return Ok(None),
-                Err(err) => return Err(err),
-            };
-            let mut temp: HashMap<String, Arc<K>> = HashMap::new();
-            let mut warned_at = Instant::now();
-            loop {
-                let next = tokio::select! {
-                    n = tokio::time::timeout(Duration::from_secs(10), stream.next()) => n,
-                    _ = cancel.cancelled() => return Ok(None),
-                };
-                let event = match next {
-                    Err(_) => {
-                        if warned_at.elapsed() >= Duration::from_secs(10) {
-                            tracing::warn!(kind = %self.kind, "still waiting for the end of the initial events of a streaming list");
-                            warned_at = Instant::now();
-                        }
-                        continue;
-                    }
-                    // Closed before the end bookmark: discard and start a new request.
-                    Ok(None) => break,
-                    Ok(Some(e)) => e,
-                };
-                match event {
-                    WatchEvent::Added(o) | WatchEvent::Modified(o) => {
-                        temp.insert(crate::object::object_key(&o), Arc::new(o));
-                    }
-                    WatchEvent::Deleted(o) => {
-                        temp.remove(&crate::object::object_key(&o));
-                    }
-                    WatchEvent::Bookmark(b) => {
-                        if b.annotations
-                            .get(Bookmark::INITIAL_EVENTS_END)
-                            .map(String::as_str)
-                            == Some("true")
-                        {
-                            let items: Vec<Arc<K>> = temp.into_values().collect();
-                            if let Err(message) = self.store.replace(items, &b.resource_version) {
-                                tracing::error!(kind = %self.kind, %message, "store refused the streamed list");
-                                return Ok(None);
-                            }
-                            self.state.lock().resource_version_unavailable = false;
-                            self.set_last_sync(&b.resource_version);
-                            return Ok(Some((stream, idle)));
-                        }
-                    }
-                    WatchEvent::Error(status) => {
-                        if status.is_expired()
-                            || status.is_gone()
-                            || status.is_too_large_resource_version()
-                        {
-                            self.state.lock().resource_version_unavailable = true;
-                            break;
-                        }
-                        return Err(client::Error::Api(status));
-                    }
-                }
-            }
-            if cancel.is_cancelled() {
-                return Ok(None);
-            }
-        }
-    }
 }
 
 /// Connection refused and 429 at watch start: back off and re-watch, no relist.
@@ -979,6 +941,11 @@ fn is_retriable_watch_start(err: &client::Error) -> bool {
     }
     false
 }
+
+mod watch_list;
+
+use watch_list::env_flag;
+pub use watch_list::{CONSISTENCY_DETECTOR_ENV, WATCH_LIST_CLIENT_ENV};
 
 #[cfg(test)]
 mod tests;

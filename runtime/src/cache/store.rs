@@ -9,6 +9,8 @@
 //! - [`Indexer`] wraps it with a key function (usually [`meta_namespace_key_func`]: the
 //!   `namespace/name` key) and an optional transformer applied to objects on `add`,
 //!   `update` and `replace` (never on `delete`). Clones of an `Indexer` share one store.
+//! - [`ReadOnlyIndexer`] is an indexer's reads without its writes: what informers and
+//!   listers hand out (only the informer writes its cache).
 //! - Locking: one read-write lock (`parking_lot::RwLock`) per store. Reads (`get`,
 //!   `list`, `by_index`, ...) take it shared, so readers never block each other; writes
 //!   take it exclusively, only for the data-structure update (index functions of the new
@@ -213,16 +215,62 @@ pub fn namespace_indexers<T: AnyObject + ?Sized>() -> Indexers<T> {
 /// assert_eq!(indexer.len(), 1);
 /// ```
 pub struct Indexer<T: ?Sized> {
+    view: ReadOnlyIndexer<T>,
+    transformer: Option<TransformFunc<T>>,
+}
+
+/// A read-only view of an [`Indexer`]: every read of the indexer, none of its writes
+/// (kube-runtime's `Store` beside its `Writer`). It is what an informer and a lister hand
+/// out, so that "only the informer writes its cache" is a type, not a comment. Clones and
+/// the indexer it came from share one store; an `&Indexer` derefs to it.
+///
+/// ```
+/// use kubegen_runtime::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer};
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// let indexer: Indexer<Pod> = Indexer::new(meta_namespace_key_func(), namespace_indexers());
+/// let view = indexer.read_only();
+/// let mut pod = Pod::default();
+/// pod.metadata.name = Some("web".into());
+/// indexer.add(pod).unwrap();
+/// assert!(view.get_by_key("web").is_some());
+/// ```
+///
+/// Writing through the view does not compile:
+///
+/// ```compile_fail
+/// use kubegen_runtime::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer};
+/// use k8s_openapi::api::core::v1::Pod;
+///
+/// let indexer: Indexer<Pod> = Indexer::new(meta_namespace_key_func(), namespace_indexers());
+/// indexer.read_only().add(Pod::default());
+/// ```
+pub struct ReadOnlyIndexer<T: ?Sized> {
     store: Arc<ThreadSafeStore<T>>,
     key_func: KeyFunc<T>,
-    transformer: Option<TransformFunc<T>>,
+}
+
+impl<T: ?Sized> Clone for ReadOnlyIndexer<T> {
+    fn clone(&self) -> Self {
+        ReadOnlyIndexer {
+            store: Arc::clone(&self.store),
+            key_func: Arc::clone(&self.key_func),
+        }
+    }
+}
+
+impl<T: ?Sized> fmt::Debug for ReadOnlyIndexer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ReadOnlyIndexer")
+            .field("store", &self.store)
+            .finish()
+    }
 }
 
 impl<T: ?Sized> Clone for Indexer<T> {
     fn clone(&self) -> Self {
         Indexer {
-            store: Arc::clone(&self.store),
-            key_func: Arc::clone(&self.key_func),
+            view: self.view.clone(),
             transformer: self.transformer.clone(),
         }
     }
@@ -231,74 +279,36 @@ impl<T: ?Sized> Clone for Indexer<T> {
 impl<T: ?Sized> fmt::Debug for Indexer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Indexer")
-            .field("store", &self.store)
+            .field("store", &self.view.store)
             .field("transformer", &self.transformer.is_some())
             .finish()
     }
 }
 
-impl<T: ?Sized> Indexer<T> {
-    /// An empty store keyed by `key_func`, with the given indices.
-    pub fn new(key_func: KeyFunc<T>, indexers: Indexers<T>) -> Self {
-        Indexer {
-            store: Arc::new(ThreadSafeStore::new(indexers)),
-            key_func,
-            transformer: None,
-        }
-    }
+/// Every read of an indexer is a read of its view.
+impl<T: ?Sized> std::ops::Deref for Indexer<T> {
+    type Target = ReadOnlyIndexer<T>;
 
-    /// Applies `transformer` to every object given to `add`, `update` and `replace`
-    /// before it is stored (not to `delete`).
-    ///
-    /// Set it before cloning the indexer: clones made earlier keep the old setting.
-    pub fn with_transformer(mut self, transformer: TransformFunc<T>) -> Self {
-        self.transformer = Some(transformer);
-        self
+    fn deref(&self) -> &ReadOnlyIndexer<T> {
+        &self.view
+    }
+}
+
+impl<T: ?Sized> From<Indexer<T>> for ReadOnlyIndexer<T> {
+    fn from(indexer: Indexer<T>) -> Self {
+        indexer.view
+    }
+}
+
+impl<T: ?Sized> ReadOnlyIndexer<T> {
+    /// The store, for the crate's own reads (listers' filtered index reads).
+    pub(crate) fn store(&self) -> &ThreadSafeStore<T> {
+        &self.store
     }
 
     /// The key `obj` is stored under.
     pub fn key_of(&self, obj: &T) -> Result<String, StoreError> {
         Ok((self.key_func)(obj)?)
-    }
-
-    /// The underlying store, for key-level operations.
-    pub fn thread_safe_store(&self) -> &ThreadSafeStore<T> {
-        &self.store
-    }
-
-    fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, StoreError> {
-        match &self.transformer {
-            Some(t) => Ok(t(obj)?),
-            None => Ok(obj),
-        }
-    }
-
-    /// Stores `obj` under its key (replacing any object there) and indexes it.
-    pub fn add(&self, obj: impl Into<Arc<T>>) -> Result<(), StoreError> {
-        self.update(obj)
-    }
-
-    /// Stores `obj` under its key (replacing any object there) and re-indexes it. The key
-    /// is computed before the transformer runs.
-    pub fn update(&self, obj: impl Into<Arc<T>>) -> Result<(), StoreError> {
-        let obj = obj.into();
-        let key = self.key_of(&obj)?;
-        let obj = self.transform(obj)?;
-        self.store.update(&key, obj)
-    }
-
-    /// Removes the object stored under `obj`'s key; nothing happens when there is none.
-    /// Fails only when the key function fails.
-    pub fn delete(&self, obj: &T) -> Result<(), StoreError> {
-        let key = self.key_of(obj)?;
-        self.store.delete(&key);
-        Ok(())
-    }
-
-    /// Removes the object stored under `key` (e.g. the key of a
-    /// [`DeletedFinalStateUnknown`]); nothing happens when there is none.
-    pub fn delete_by_key(&self, key: &str) {
-        self.store.delete(key);
     }
 
     /// The object stored under `obj`'s key.
@@ -316,6 +326,11 @@ impl<T: ?Sized> Indexer<T> {
         self.store.list()
     }
 
+    /// The stored objects `keep` accepts, in no particular order.
+    pub fn list_filtered(&self, keep: impl FnMut(&T) -> bool) -> Vec<Arc<T>> {
+        self.store.list_filtered(keep)
+    }
+
     /// Every key, in no particular order.
     pub fn list_keys(&self) -> Vec<String> {
         self.store.list_keys()
@@ -330,27 +345,6 @@ impl<T: ?Sized> Indexer<T> {
     pub fn is_empty(&self) -> bool {
         self.store.is_empty()
     }
-
-    /// Replaces the whole content with `objs` (transformed, keyed) and rebuilds the
-    /// indices; records `resource_version`. Fails, changing nothing, when a key function,
-    /// the transformer or an index function fails on any object.
-    pub fn replace(
-        &self,
-        objs: impl IntoIterator<Item = Arc<T>>,
-        resource_version: &str,
-    ) -> Result<(), StoreError> {
-        let items = objs
-            .into_iter()
-            .map(|obj| {
-                let key = self.key_of(&obj)?;
-                Ok((key, self.transform(obj)?))
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        self.store.replace(items, resource_version)
-    }
-
-    /// Does nothing: a store has nothing to resync (client-go's `Resync` on a store).
-    pub fn resync(&self) {}
 
     /// See [`ThreadSafeStore::index`].
     pub fn index(&self, index_name: &str, obj: &T) -> Result<Vec<Arc<T>>, StoreError> {
@@ -377,19 +371,112 @@ impl<T: ?Sized> Indexer<T> {
         self.store.get_indexers()
     }
 
-    /// See [`ThreadSafeStore::add_indexers`].
-    pub fn add_indexers(&self, indexers: Indexers<T>) -> Result<(), StoreError> {
-        self.store.add_indexers(indexers)
-    }
-
-    /// See [`ThreadSafeStore::bookmark`].
-    pub fn bookmark(&self, resource_version: &str) {
-        self.store.bookmark(resource_version)
+    /// Whether an index of this name exists.
+    pub fn has_index(&self, index_name: &str) -> bool {
+        self.store.has_index(index_name)
     }
 
     /// See [`ThreadSafeStore::last_store_sync_resource_version`].
     pub fn last_store_sync_resource_version(&self) -> String {
         self.store.last_store_sync_resource_version()
+    }
+}
+
+impl<T: ?Sized> Indexer<T> {
+    /// An empty store keyed by `key_func`, with the given indices.
+    pub fn new(key_func: KeyFunc<T>, indexers: Indexers<T>) -> Self {
+        Indexer {
+            view: ReadOnlyIndexer {
+                store: Arc::new(ThreadSafeStore::new(indexers)),
+                key_func,
+            },
+            transformer: None,
+        }
+    }
+
+    /// Applies `transformer` to every object given to `add`, `update` and `replace`
+    /// before it is stored (not to `delete`).
+    ///
+    /// Set it before cloning the indexer: clones made earlier keep the old setting.
+    pub fn with_transformer(mut self, transformer: TransformFunc<T>) -> Self {
+        self.transformer = Some(transformer);
+        self
+    }
+
+    /// A read-only view of this indexer, for whoever must not write it.
+    pub fn read_only(&self) -> ReadOnlyIndexer<T> {
+        self.view.clone()
+    }
+
+    /// The underlying store, for key-level operations.
+    pub fn thread_safe_store(&self) -> &ThreadSafeStore<T> {
+        &self.view.store
+    }
+
+    fn transform(&self, obj: Arc<T>) -> Result<Arc<T>, StoreError> {
+        match &self.transformer {
+            Some(t) => Ok(t(obj)?),
+            None => Ok(obj),
+        }
+    }
+
+    /// Stores `obj` under its key (replacing any object there) and indexes it.
+    pub fn add(&self, obj: impl Into<Arc<T>>) -> Result<(), StoreError> {
+        self.update(obj)
+    }
+
+    /// Stores `obj` under its key (replacing any object there) and re-indexes it. The key
+    /// is computed before the transformer runs.
+    pub fn update(&self, obj: impl Into<Arc<T>>) -> Result<(), StoreError> {
+        let obj = obj.into();
+        let key = self.key_of(&obj)?;
+        let obj = self.transform(obj)?;
+        self.view.store.update(&key, obj)
+    }
+
+    /// Removes the object stored under `obj`'s key; nothing happens when there is none.
+    /// Fails only when the key function fails.
+    pub fn delete(&self, obj: &T) -> Result<(), StoreError> {
+        let key = self.key_of(obj)?;
+        self.view.store.delete(&key);
+        Ok(())
+    }
+
+    /// Removes the object stored under `key` (e.g. the key of a
+    /// [`DeletedFinalStateUnknown`]); nothing happens when there is none.
+    pub fn delete_by_key(&self, key: &str) {
+        self.view.store.delete(key);
+    }
+
+    /// Replaces the whole content with `objs` (transformed, keyed) and rebuilds the
+    /// indices; records `resource_version`. Fails, changing nothing, when a key function,
+    /// the transformer or an index function fails on any object.
+    pub fn replace(
+        &self,
+        objs: impl IntoIterator<Item = Arc<T>>,
+        resource_version: &str,
+    ) -> Result<(), StoreError> {
+        let items = objs
+            .into_iter()
+            .map(|obj| {
+                let key = self.key_of(&obj)?;
+                Ok((key, self.transform(obj)?))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.view.store.replace(items, resource_version)
+    }
+
+    /// Does nothing: a store has nothing to resync (client-go's `Resync` on a store).
+    pub fn resync(&self) {}
+
+    /// See [`ThreadSafeStore::add_indexers`].
+    pub fn add_indexers(&self, indexers: Indexers<T>) -> Result<(), StoreError> {
+        self.view.store.add_indexers(indexers)
+    }
+
+    /// See [`ThreadSafeStore::bookmark`].
+    pub fn bookmark(&self, resource_version: &str) {
+        self.view.store.bookmark(resource_version)
     }
 }
 

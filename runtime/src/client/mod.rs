@@ -37,6 +37,7 @@ pub mod discovery;
 pub mod dynamic;
 mod exact;
 pub mod metadata;
+pub(crate) mod paging;
 mod pool;
 pub mod protobuf;
 mod rest;
@@ -716,38 +717,19 @@ where
     /// first page's; a 410 Expired on a later page is retried once as a full list
     /// (no limit, no continue, the original resourceVersion and match).
     pub async fn list_all(&self, opts: &ListOptions) -> Result<ObjectList<K>, Error> {
-        let first = self.list(opts).await?;
-        let mut items = first.items;
-        let mut token = first.continue_token;
-        while let Some(tok) = token {
-            let page = ListOptions {
-                continue_token: Some(tok),
-                resource_version: None,
-                resource_version_match: None,
-                ..opts.clone()
-            };
-            match self.list(&page).await {
-                Ok(p) => {
-                    items.extend(p.items);
-                    token = p.continue_token;
-                }
-                Err(Error::Api(e)) if e.is_expired() => {
-                    let full = ListOptions {
-                        limit: None,
-                        continue_token: None,
-                        ..opts.clone()
-                    };
-                    return self.list(&full).await;
-                }
-                Err(e) => return Err(e),
-            }
+        let paged = paging::list_pages(
+            opts.clone(),
+            true,
+            None,
+            |o| async move { self.list(&o).await },
+        )
+        .await;
+        match paged {
+            Ok((list, _)) => Ok(list),
+            Err(paging::PagingError::List(e)) => Err(e),
+            // No token was given: nothing can cancel.
+            Err(paging::PagingError::Cancelled) => unreachable!("list_all has no cancellation"),
         }
-        Ok(ObjectList {
-            items,
-            resource_version: first.resource_version,
-            continue_token: None,
-            remaining_item_count: None,
-        })
     }
 
     /// Starts a watch. The request's own failure (validation, 404, ...) is an `Err`;

@@ -221,6 +221,10 @@ impl EventBroadcaster {
     }
 
     /// Logs every event with `tracing` at INFO (`StartLogging`).
+    ///
+    /// `tracing` prints nothing until the program installs a subscriber, for instance
+    /// `tracing_subscriber::fmt::init()` at the start of `main` (docs/quickstart.md):
+    /// without one, these logs go nowhere.
     pub fn start_logging(&self) -> WatchHandle {
         self.start_event_watcher(|e| {
             let o = &e.involved_object;

@@ -493,7 +493,9 @@ mod server {
         }
 
         let silent = ApiServer::new();
+        // Neither the LIST nor the WatchList client's streaming watch is ever answered.
         silent.react(Reactor::new("list", "secrets").delay(Duration::from_secs(3600)));
+        silent.react(Reactor::new("watch", "secrets").delay(Duration::from_secs(3600)));
         let err = until_with_sync(
             tokio::time::sleep(Duration::from_millis(500)),
             secrets(&silent),

@@ -97,10 +97,22 @@ async fn first_list_and_watch(options: FactoryOptions) -> (http::Uri, http::Uri)
     factory.informer::<Pod>();
     let stop = CancellationToken::new();
     factory.start(&stop);
-    wait_until("a list and a watch", || log.lock().unwrap().len() >= 2).await;
+    // The WatchList client's streaming watch comes first; this server closes it at once,
+    // so the reflector falls back to LIST + WATCH.
+    let is_watch = |u: &http::Uri| u.query().is_some_and(|q| q.contains("watch=true"));
+    let first = |watch: bool| {
+        log.lock()
+            .unwrap()
+            .iter()
+            .find(|u| is_watch(u) == watch)
+            .cloned()
+    };
+    wait_until("a list and a watch", || {
+        first(false).is_some() && first(true).is_some()
+    })
+    .await;
     factory.shutdown().await;
-    let log = log.lock().unwrap();
-    (log[0].clone(), log[1].clone())
+    (first(false).unwrap(), first(true).unwrap())
 }
 
 #[tokio::test(start_paused = true)]
@@ -308,11 +320,22 @@ async fn for_resource_finds_the_typed_informer() {
 async fn transform_applies_to_every_informer() {
     // SEMANTICS 5.10
     let factory = InformerFactory::without_client(FactoryOptions::default().transform(
-        |obj: &mut dyn Any| {
-            if let Some(p) = obj.downcast_mut::<Pod>() {
-                p.metadata.labels = Some([("seen".to_owned(), "pod".to_owned())].into());
-            } else if let Some(c) = obj.downcast_mut::<ConfigMap>() {
-                c.metadata.labels = Some([("seen".to_owned(), "cm".to_owned())].into());
+        |obj: Arc<dyn Any + Send + Sync>| {
+            let obj = match obj.downcast::<Pod>() {
+                Ok(mut p) => {
+                    Arc::make_mut(&mut p).metadata.labels =
+                        Some([("seen".to_owned(), "pod".to_owned())].into());
+                    return Ok(p);
+                }
+                Err(other) => other,
+            };
+            match obj.downcast::<ConfigMap>() {
+                Ok(mut c) => {
+                    Arc::make_mut(&mut c).metadata.labels =
+                        Some([("seen".to_owned(), "cm".to_owned())].into());
+                    Ok(c)
+                }
+                Err(other) => Ok(other),
             }
         },
     ));
@@ -338,5 +361,68 @@ async fn transform_applies_to_every_informer() {
     assert_eq!(label(&p.metadata.labels).as_deref(), Some("pod"));
     let c = cm_informer.indexer().get_by_key("ns/cm1").unwrap();
     assert_eq!(label(&c.metadata.labels).as_deref(), Some("cm"));
+    factory.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn factory_transform_composes_with_the_informers_own_and_keeps_its_type() {
+    // SEMANTICS 5.10: the factory's transform reaches the informer through its
+    // configuration (nothing to refuse, no error dropped) and runs before a transform the
+    // constructor set, which it no longer replaces.
+    let factory = InformerFactory::without_client(FactoryOptions::default().transform(
+        |obj: Arc<dyn Any + Send + Sync>| match obj.downcast::<Pod>() {
+            Ok(mut p) => {
+                Arc::make_mut(&mut p).metadata.labels =
+                    Some([("factory".to_owned(), "yes".to_owned())].into());
+                Ok(p)
+            }
+            Err(other) => Ok(other),
+        },
+    ));
+    let pods = FakeSource::new(vec![pod("pod1", "1")]);
+    let informer = factory.informer_for::<Pod>(|config| {
+        let informer =
+            SharedIndexInformer::new(Arc::clone(&pods) as Arc<dyn ListerWatcher<Pod>>, config);
+        informer
+            .set_transform(|mut p: Arc<Pod>| {
+                let seen_factory = p
+                    .metadata
+                    .labels
+                    .as_ref()
+                    .is_some_and(|l| l.contains_key("factory"));
+                Arc::make_mut(&mut p).metadata.annotations =
+                    Some([("own".to_owned(), seen_factory.to_string())].into());
+                Ok(p)
+            })
+            .unwrap();
+        informer
+    });
+    let stop = CancellationToken::new();
+    factory.start(&stop);
+    assert!(factory
+        .wait_for_cache_sync(&stop)
+        .await
+        .values()
+        .all(|s| *s));
+    let p = informer.indexer().get_by_key("ns/pod1").unwrap();
+    assert_eq!(p.metadata.labels.as_ref().unwrap()["factory"], "yes");
+    assert_eq!(p.metadata.annotations.as_ref().unwrap()["own"], "true");
+    factory.shutdown().await;
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_transform_returning_another_type_keeps_the_object_out_of_the_cache() {
+    let factory = InformerFactory::without_client(
+        FactoryOptions::default()
+            .transform(|_obj| Ok(Arc::new(ConfigMap::default()) as Arc<dyn Any + Send + Sync>)),
+    );
+    let pods = FakeSource::new(vec![pod("pod1", "1")]);
+    let informer = from_source(&factory, &pods);
+    let stop = CancellationToken::new();
+    factory.start(&stop);
+    wait_until("listed", || !pods.list_calls().is_empty()).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(informer.indexer().is_empty());
+    assert!(!informer.has_synced(), "the rejected list is not a sync");
     factory.shutdown().await;
 }

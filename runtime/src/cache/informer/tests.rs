@@ -342,7 +342,7 @@ async fn transform_applies_to_cache_and_handlers_and_only_before_run() {
     inf.set_transform(|p: Arc<Pod>| {
         let mut p = (*p).clone();
         p.metadata.name = p.metadata.name.map(|n| n.to_uppercase());
-        Arc::new(p)
+        Ok(Arc::new(p))
     })
     .unwrap();
     let rec = Recorder::new();
@@ -356,7 +356,7 @@ async fn transform_applies_to_cache_and_handlers_and_only_before_run() {
     keys.sort();
     assert_eq!(keys, ["ns/POD1", "ns/POD2"]);
 
-    let err = inf.set_transform(|p| p).unwrap_err();
+    let err = inf.set_transform(Ok).unwrap_err();
     assert_eq!(err.to_string(), "informer has already started");
     let err = inf.set_watch_error_handler(|_| {}).unwrap_err();
     assert_eq!(err, InformerError::AlreadyStarted);
@@ -577,7 +577,10 @@ async fn relist_with_deltafifo_updates_and_adds_in_list_order_then_deletes() {
         pod("pod-2", "2"),
         pod("pod-3", "3"),
     ]);
-    let inf = informer(&source, ZERO);
+    let inf = SharedIndexInformer::new(
+        Arc::clone(&source) as Arc<dyn ListerWatcher<Pod>>,
+        InformerConfig::default().fifo(FifoKind::Delta),
+    );
     let rec = Recorder::new();
     inf.add_event_handler(Rec(Arc::clone(&rec))).unwrap();
     let running = run_synced(&inf, &source).await;
@@ -670,7 +673,7 @@ async fn managed_fields_are_dropped_unless_kept() {
         // The user transform runs after managedFields were dropped.
         inf.set_transform(move |p: Arc<Pod>| {
             *s.lock().unwrap() = Some(p.metadata.managed_fields.is_some());
-            p
+            Ok(p)
         })
         .unwrap();
         let running = run_synced(&inf, &source).await;

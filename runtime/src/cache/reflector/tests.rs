@@ -11,7 +11,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use super::watch_list::parse_flag;
 use super::*;
+use crate::client::ResourceVersionMatch;
 use crate::errors::{cause, StatusCause, StatusDetails};
 
 fn pod(name: &str, rv: &str) -> Pod {
@@ -66,6 +68,8 @@ struct FakeLw {
     watches: Mutex<VecDeque<WatchScript>>,
     list_calls: Mutex<Vec<ListOptions>>,
     watch_calls: Mutex<Vec<ListOptions>>,
+    /// Whether it claims to speak the streaming-list protocol.
+    streaming: std::sync::atomic::AtomicBool,
 }
 
 impl FakeLw {
@@ -117,6 +121,10 @@ impl ListerWatcher<Pod> for FakeLw {
             }
         }
         .boxed()
+    }
+
+    fn supports_watch_list(&self) -> bool {
+        self.streaming.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -653,6 +661,8 @@ async fn streaming_list_replaces_then_continues_on_the_same_stream() {
         ])],
     );
     let store = Arc::new(RecStore::default());
+    lw.streaming
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
@@ -683,6 +693,8 @@ async fn streaming_list_failure_falls_back_to_list() {
         vec![WatchScript::Fail(api_err(403, "Forbidden"))],
     );
     let store = Arc::new(RecStore::default());
+    lw.streaming
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
@@ -709,6 +721,8 @@ async fn streaming_list_closed_early_is_retried_without_replacing() {
         ],
     );
     let store = Arc::new(RecStore::default());
+    lw.streaming
+        .store(true, std::sync::atomic::Ordering::Relaxed);
     let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
@@ -922,4 +936,50 @@ async fn a_relist_hands_the_store_its_own_copy_of_unchanged_objects() {
     );
     cancel.cancel();
     task.await.unwrap().unwrap();
+}
+
+#[test]
+fn environment_flags_read_as_go_parses_booleans() {
+    // SEMANTICS 14.6, 14.7: the WatchList client defaults on, the detector off; the
+    // environment overrides either with Go's boolean spellings.
+    assert!(parse_flag(WATCH_LIST_CLIENT_ENV, None, true));
+    assert!(!parse_flag(WATCH_LIST_CLIENT_ENV, Some("false"), true));
+    assert!(!parse_flag(WATCH_LIST_CLIENT_ENV, Some("0"), true));
+    assert!(!parse_flag(CONSISTENCY_DETECTOR_ENV, None, false));
+    assert!(parse_flag(CONSISTENCY_DETECTOR_ENV, Some("true"), false));
+    assert!(parse_flag(CONSISTENCY_DETECTOR_ENV, Some("T"), false));
+    assert!(
+        !parse_flag(CONSISTENCY_DETECTOR_ENV, Some("yes"), false),
+        "not a Go boolean: the default"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn streaming_list_closed_at_once_without_events_falls_back_to_list() {
+    // SEMANTICS 14.6: a server that closes the streaming watch at once (it does not stream
+    // lists) gets LIST + WATCH, as client-go's very-short-watch error makes it.
+    let lw = FakeLw::new(
+        vec![list("4", vec![pod("a", "4")], None)],
+        vec![WatchScript::Events(vec![])],
+    );
+    lw.streaming
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let store = Arc::new(RecStore::default());
+    let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
+    let cancel = CancellationToken::new();
+    let task = spawn_round(&r, &cancel);
+    wait_until("watch after list", || lw.watch_calls.lock().len() == 2).await;
+    assert_eq!(lw.watch_calls.lock()[0].send_initial_events, Some(true));
+    assert_eq!(lw.list_rvs(), ["0"]);
+    assert_eq!(lw.watch_calls.lock()[1].send_initial_events, None);
+    assert_eq!(store.ops(), ["replace [a] 4"]);
+    cancel.cancel();
+    task.await.unwrap().unwrap();
+}
+
+#[test]
+fn lister_watchers_do_not_claim_the_streaming_protocol_by_default() {
+    // SEMANTICS 14.6: only a lister-watcher that says so is asked for a streaming list.
+    let lw = FakeLw::new(vec![], vec![]);
+    assert!(!lw.supports_watch_list());
 }
