@@ -467,22 +467,27 @@ async fn conversion_through_the_handler(transport: kubegen_runtime::testing::tra
     assert_eq!(read.types.unwrap().api_version, "example.com/v2");
     assert_eq!(read.data["spec"], json!({"replicas": 2}));
 
-    at("v1")
-        .create(&PostParams::default(), &object("b", 13))
-        .await
-        .unwrap();
-    match at("v2").get("b").await {
-        Err(kube::Error::Api(s)) => {
-            assert_eq!(s.code, 500);
-            assert!(
-                s.message.contains(
-                    "conversion webhook for example.com/v1, Kind=Foo failed: 13 does not convert"
-                ),
-                "{}",
-                s.message
-            );
+    // kube-apiserver 1.36 does not answer a GET whose conversion the webhook refuses:
+    // seen calling the webhook again and again while the request waits, so the refusal
+    // is checked on the in-memory server only.
+    if transport != kubegen_runtime::testing::transport::Transport::Real {
+        at("v1")
+            .create(&PostParams::default(), &object("b", 13))
+            .await
+            .unwrap();
+        match at("v2").get("b").await {
+            Err(kube::Error::Api(s)) => {
+                assert_eq!(s.code, 500);
+                assert!(
+                    s.message.contains(
+                        "conversion webhook for example.com/v1, Kind=Foo failed: 13 does not convert"
+                    ),
+                    "{}",
+                    s.message
+                );
+            }
+            other => panic!("expected a conversion failure, got {other:?}"),
         }
-        other => panic!("expected a conversion failure, got {other:?}"),
     }
     stop.cancel();
     task.await.unwrap();
@@ -497,4 +502,10 @@ async fn the_in_memory_server_converts_through_the_handler_over_tower() {
 #[tokio::test]
 async fn the_in_memory_server_converts_through_the_handler_over_tcp() {
     conversion_through_the_handler(kubegen_runtime::testing::transport::Transport::Tcp).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn kube_apiserver_converts_through_the_handler() {
+    conversion_through_the_handler(kubegen_runtime::testing::transport::Transport::Real).await;
 }
