@@ -25,7 +25,7 @@ use serde_json::{json, Value};
 
 use super::config::Hook;
 use super::Attributes;
-use crate::errors::{StatusDetails, StatusError};
+use crate::errors::{StatusCause, StatusDetails, StatusError};
 
 /// What a webhook answered, when it let the request through.
 #[derive(Debug, Default)]
@@ -55,10 +55,17 @@ pub(crate) async fn call(
             tracing::warn!(webhook = %hook.name, "failed calling webhook, failing open");
             Ok(Allowed::default())
         }
-        Err(why) => Err(StatusError::internal(format!(
-            "failed calling webhook {:?}: {why}",
-            hook.name
-        ))),
+        Err(why) => {
+            // kube-apiserver's InternalError: the cause repeats the message.
+            let why = format!("failed calling webhook {:?}: {why}", hook.name);
+            Err(StatusError::internal(&why).with_details(StatusDetails {
+                causes: vec![StatusCause {
+                    message: why,
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }))
+        }
     }
 }
 
