@@ -71,6 +71,10 @@ fn webhooks(seen: &Seen) -> WebhookServer {
                 }
             }
         })
+        // Denies everything: the readiness probe of `active`.
+        .validating("/probe", |_: AdmissionRequest<DynamicObject>| async {
+            Validation::deny("probe")
+        })
         .mutating("/mutate", move |req: AdmissionRequest<DynamicObject>| {
             record(&s2, "/mutate", &req);
             async move {
@@ -422,6 +426,38 @@ async fn a_denied_object_gets_the_webhooks_message_from_kube_apiserver() {
     denial_and_mutation(Transport::Real).await;
 }
 
+/// Waits until the validating configurations created so far apply (kube-apiserver reads
+/// them through an informer, a moment later; the in-memory server at once): a last
+/// configuration whose webhook denies objects labelled `probe: yes` must deny one.
+async fn active(client: &kube::Client, hooks: &Hooks) {
+    let mut probe = validating_hook(
+        hooks,
+        "probe.example.com",
+        vec![rule(&["CREATE"], &["configmaps"])],
+    );
+    probe.client_config = hooks.config("/probe");
+    probe.object_selector = Some(
+        k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector {
+            match_labels: Some([("probe".to_owned(), "yes".to_owned())].into()),
+            ..Default::default()
+        },
+    );
+    Api::<ar::ValidatingWebhookConfiguration>::all(client.clone())
+        .create(&PostParams::default(), &validating("zz-probe", vec![probe]))
+        .await
+        .unwrap();
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    for i in 0..100 {
+        let mut o = cm(&format!("probe-{i}"), "a", false);
+        o.metadata.labels = Some([("probe".to_owned(), "yes".to_owned())].into());
+        if cms.create(&PostParams::default(), &o).await.is_err() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the webhook configurations never applied");
+}
+
 /// A tower client of a fresh in-memory server, and the webhooks.
 async fn in_memory() -> (ApiServer, kube::Client, Hooks) {
     let server = ApiServer::new();
@@ -683,9 +719,14 @@ async fn a_webhook_with_reinvocation_if_needed_sees_later_changes() {
     }
 }
 
-#[tokio::test]
-async fn a_delete_can_be_denied_with_the_old_object() {
-    let (_server, client, hooks) = in_memory().await;
+async fn delete_denied(transport: Transport) {
+    let server = ApiServer::new();
+    let conn = transport
+        .connect(&server, Vec::<PathBuf>::new())
+        .await
+        .unwrap();
+    let client = conn.client();
+    let hooks = serve_webhooks().await;
     install(
         &client,
         validating(
@@ -699,6 +740,7 @@ async fn a_delete_can_be_denied_with_the_old_object() {
         None,
     )
     .await;
+    active(&client, &hooks).await;
     let cms: Api<ConfigMap> = Api::namespaced(client, "default");
     let pp = PostParams::default();
     cms.create(&pp, &cm("kept", "keep", true)).await.unwrap();
@@ -717,12 +759,29 @@ async fn a_delete_can_be_denied_with_the_old_object() {
     assert_eq!(seen[0]["oldObject"]["data"], json!({"keep": "x"}));
     assert_eq!(seen[0]["options"]["kind"], "DeleteOptions");
     hooks.stop().await;
+    conn.close().await;
 }
 
 #[tokio::test]
-async fn a_namespace_selector_picks_the_namespaces_by_their_labels() {
+async fn a_delete_can_be_denied_with_the_old_object() {
+    delete_denied(Transport::Tower).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn a_delete_can_be_denied_on_kube_apiserver() {
+    delete_denied(Transport::Real).await;
+}
+
+async fn namespace_selector(transport: Transport) {
     use k8s_openapi::api::core::v1::Namespace;
-    let (_server, client, hooks) = in_memory().await;
+    let server = ApiServer::new();
+    let conn = transport
+        .connect(&server, Vec::<PathBuf>::new())
+        .await
+        .unwrap();
+    let client = conn.client();
+    let hooks = serve_webhooks().await;
     let mut hook = validating_hook(
         &hooks,
         "v.example.com",
@@ -736,6 +795,7 @@ async fn a_namespace_selector_picks_the_namespaces_by_their_labels() {
         },
     );
     install(&client, validating("v", vec![hook]), None).await;
+    active(&client, &hooks).await;
     let namespaces: Api<Namespace> = Api::all(client.clone());
     for (name, env) in [("prod", "prod"), ("dev", "dev")] {
         let ns = Namespace {
@@ -764,4 +824,16 @@ async fn a_namespace_selector_picks_the_namespaces_by_their_labels() {
     assert!(st.message.ends_with(DENIED), "{}", st.message);
     assert_eq!(hooks.calls("/validate").len(), 1, "dev was never sent");
     hooks.stop().await;
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn a_namespace_selector_picks_the_namespaces_by_their_labels() {
+    namespace_selector(Transport::Tower).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn a_namespace_selector_on_kube_apiserver() {
+    namespace_selector(Transport::Real).await;
 }
