@@ -30,6 +30,7 @@ type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
 fn record(seen: &Seen, path: &str, req: &AdmissionRequest<DynamicObject>) {
     let v = json!({
+        "requestKind": req.request_kind,
         "operation": req.operation,
         "name": req.name,
         "namespace": req.namespace,
@@ -836,4 +837,114 @@ async fn a_namespace_selector_picks_the_namespaces_by_their_labels() {
 #[ignore = "needs a real control plane: hack/test.sh real"]
 async fn a_namespace_selector_on_kube_apiserver() {
     namespace_selector(Transport::Real).await;
+}
+
+/// gadgets.example.com at v1 (storage) and v2, converted by apiVersion only.
+fn gadgets_crd(
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+    let version = |name: &str| {
+        json!({"name": name, "served": true, "storage": name == "v1",
+            "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                "spec": {"type": "object", "properties": {"size": {"type": "integer"}}}}}}})
+    };
+    serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "gadgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"},
+            "versions": [version("v1"), version("v2")],
+        },
+    }))
+    .unwrap()
+}
+
+/// matchPolicy: a rule naming v1 is called for a request at v2 when Equivalent (at v1:
+/// the object converted, `requestKind` still v2, the patch stored), not when Exact.
+async fn match_policy(transport: Transport) {
+    use kube::api::{ApiResource, DynamicObject};
+    use kube::core::GroupVersionKind;
+    let server = ApiServer::new();
+    let conn = transport
+        .connect(&server, Vec::<PathBuf>::new())
+        .await
+        .unwrap();
+    let client = conn.client();
+    let hooks = serve_webhooks().await;
+    let crds: Api<
+        k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+    > = Api::all(client.clone());
+    crds.create(&PostParams::default(), &gadgets_crd())
+        .await
+        .unwrap();
+    let mut equivalent = mutating_hook(&hooks, "equivalent.example.com", "/mutate");
+    equivalent.rules = Some(vec![ar::RuleWithOperations {
+        api_groups: Some(vec!["example.com".into()]),
+        api_versions: Some(vec!["v1".into()]),
+        operations: Some(vec!["CREATE".into()]),
+        resources: Some(vec!["gadgets".into()]),
+        scope: None,
+    }]);
+    let mut exact = equivalent.clone();
+    exact.name = "exact.example.com".into();
+    exact.client_config = hooks.config("/mutate-second");
+    exact.match_policy = Some("Exact".into());
+    Api::<ar::MutatingWebhookConfiguration>::all(client.clone())
+        .create(
+            &PostParams::default(),
+            &mutating("m", vec![equivalent, exact]),
+        )
+        .await
+        .unwrap();
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("example.com", "v2", "Gadget"),
+        "gadgets",
+    );
+    let gadgets = Api::<DynamicObject>::namespaced_with(client.clone(), "default", &ar);
+    // kube-apiserver serves the CRD and applies the configuration a moment later.
+    let mut stored = None;
+    for i in 0..100 {
+        let g: DynamicObject = serde_json::from_value(json!({
+            "apiVersion": "example.com/v2", "kind": "Gadget",
+            "metadata": {"name": format!("g{i}"), "labels": {"webhook-test": "yes"}},
+            "spec": {"size": 1}}))
+        .unwrap();
+        if let Ok(o) = gadgets.create(&PostParams::default(), &g).await {
+            if o.metadata
+                .labels
+                .as_ref()
+                .is_some_and(|l| l.contains_key("mutated"))
+            {
+                stored = Some(o);
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let stored = stored.expect("the Equivalent webhook mutated the v2 request");
+    assert_eq!(stored.types.unwrap().api_version, "example.com/v2");
+    let call = hooks.calls("/mutate").pop().unwrap();
+    assert_eq!(call["kind"]["version"], "v1");
+    assert_eq!(call["resource"]["version"], "v1");
+    assert_eq!(call["requestKind"]["version"], "v2");
+    assert_eq!(call["object"]["apiVersion"], "example.com/v1");
+    assert!(
+        hooks.calls("/mutate-second").is_empty(),
+        "matchPolicy Exact does not match v2"
+    );
+    hooks.stop().await;
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn match_policy_equivalent_calls_at_the_rules_version() {
+    match_policy(Transport::Tower).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn match_policy_on_kube_apiserver() {
+    match_policy(Transport::Real).await;
 }

@@ -48,6 +48,12 @@ pub(crate) struct Hook {
     pub timeout: Duration,
     /// `reinvocationPolicy: IfNeeded` (mutating webhooks).
     pub reinvoke: bool,
+    /// `matchPolicy: Equivalent` (the default): a rule naming another version of the
+    /// resource matches too.
+    pub equivalent: bool,
+    /// The version the webhook is called at, when its rules name another version of the
+    /// resource than the request's (`None`: the request's).
+    pub call_version: Option<String>,
     pub review_versions: Vec<String>,
     pub url: String,
     pub service: String,
@@ -74,6 +80,7 @@ pub(crate) fn load(inner: &Inner) -> (Vec<Hook>, Vec<Hook>) {
                 h.reinvoke = w.reinvocation_policy.as_deref() == Some("IfNeeded");
                 h.namespace_selector = w.namespace_selector;
                 h.object_selector = w.object_selector;
+                h.equivalent = w.match_policy.as_deref() != Some("Exact");
                 h
             })
             .collect(),
@@ -92,6 +99,7 @@ pub(crate) fn load(inner: &Inner) -> (Vec<Hook>, Vec<Hook>) {
                 );
                 h.namespace_selector = w.namespace_selector;
                 h.object_selector = w.object_selector;
+                h.equivalent = w.match_policy.as_deref() != Some("Exact");
                 h
             })
             .collect(),
@@ -159,6 +167,8 @@ fn hook(
         // v1's default, bounded to 1..=30 s as validation requires.
         timeout: Duration::from_secs(timeout_seconds.unwrap_or(10).clamp(1, 30) as u64),
         reinvoke: false,
+        equivalent: true,
+        call_version: None,
         review_versions,
         url: cc.url.unwrap_or_default(),
         service,
@@ -170,6 +180,23 @@ impl Hook {
     /// Whether one of the rules names the request.
     pub(crate) fn matches_rules(&self, a: &Attributes) -> bool {
         self.rules.iter().any(|r| rule_matches(r, a))
+    }
+
+    /// The webhook if it is to be called about the request: its rules name the request,
+    /// or (`matchPolicy: Equivalent`) one of `versions`, the other versions of the
+    /// resource, at which it is then called.
+    pub(crate) fn matching(mut self, a: &Attributes, versions: &[String]) -> Option<Hook> {
+        if self.matches_rules(a) {
+            return Some(self);
+        }
+        if !self.equivalent {
+            return None;
+        }
+        let v = versions
+            .iter()
+            .find(|v| self.matches_rules(&a.at_version(v)))?;
+        self.call_version = Some(v.clone());
+        Some(self)
     }
 
     /// Whether the selectors let the request through: `object` and `old` are the
@@ -259,6 +286,7 @@ mod tests {
             resource: resource.into(),
             subresource: sub.into(),
             kind: "Foo".into(),
+            request_version: "v1".into(),
             namespace: if namespaced {
                 "default".into()
             } else {
@@ -321,6 +349,37 @@ mod tests {
         assert!(!rule_matches(&r, &a));
         r.operations = Some(vec!["*".into()]);
         assert!(rule_matches(&r, &a));
+        // Another version of the resource: matchPolicy Equivalent calls at it.
+        let h = Hook {
+            rules: vec![ar::RuleWithOperations {
+                api_versions: Some(vec!["v2".into()]),
+                ..r.clone()
+            }],
+            ..hook(
+                "h".into(),
+                Default::default(),
+                None,
+                None,
+                "None".into(),
+                None,
+                vec![],
+            )
+        };
+        let versions = ["v2".to_owned()];
+        assert_eq!(
+            h.clone()
+                .matching(&a, &versions)
+                .unwrap()
+                .call_version
+                .as_deref(),
+            Some("v2")
+        );
+        assert!(Hook {
+            equivalent: false,
+            ..h
+        }
+        .matching(&a, &versions)
+        .is_none());
         r.api_groups = Some(vec!["".into()]);
         assert!(!rule_matches(&r, &a));
         r.api_groups = Some(vec!["example.com".into()]);

@@ -22,8 +22,11 @@
 //! - Warnings of every webhook become `Warning` headers of the response; a denial is the
 //!   webhook's Status (see [`review`]); a dry-run request gets `dryRun: true` and stores
 //!   nothing.
-//! - Not done: `matchPolicy: Equivalent` conversion (a rule matches the request's own
-//!   version only), `matchConditions`, webhooks on `deletecollection` and on the POST
+//! - `matchPolicy: Equivalent` (the default): a webhook whose rules name another served
+//!   version of the resource (a CRD's, or a built-in kind's served at several versions)
+//!   is called at that version, the objects converted to it and its patch converted
+//!   back; `requestKind` and `requestResource` keep the version asked for.
+//! - Not done: `matchConditions`, webhooks on `deletecollection` and on the POST
 //!   subresources (`eviction`, `binding`), ValidatingAdmissionPolicy.
 //!
 //! The whole of it wraps the HTTP handler (`http::handle`): it sees requests and
@@ -41,6 +44,7 @@ use http_body_util::BodyExt;
 use serde_json::{json, Value};
 
 use crate::body::Body;
+use crate::conversion::Conversion;
 use crate::errors::StatusError;
 use crate::response::{error_response, with_warnings};
 use crate::server::Inner;
@@ -72,6 +76,8 @@ pub(crate) struct Attributes {
     pub resource: String,
     pub subresource: String,
     pub kind: String,
+    /// The version the request names (`version` is the one a webhook is called at).
+    pub request_version: String,
     pub namespace: String,
     pub name: String,
     pub namespaced: bool,
@@ -82,6 +88,14 @@ pub(crate) struct Attributes {
 }
 
 impl Attributes {
+    /// The same request at another version of the resource.
+    pub(crate) fn at_version(&self, version: &str) -> Attributes {
+        Attributes {
+            version: version.to_owned(),
+            ..self.clone()
+        }
+    }
+
     fn is_namespace(&self) -> bool {
         self.group.is_empty() && self.resource == "namespaces" && self.subresource.is_empty()
     }
@@ -107,13 +121,14 @@ where
     let Some(a) = attributes(inner, &req) else {
         return next(req).await;
     };
+    let (versions, conversion) = equivalents(inner, &a);
     let mutating: Vec<Hook> = mutating
         .into_iter()
-        .filter(|h| h.matches_rules(&a))
+        .filter_map(|h| h.matching(&a, &versions))
         .collect();
     let validating: Vec<Hook> = validating
         .into_iter()
-        .filter(|h| h.matches_rules(&a))
+        .filter_map(|h| h.matching(&a, &versions))
         .collect();
     if mutating.is_empty() && validating.is_empty() {
         return next(req).await;
@@ -122,6 +137,7 @@ where
         inner,
         mutating,
         validating,
+        conversion,
     };
     match chain.admit(a, req, &next).await {
         Ok(r) | Err(r) => r,
@@ -133,6 +149,33 @@ struct Chain<'a> {
     inner: &'a Inner,
     mutating: Vec<Hook>,
     validating: Vec<Hook>,
+    /// How objects convert between the resource's versions (`matchPolicy: Equivalent`).
+    conversion: Conversion,
+}
+
+/// The other served versions of the request's resource that share its objects (a CRD's
+/// versions, a built-in kind served at several versions), and how to convert to them.
+fn equivalents(inner: &Inner, a: &Attributes) -> (Vec<String>, Conversion) {
+    let st = inner.state.read();
+    let av = if a.group.is_empty() {
+        a.version.clone()
+    } else {
+        format!("{}/{}", a.group, a.version)
+    };
+    let Some(reg) = st.lookup(&av, &a.resource).map(|i| &st.collections[i].reg) else {
+        return (Vec::new(), Conversion::None);
+    };
+    if !reg.custom && !matches!(reg.conversion, Conversion::Builtin(_)) {
+        return (Vec::new(), Conversion::None);
+    }
+    let versions = st
+        .collections
+        .iter()
+        .filter(|c| c.served && c.reg.group == a.group && c.reg.plural == a.resource)
+        .map(|c| c.reg.version.clone())
+        .filter(|v| *v != a.version)
+        .collect();
+    (versions, reg.conversion.clone())
 }
 
 /// A response to give the client now (an error, or the server's own refusal).
@@ -255,18 +298,27 @@ impl Chain<'_> {
         warnings: &mut Vec<String>,
     ) -> Result<usize, StatusError> {
         let sent = (a.operation != Operation::Delete).then_some(&*object);
-        let allowed = review::call(hook, a, sent, old).await?;
+        let (at, sent, old) = self.at_version(hook, a, sent, old).await?;
+        let allowed = review::call(hook, &at, sent.as_ref(), old.as_ref()).await?;
         warnings.extend(allowed.warnings);
         let Some(ops) = allowed.patch.filter(|_| a.operation != Operation::Delete) else {
             return Ok(0);
         };
-        let patched = crate::patch::json_patch(object, &ops).map_err(|e| {
-            StatusError::internal(format!(
-                "the patch of admission webhook {:?} does not apply: {}",
-                hook.name,
-                e.message()
-            ))
-        })?;
+        let patched =
+            crate::patch::json_patch(sent.as_ref().unwrap_or(object), &ops).map_err(|e| {
+                StatusError::internal(format!(
+                    "the patch of admission webhook {:?} does not apply: {}",
+                    hook.name,
+                    e.message()
+                ))
+            })?;
+        let patched = match &hook.call_version {
+            Some(_) => {
+                self.convert(patched, &api_version(&a.group, &a.version))
+                    .await?
+            }
+            None => patched,
+        };
         let changed = usize::from(patched != *object);
         *object = patched;
         Ok(changed)
@@ -288,7 +340,8 @@ impl Chain<'_> {
             if !selects(hook, a, object, old, &ns)? {
                 continue;
             }
-            match review::call(hook, a, object, old).await {
+            let (at, object, old) = self.at_version(hook, a, object, old).await?;
+            match review::call(hook, &at, object.as_ref(), old.as_ref()).await {
                 Ok(allowed) => warnings.extend(allowed.warnings),
                 Err(e) => {
                     first.get_or_insert(e);
@@ -299,6 +352,42 @@ impl Chain<'_> {
             Some(e) => Err(e),
             None => Ok(warnings),
         }
+    }
+
+    /// The request and its objects as `hook` is to see them: at the version its rules
+    /// name (`matchPolicy: Equivalent`), else as they are.
+    async fn at_version(
+        &self,
+        hook: &Hook,
+        a: &Attributes,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Result<(Attributes, Option<Value>, Option<Value>), StatusError> {
+        let Some(v) = &hook.call_version else {
+            return Ok((a.clone(), object.cloned(), old.cloned()));
+        };
+        let desired = api_version(&a.group, v);
+        let mut converted = [None, None];
+        for (slot, o) in converted.iter_mut().zip([object, old]) {
+            if let Some(o) = o {
+                *slot = Some(self.convert(o.clone(), &desired).await?);
+            }
+        }
+        let [object, old] = converted;
+        Ok((a.at_version(v), object, old))
+    }
+
+    /// `o` converted to `desired` (`group/version`).
+    async fn convert(&self, o: Value, desired: &str) -> Result<Value, StatusError> {
+        let Value::Object(m) = o else {
+            return Ok(o);
+        };
+        let mut objects = [m];
+        crate::conversion::convert(&self.conversion, desired, &mut objects, false)
+            .await
+            .map_err(|e| StatusError::internal(e.0))?;
+        let [m] = objects;
+        Ok(Value::Object(m))
     }
 
     /// Calls mutating then validating webhooks about a deletion.
@@ -340,6 +429,14 @@ fn selects(
 ) -> Result<bool, StatusError> {
     hook.selects(a, object, old, ns)
         .map_err(|e| StatusError::internal(format!("failed calling webhook {:?}: {e}", hook.name)))
+}
+
+fn api_version(group: &str, version: &str) -> String {
+    if group.is_empty() {
+        version.to_owned()
+    } else {
+        format!("{group}/{version}")
+    }
 }
 
 fn fail(e: StatusError) -> Early {
@@ -398,6 +495,7 @@ fn attributes(inner: &Inner, req: &Request<Bytes>) -> Option<Attributes> {
         resource: resource.to_owned(),
         subresource: sub.to_owned(),
         kind: reg.kind.clone(),
+        request_version: version.to_owned(),
         // A Namespace's own admission names it as its namespace, as kube-apiserver does.
         namespace: if reg.namespaced || (group.is_empty() && resource == "namespaces") {
             if reg.namespaced {

@@ -4,8 +4,8 @@
 //! Contract:
 //! - The review is `admission.k8s.io/v1` (or `v1beta1`, the first of the webhook's
 //!   `admissionReviewVersions` the server speaks) with a fresh uid, the request's kind,
-//!   resource, subresource (the same as requestKind, requestResource and
-//!   requestSubResource: no version conversion is done), name, namespace, operation,
+//!   resource and subresource (at the version the webhook's rules name), requestKind,
+//!   requestResource and requestSubResource (as requested), name, namespace, operation,
 //!   userInfo, object, oldObject, dryRun and options.
 //! - The URL gets `?timeout=<n>s` as kube-apiserver adds it; the call is bounded by
 //!   `timeoutSeconds`.
@@ -114,14 +114,21 @@ fn request(
     old: Option<&Value>,
 ) -> Value {
     let (group, kind_version, kind) = kind_of(object.or(old), a);
+    let request_kind = if a.request_version == a.version {
+        json!({"group": group, "version": kind_version, "kind": kind})
+    } else {
+        json!({"group": a.group, "version": a.request_version, "kind": a.kind})
+    };
     let kind = json!({"group": group, "version": kind_version, "kind": kind});
     let resource = json!({"group": a.group, "version": a.version, "resource": a.resource});
+    let request_resource =
+        json!({"group": a.group, "version": a.request_version, "resource": a.resource});
     let mut req = json!({
         "uid": uid,
         "kind": kind,
         "resource": resource,
-        "requestKind": kind,
-        "requestResource": resource,
+        "requestKind": request_kind,
+        "requestResource": request_resource,
         "name": a.name,
         "operation": a.operation.as_str(),
         "userInfo": {"username": "system:anonymous", "groups": ["system:unauthenticated"]},
