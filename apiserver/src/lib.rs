@@ -89,6 +89,7 @@
 #![deny(missing_docs)]
 #![forbid(unsafe_code)]
 
+mod admission;
 mod apply;
 mod body;
 mod builtin_conversion;
@@ -122,6 +123,7 @@ mod tcp;
 mod typed;
 mod versions;
 mod watch;
+mod webhook_client;
 mod writes;
 
 use std::convert::Infallible;

@@ -11,6 +11,13 @@
 //!   (cert-manager rotates them in place), or a self-signed certificate for tests and
 //!   local runs whose PEM is the `caBundle` of the webhook configuration
 //!   ([`Tls::self_signed`]).
+//! - **Conversion** handlers ([`WebhookServer::conversion`]) answer `ConversionReview`s:
+//!   one function converts an object to the desired apiVersion.
+//! - **Metrics** (feature `prometheus`, after [`prometheus::register`]): controller-runtime's
+//!   `controller_runtime_webhook_requests_total{webhook,code}`,
+//!   `controller_runtime_webhook_requests_in_flight{webhook}` and
+//!   `controller_runtime_webhook_latency_seconds{webhook}`, `webhook` being the path of a
+//!   served handler (requests to other paths are not counted).
 //! - `/healthz` answers `ok`; [`WebhookServer::serve`] stops taking connections when its
 //!   token is cancelled and waits for the requests in flight.
 //!
@@ -37,6 +44,10 @@ use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio_rustls::rustls;
 use tokio_util::sync::CancellationToken;
+
+mod metrics;
+#[cfg(feature = "prometheus")]
+pub use metrics::prometheus;
 
 /// A validating handler's answer.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -78,9 +89,20 @@ pub enum Mutation<K> {
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send>>;
-/// A handler takes the request body (an `AdmissionReview`) and decodes it once, straight
-/// into the review of its kind.
-type Handler = Arc<dyn Fn(Bytes) -> BoxFuture<AdmissionResponse> + Send + Sync>;
+/// A handler takes the request body (an `AdmissionReview` or a `ConversionReview`),
+/// decodes it once, straight into the review of its kind, and answers the review to send.
+type Handler = Arc<dyn Fn(Bytes) -> BoxFuture<serde_json::Value> + Send + Sync>;
+
+/// A handler of admission reviews: its response is sent as an `AdmissionReview`.
+fn admission_handler<F>(f: F) -> Handler
+where
+    F: Fn(Bytes) -> BoxFuture<AdmissionResponse> + Send + Sync + 'static,
+{
+    Arc::new(move |body: Bytes| {
+        let answer = f(body);
+        Box::pin(async move { admission_review(answer.await) })
+    })
+}
 
 /// The TLS a [`WebhookServer`] serves with.
 #[derive(Clone)]
@@ -304,7 +326,7 @@ impl WebhookServer {
         Fut: Future<Output = Validation> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        let h: Handler = Arc::new(move |body: Bytes| {
+        let h = admission_handler(move |body: Bytes| -> BoxFuture<AdmissionResponse> {
             let handler = handler.clone();
             Box::pin(async move {
                 let typed: AdmissionRequest<K> = match decode(&body) {
@@ -335,7 +357,7 @@ impl WebhookServer {
         Fut: Future<Output = Mutation<K>> + Send + 'static,
     {
         let handler = Arc::new(handler);
-        let h: Handler = Arc::new(move |body: Bytes| {
+        let h = admission_handler(move |body: Bytes| -> BoxFuture<AdmissionResponse> {
             let handler = handler.clone();
             Box::pin(async move {
                 let typed: AdmissionRequest<K> = match decode(&body) {
@@ -367,6 +389,41 @@ impl WebhookServer {
                     }
                 }
             })
+        });
+        self.handlers.insert(path.to_owned(), h);
+        self
+    }
+
+    /// Serves a CRD conversion webhook at `path` (`/convert`), as controller-runtime's
+    /// `conversion.Webhook` does: `convert` turns one object into the review's
+    /// `desiredAPIVersion` (its first argument). The objects of a review are converted in
+    /// order; the first error fails the whole review with its message, which the API
+    /// server reports as `conversion webhook for <gvk> failed: <message>`. A body that
+    /// is not a `ConversionReview` is answered with a failed review that says why.
+    ///
+    /// ```
+    /// use kubegen_runtime::webhook::WebhookServer;
+    ///
+    /// // v1 `spec.size` is v2 `spec.replicas`.
+    /// let server = WebhookServer::new().conversion("/convert", |desired, mut obj| {
+    ///     let (from, to) = if desired == "example.com/v2" { ("size", "replicas") } else { ("replicas", "size") };
+    ///     let spec = obj["spec"].as_object_mut().ok_or("no spec")?;
+    ///     if let Some(v) = spec.remove(from) {
+    ///         spec.insert(to.into(), v);
+    ///     }
+    ///     obj["apiVersion"] = desired.into();
+    ///     Ok(obj)
+    /// });
+    /// # let _ = server;
+    /// ```
+    pub fn conversion<F>(mut self, path: &str, convert: F) -> Self
+    where
+        F: Fn(&str, serde_json::Value) -> Result<serde_json::Value, String> + Send + Sync + 'static,
+    {
+        let convert = Arc::new(convert);
+        let h: Handler = Arc::new(move |body: Bytes| {
+            let convert = convert.clone();
+            Box::pin(async move { conversion_review(&body, &*convert) })
         });
         self.handlers.insert(path.to_owned(), h);
         self
@@ -473,7 +530,19 @@ async fn route(
             )
         }
     };
-    let response = handler(body).await;
+    let _in_flight = metrics::InFlight::start(&path);
+    let started = std::time::Instant::now();
+    let out = handler(body).await;
+    metrics::observe(&path, 200, started.elapsed());
+    respond(
+        200,
+        "application/json",
+        serde_json::to_vec(&out).unwrap_or_default(),
+    )
+}
+
+/// The `AdmissionReview` that carries `response`.
+fn admission_review(response: AdmissionResponse) -> serde_json::Value {
     let mut out = serde_json::to_value(response.into_review()).unwrap_or_default();
     // `patch` is a Go []byte: base64 text on the wire (kube's type writes the bytes as
     // a number array, which Go also reads, but no other client does).
@@ -488,9 +557,35 @@ async fn route(
                 serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
         }
     }
-    respond(
-        200,
-        "application/json",
-        serde_json::to_vec(&out).unwrap_or_default(),
-    )
+    out
+}
+
+/// The answer to a `ConversionReview` body: every object converted by `convert`, or a
+/// failure naming the first that could not be.
+fn conversion_review(
+    body: &[u8],
+    convert: &dyn Fn(&str, serde_json::Value) -> Result<serde_json::Value, String>,
+) -> serde_json::Value {
+    use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
+    use kube::core::Status;
+    let request = serde_json::from_slice::<ConversionReview>(body)
+        .map_err(|e| format!("the body is not a ConversionReview: {e}"))
+        .and_then(|r| {
+            ConversionRequest::from_review(r).map_err(|_| "the review has no request".to_owned())
+        });
+    let response = match request {
+        Err(why) => ConversionResponse::invalid(Status::failure(&why, "")),
+        Ok(request) => {
+            let desired = request.desired_api_version.clone();
+            let objects = request.objects.clone();
+            let converted: Result<Vec<_>, String> =
+                objects.into_iter().map(|o| convert(&desired, o)).collect();
+            let base = ConversionResponse::for_request(request);
+            match converted {
+                Ok(objects) => base.success(objects),
+                Err(why) => base.failure(Status::failure(&why, "")),
+            }
+        }
+    };
+    serde_json::to_value(response.into_review()).unwrap_or_default()
 }

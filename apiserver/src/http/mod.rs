@@ -39,12 +39,19 @@ use route::{route, Target};
 #[derive(Clone)]
 struct SchemaVersion(String);
 
-/// Answers one request.
+/// Answers one request: admission webhooks ([`crate::admission`]) around the server's
+/// own handling.
 pub(crate) async fn handle(
     inner: Arc<Inner>,
     req: Request<Bytes>,
     stop: CancellationToken,
 ) -> Response<Body> {
+    let next = |r| serve(inner.clone(), r, stop.clone());
+    crate::admission::wrap(&inner, req, next).await
+}
+
+/// Answers one request, without admission webhooks.
+async fn serve(inner: Arc<Inner>, req: Request<Bytes>, stop: CancellationToken) -> Response<Body> {
     // Conversion between a CRD's versions wraps the handlers (the `versions` module).
     let conv = crate::versions::View::of(&inner, req.uri().path());
     let req = match &conv {

@@ -124,6 +124,16 @@ impl Connection {
         }
     }
 
+    /// The kubeconfig file that reaches the server (`kubectl --kubeconfig`): the TCP
+    /// port's or the control plane's; `None` for `Tower`, which has no socket.
+    pub fn kubeconfig(&self) -> Option<&std::path::Path> {
+        match &self.keep {
+            Keep::Nothing => None,
+            Keep::Tcp(tcp) => Some(tcp.kubeconfig_path()),
+            Keep::Real(env) => Some(env.kubeconfig()),
+        }
+    }
+
     /// Stops the TCP listener or the control plane.
     pub async fn close(self) {
         match self.keep {
