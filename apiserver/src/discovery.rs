@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::errors::StatusError;
 
 use super::body::Body;
-use super::registry::Registration;
+use super::registry::{Registration, SubresourceKind};
 use super::response::json_response;
 use super::server::Inner;
 
@@ -292,9 +292,12 @@ pub(crate) fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
             "categories": r.categories,
         }));
         // The subresources that read and write (part of) the object itself.
-        let approval = crate::registry::is_csr(r);
-        for (sub, served) in [("status", r.status), ("approval", approval)] {
-            if served {
+        let own = r.strategy.subresources().iter();
+        let status_like = own
+            .filter(|e| e.kind == SubresourceKind::Status)
+            .map(|e| e.name);
+        for sub in r.status.then_some("status").into_iter().chain(status_like) {
+            {
                 rs.push(json!({
                     "name": format!("{}/{sub}", r.plural),
                     "singularName": "",

@@ -28,7 +28,7 @@ use crate::errors::StatusError;
 use crate::faults::RequestRecord;
 use crate::media;
 use crate::query::Query;
-use crate::registry::Registration;
+use crate::registry::{Registration, SubresourceKind};
 use crate::response::{error_response, json_response};
 use crate::server::Inner;
 use crate::watch;
@@ -238,12 +238,17 @@ async fn respond(
         }
         (Target::Object { idx, ns, name, sub }, m) => {
             let reg = inner.registration(idx);
+            // The kind's own subresources (a CSR's `approval`, a Namespace's `finalize`).
+            let own = sub.as_deref().and_then(|s| {
+                let entries = reg.strategy.subresources();
+                entries.iter().find(|e| e.name == s).map(|e| e.kind)
+            });
             let status_only = match sub.as_deref() {
                 None => false,
                 Some("status") if reg.status => true,
                 // `kubectl certificate approve|deny`: the CSR's status conditions.
-                Some("approval") if crate::registry::is_csr(&reg) => true,
-                Some("finalize") if crate::namespaces::is_namespaces(&reg) && m == Method::PUT => {
+                Some(_) if own == Some(SubresourceKind::Status) => true,
+                Some(_) if own == Some(SubresourceKind::Finalize) && m == Method::PUT => {
                     return write::finalize_namespace(&inner, idx, &name, &req, &wopts);
                 }
                 Some("scale") if reg.scale => {

@@ -13,7 +13,8 @@ use crate::query::{not_supported, Query};
 use crate::registry::Registration;
 use crate::response::{json_response, object_response, with_warnings};
 use crate::select::Filter;
-use crate::server::{Inner, Propagation};
+use crate::server::Inner;
+use crate::writes::Propagation;
 use crate::writes::{DeleteOpts, PatchKind, WriteOpts};
 
 /// The object a PUT, PATCH or DELETE names.

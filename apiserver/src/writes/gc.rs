@@ -6,7 +6,9 @@ use std::collections::VecDeque;
 use serde_json::{Map, Value};
 
 use super::{finalizers, owner_uids, Ctx, DeleteOpts, Gc, WriteOpts};
-use crate::server::{meta_str, Inner};
+use crate::meta::meta_str;
+use crate::registry::Wake;
+use crate::server::Inner;
 use crate::store::storage_key;
 
 impl Inner {
@@ -100,9 +102,11 @@ impl Inner {
                         remove_finalizer(o, "orphan");
                     }));
                 }
-                Gc::Namespace(name) => self.schedule_namespace(name),
-                Gc::CrdNames(name) => self.crd_names_pass(&name),
-                Gc::CrdCleanup(name) => self.schedule_crd_cleanup(name),
+                Gc::Wake(Wake::Namespace(name)) => self.schedule_namespace(name),
+                Gc::Wake(Wake::CrdNames(name)) => self.crd_names_pass(&name),
+                Gc::Wake(Wake::CrdCleanup(name)) => self.schedule_crd_cleanup(name),
+                // Handled under the storage lock by the write that removed the CRD.
+                Gc::Wake(Wake::CrdRemoved) => {}
                 Gc::Foreground(uid) => {
                     let deps = self.dependents(&uid);
                     let mut remaining = 0;

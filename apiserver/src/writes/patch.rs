@@ -7,11 +7,10 @@ use serde_json::Value;
 
 use super::{gr, part_of, to_map, Ctx, PatchKind, Preconditions, WriteOpts};
 use crate::apply::{self, Part};
-use crate::crd_lifecycle;
 use crate::errors::StatusError;
-use crate::namespaces;
+use crate::meta::{meta_mut, meta_str, now};
 use crate::patch;
-use crate::server::{meta_mut, meta_str, now, Inner};
+use crate::server::Inner;
 use crate::store::{storage_key, Stored};
 
 impl Inner {
@@ -72,9 +71,7 @@ impl Inner {
                 let generated = self.prepare_new(&reg, ns, &mut obj, opts)?;
                 let out = self.insert_locked(&mut st, &ctx, obj, generated)?;
                 drop(st);
-                if crd_lifecycle::is_crds(&reg) && !opts.dry_run {
-                    self.crd_names_pass(&out.key);
-                }
+                self.after_create(&reg, &out, opts)?;
                 return Ok((out, true));
             };
             let prev = old.to_value()?;
@@ -135,11 +132,8 @@ impl Inner {
                 &ctx
             };
             let mut new = self.merge_update(ctx_ref, &prev, patched, part)?;
-            if namespaces::is_namespaces(&reg) && part != Part::Status {
-                namespaces::on_update(&prev, &mut new);
-            }
-            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
-                crd_lifecycle::on_update(&mut new);
+            if part != Part::Status {
+                reg.strategy.prepare_for_update(&prev, &mut new);
             }
             let (out, gc) = self.replace_locked(&mut st, ctx_ref, &old, &prev, new)?;
             (out, false, gc)

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{Preconditions, WriteOpts};
-use crate::crd_lifecycle;
 use crate::errors::{cause, StatusCause, StatusError};
-use crate::server::{meta_str, Inner};
+use crate::meta::meta_str;
+use crate::server::Inner;
 use crate::store::Stored;
 
 impl Inner {
@@ -31,7 +31,7 @@ impl Inner {
         let want_rv = meta_str(&obj, "resourceVersion").to_owned();
         // The apiextensions server requires a resourceVersion on PUT (CRDs and custom
         // resources); built-in kinds allow an unconditional update.
-        if want_rv.is_empty() && (reg.custom || crd_lifecycle::is_crds(&reg)) {
+        if want_rv.is_empty() && reg.strategy.update_requires_resource_version(&reg) {
             let kind = if reg.custom { &reg.plural } else { &reg.kind };
             return Err(StatusError::invalid(
                 &reg.group,
