@@ -92,6 +92,19 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
     if plural.is_empty() {
         causes.push(required_cause("spec.names.plural", ""));
     }
+    names_causes(&spec, &mut causes);
+    let scope = s("/scope");
+    if scope.is_empty() {
+        causes.push(required_cause("spec.scope", ""));
+    } else if !matches!(scope, "Cluster" | "Namespaced") {
+        causes.push(StatusCause {
+            reason: cause::FIELD_VALUE_NOT_SUPPORTED.into(),
+            message: format!(
+                "Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""
+            ),
+            field: "spec.scope".into(),
+        });
+    }
     if kind.is_empty() {
         causes.push(required_cause("spec.names.kind", ""));
     }
@@ -136,10 +149,24 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
             "must have exactly one version marked as storage version",
         ));
     }
+    // A new CRD's storedVersions are its storage version: none without one.
+    let stored = obj
+        .get("status")
+        .and_then(|st| st.get("storedVersions"))
+        .and_then(Value::as_array);
+    if storage == 0 && stored.is_none_or(|s| s.is_empty()) {
+        causes.push(StatusCause {
+            reason: cause::FIELD_VALUE_INVALID.into(),
+            message: "Invalid value: null: must have at least one stored version".into(),
+            field: "status.storedVersions".into(),
+        });
+    }
     if let Some(c) = spec.get("conversion") {
         conversion_causes(c, &mut causes);
     }
-    causes.extend(super::crd::crd_rule_causes(&Value::Object(obj.clone())));
+    let whole = Value::Object(obj.clone());
+    causes.extend(crate::crd::crd_rule_causes(&whole));
+    causes.extend(crate::crd::default_causes(&whole));
     if causes.is_empty() {
         Ok(())
     } else {
@@ -149,6 +176,42 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
             &name,
             causes,
         ))
+    }
+}
+
+const DNS1035_LABEL: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+/// Whether `s` is a DNS-1035 label (a CRD's plural, singular and short names).
+fn is_dns1035_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    s.len() <= 63
+        && b.first().is_some_and(u8::is_ascii_lowercase)
+        && b.last()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// `spec.names`: plural, singular and short names are DNS-1035 labels.
+fn names_causes(spec: &Value, causes: &mut Vec<StatusCause>) {
+    let names = spec.get("names");
+    let mut check = |field: String, v: &str| {
+        if !v.is_empty() && !is_dns1035_label(v) {
+            causes.push(invalid_cause(&field, v, DNS1035_LABEL));
+        }
+    };
+    for k in ["plural", "singular"] {
+        let v = names.and_then(|n| n.get(k)).and_then(Value::as_str);
+        check(format!("spec.names.{k}"), v.unwrap_or_default());
+    }
+    let short = names
+        .and_then(|n| n.get("shortNames"))
+        .and_then(Value::as_array);
+    for (i, v) in short.into_iter().flatten().enumerate() {
+        check(
+            format!("spec.names.shortNames[{i}]"),
+            v.as_str().unwrap_or_default(),
+        );
     }
 }
 

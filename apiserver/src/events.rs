@@ -173,12 +173,16 @@ pub(crate) fn validate(
     }
 }
 
-/// The Event strategy (core/v1 and events.k8s.io/v1): the validation above.
+/// The Event strategy (core/v1 and events.k8s.io/v1): the validation above; a PUT
+/// creates a missing Event.
 pub(crate) struct EventStrategy;
 
 impl Strategy for EventStrategy {
     fn name(&self) -> &'static str {
         "events"
+    }
+    fn allow_create_on_update(&self) -> bool {
+        true
     }
     fn validate(
         &self,

@@ -105,8 +105,8 @@ pub(crate) fn check_deletable(name: &str) -> Result<(), StatusError> {
 /// The first DELETE: deletionTimestamp and phase Terminating.
 pub(crate) fn mark_terminating(obj: &mut Map<String, Value>) -> Result<(), StatusError> {
     let meta = meta_mut(obj)?;
+    // kube-apiserver sets no deletionGracePeriodSeconds on a Namespace.
     meta.insert("deletionTimestamp".into(), Value::String(now()));
-    meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
     let status = obj.entry("status").or_insert_with(|| json!({}));
     if !status.is_object() {
         *status = json!({});

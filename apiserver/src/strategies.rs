@@ -14,6 +14,7 @@ use crate::builtin_defaults;
 use crate::crd_lifecycle::CrdStrategy;
 use crate::errors::StatusError;
 use crate::events::EventStrategy;
+use crate::meta::meta_mut;
 use crate::namespaces::NamespaceStrategy;
 use crate::registry::{
     Object, Registration, Strategy, StrategyRef, Subresource, SubresourceKind, Wake,
@@ -32,6 +33,12 @@ pub(crate) fn attach(mut reg: Registration) -> Registration {
         ("", "pods") => &POD,
         ("", "secrets") => &SECRET,
         ("apps", "deployments") => &DEPLOYMENT,
+        ("", "services" | "endpoints" | "limitranges")
+        | ("coordination.k8s.io", "leases")
+        | (
+            "rbac.authorization.k8s.io",
+            "roles" | "rolebindings" | "clusterroles" | "clusterrolebindings",
+        ) => &CREATE_ON_UPDATE,
         _ => &BUILTIN,
     };
     reg.strategy = StrategyRef(strategy);
@@ -57,6 +64,9 @@ static CSR: BuiltinKind = BuiltinKind {
 static POD: BuiltinKind = BuiltinKind { kind: &Pod };
 static SECRET: BuiltinKind = BuiltinKind { kind: &Secret };
 static DEPLOYMENT: BuiltinKind = BuiltinKind { kind: &Deployment };
+static CREATE_ON_UPDATE: BuiltinKind = BuiltinKind {
+    kind: &CreateOnUpdate,
+};
 
 impl Strategy for BuiltinKind {
     fn name(&self) -> &'static str {
@@ -95,11 +105,21 @@ impl Strategy for BuiltinKind {
     fn update_requires_resource_version(&self, reg: &Registration) -> bool {
         self.kind.update_requires_resource_version(reg)
     }
+    fn allow_create_on_update(&self) -> bool {
+        self.kind.allow_create_on_update()
+    }
     fn status_metadata(&self) -> &'static [&'static str] {
         self.kind.status_metadata()
     }
     fn check_deletable(&self, name: &str) -> Result<(), StatusError> {
         self.kind.check_deletable(name)
+    }
+    fn mark_graceful_deletion(
+        &self,
+        obj: &mut Object,
+        grace: Option<i64>,
+    ) -> Result<bool, StatusError> {
+        self.kind.mark_graceful_deletion(obj, grace)
     }
     fn begin_deletion(&self, obj: &mut Object) -> Result<Option<Wake>, StatusError> {
         self.kind.begin_deletion(obj)
@@ -121,12 +141,60 @@ impl Strategy for Plain {
     }
 }
 
-/// Pods: a client's new Pod starts Pending with its QoS class.
+/// The kinds a PUT creates when the name does not exist yet (kube-apiserver's
+/// `AllowCreateOnUpdate`: Services, Endpoints, LimitRanges, Leases and the RBAC kinds;
+/// Events have their own strategy).
+struct CreateOnUpdate;
+
+impl Strategy for CreateOnUpdate {
+    fn name(&self) -> &'static str {
+        "create-on-update"
+    }
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+}
+
+/// Pods: a client's new Pod starts Pending with its QoS class; a DELETE marks the Pod
+/// first, as kube-apiserver's graceful deletion does (a Pod on no node with grace 0, one
+/// on a node with the option's grace, else `terminationGracePeriodSeconds`, else 30 s;
+/// `metadata.generation` goes up). The in-memory server runs no kubelet: a marked Pod
+/// without finalizers is removed at once, whatever its grace period.
 struct Pod;
 
 impl Strategy for Pod {
     fn name(&self) -> &'static str {
         "pods"
+    }
+    fn mark_graceful_deletion(
+        &self,
+        obj: &mut Object,
+        grace: Option<i64>,
+    ) -> Result<bool, StatusError> {
+        let spec = obj.get("spec");
+        let scheduled = spec
+            .and_then(|s| s.get("nodeName"))
+            .and_then(Value::as_str)
+            .is_some_and(|n| !n.is_empty());
+        let own = spec
+            .and_then(|s| s.get("terminationGracePeriodSeconds"))
+            .and_then(Value::as_i64);
+        let grace = if scheduled {
+            grace.or(own).unwrap_or(30).max(0)
+        } else {
+            0
+        };
+        let at = k8s_openapi::jiff::Timestamp::now()
+            + k8s_openapi::jiff::SignedDuration::from_secs(grace);
+        let meta = meta_mut(obj)?;
+        let generation = meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
+        meta.insert(
+            "deletionTimestamp".into(),
+            Value::String(at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()),
+        );
+        meta.insert("deletionGracePeriodSeconds".into(), Value::from(grace));
+        meta.insert("generation".into(), Value::from(generation + 1));
+        Ok(true)
     }
     fn reset_status(&self, _reg: &Registration, obj: &mut Object) {
         let qos = qos_class(obj);

@@ -825,33 +825,11 @@ fn json_path<'a>(o: &'a Value, path: &str) -> Option<&'a Value> {
 pub(crate) fn table(reg: &Registration, objects: &[Value], meta: Value, include: Include) -> Value {
     let (defs, rows): (Vec<Value>, Vec<Value>) = if reg.custom {
         let cols = &reg.printer_columns;
-        let mut defs = vec![definition(&NAME)];
-        if cols.is_empty() {
-            defs.push(json!({"name": "Age", "type": "date", "format": "", "description": "Custom resource definition column (in JSONPath format): .metadata.creationTimestamp", "priority": 0}));
-        }
-        for c in cols {
-            let description = if c.description.is_empty() {
-                format!(
-                    "Custom resource definition column (in JSONPath format): {}",
-                    c.json_path
-                )
-            } else {
-                c.description.clone()
-            };
-            defs.push(json!({"name": c.name, "type": c.ty, "format": c.format, "description": description, "priority": c.priority}));
-        }
         let rows = objects
             .iter()
-            .map(|o| {
-                let mut cells = vec![name_cell(o)];
-                if cols.is_empty() {
-                    cells.push(age_cell(o));
-                }
-                cells.extend(cols.iter().map(|c| custom_cell(o, c)));
-                row(o, cells, include)
-            })
+            .map(|o| row(o, custom_cells(cols, o), include))
             .collect();
-        (defs, rows)
+        (custom_definitions(cols), rows)
     } else {
         let cols = builtin_columns(reg);
         let defs = cols.iter().map(definition).collect();
@@ -870,7 +848,39 @@ pub(crate) fn table(reg: &Registration, objects: &[Value], meta: Value, include:
     })
 }
 
-fn row(o: &Value, cells: Vec<Value>, include: Include) -> Value {
+/// The column definitions of a custom resource version's printer columns (Name, then
+/// Age when it declares none).
+pub(crate) fn custom_definitions(cols: &[PrinterColumn]) -> Vec<Value> {
+    let mut defs = vec![definition(&NAME)];
+    if cols.is_empty() {
+        defs.push(json!({"name": "Age", "type": "date", "format": "", "description": "Custom resource definition column (in JSONPath format): .metadata.creationTimestamp", "priority": 0}));
+    }
+    for c in cols {
+        let description = if c.description.is_empty() {
+            format!(
+                "Custom resource definition column (in JSONPath format): {}",
+                c.json_path
+            )
+        } else {
+            c.description.clone()
+        };
+        defs.push(json!({"name": c.name, "type": c.ty, "format": c.format, "description": description, "priority": c.priority}));
+    }
+    defs
+}
+
+/// A custom resource's cells under `custom_definitions(cols)`.
+pub(crate) fn custom_cells(cols: &[PrinterColumn], o: &Value) -> Vec<Value> {
+    let mut cells = vec![name_cell(o)];
+    if cols.is_empty() {
+        cells.push(age_cell(o));
+    }
+    cells.extend(cols.iter().map(|c| custom_cell(o, c)));
+    cells
+}
+
+/// A row: its cells and the object as `include` asks.
+pub(crate) fn row(o: &Value, cells: Vec<Value>, include: Include) -> Value {
     let object = match include {
         Include::Metadata => partial(o),
         Include::Object => o.clone(),

@@ -29,7 +29,7 @@ use crate::faults::RequestRecord;
 use crate::media;
 use crate::query::Query;
 use crate::registry::{Registration, SubresourceKind};
-use crate::response::{error_response, json_response};
+use crate::response::{error_response, json_response, with_warnings};
 use crate::server::Inner;
 use crate::watch;
 use crate::writes::WriteOpts;
@@ -46,8 +46,8 @@ pub(crate) async fn handle(
     stop: CancellationToken,
 ) -> Response<Body> {
     // Conversion between a CRD's versions wraps the handlers (the `versions` module).
-    let conv = crate::versions::View::of(&inner, req.uri().path());
-    let req = match &conv {
+    let mut conv = crate::versions::View::of(&inner, req.uri().path());
+    let req = match &mut conv {
         Some(c) => match c.request(&inner, req).await {
             Ok(mut r) => {
                 if let Some(v) = c.schema_version() {
@@ -59,16 +59,37 @@ pub(crate) async fn handle(
         },
         None => req,
     };
+    let warning = deprecation_warning(&inner, req.uri().path());
     let resp = respond(inner.clone(), req, stop, &mut None).await;
     // Objects the write left without owners (the `owners` module).
     inner.collect_dangling();
-    match resp {
+    let resp = match resp {
         Ok(r) => match conv {
             Some(c) => c.response(r).await,
             None => r,
         },
         Err(e) => error_response(&e),
+    };
+    match warning {
+        Some(w) => with_warnings(resp, &[w]),
+        None => resp,
     }
+}
+
+/// The warning of a deprecated CRD version a path names (before any conversion view
+/// rewrites it), as kube-apiserver sends it with every answer from that version.
+fn deprecation_warning(inner: &Inner, path: &str) -> Option<String> {
+    let mut parts = path.strip_prefix("/apis/")?.split('/');
+    let (group, version) = (parts.next()?, parts.next()?);
+    let mut resource = parts.next()?;
+    if resource == "namespaces" {
+        resource = parts.nth(1).unwrap_or(resource);
+    }
+    let st = inner.state.read();
+    st.collections
+        .iter()
+        .find(|c| c.reg.group == group && c.reg.version == version && c.reg.plural == resource)
+        .and_then(|c| c.reg.deprecation_warning.clone())
 }
 
 fn verb_of(target: &Target, method: &Method, watch: bool) -> &'static str {
@@ -215,6 +236,12 @@ async fn respond(
             check.as_deref(),
             req.uri().query(),
         )),
+        (Target::Api, Method::GET) if discovery::wants_aggregated(&req) => {
+            Ok(discovery::aggregated(&inner, true))
+        }
+        (Target::Apis, Method::GET) if discovery::wants_aggregated(&req) => {
+            Ok(discovery::aggregated(&inner, false))
+        }
         (Target::Api, Method::GET) => Ok(json_response(StatusCode::OK, discovery::api_versions())),
         (Target::Apis, Method::GET) => Ok(json_response(StatusCode::OK, discovery::groups(&inner))),
         (Target::Group(g), Method::GET) => discovery::group(&inner, &g),

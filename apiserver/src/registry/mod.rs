@@ -78,6 +78,10 @@ pub struct Registration {
     pub storage_version: String,
     /// How objects convert between the CRD's versions (`spec.conversion`).
     pub conversion: super::Conversion,
+    /// A deprecated CRD version's warning (`deprecationWarning`, or kube-apiserver's
+    /// `<group>/<version> <Kind> is deprecated`): every request to the version gets it
+    /// as a `Warning` header.
+    pub deprecation_warning: Option<String>,
     /// The schema's CEL rules, compiled when the registration is registered.
     pub(crate) cel: crate::cel_rules::CelRules,
     /// Every served version's schema and rules, for writes through another version than
@@ -130,6 +134,7 @@ impl Registration {
             printer_columns: Vec::new(),
             storage_version: String::new(),
             conversion: super::Conversion::None,
+            deprecation_warning: None,
             cel: Default::default(),
             version_schemas: Default::default(),
             strategy: StrategyRef::default(),

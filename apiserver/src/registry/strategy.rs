@@ -106,6 +106,11 @@ pub(crate) trait Strategy: Send + Sync {
         reg.custom
     }
 
+    /// AllowCreateOnUpdate: whether a PUT to a name that does not exist creates it.
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
+
     /// Metadata fields a status write takes besides the status.
     fn status_metadata(&self) -> &'static [&'static str] {
         &[]
@@ -114,6 +119,18 @@ pub(crate) trait Strategy: Send + Sync {
     /// Whether the object may be deleted (403 otherwise).
     fn check_deletable(&self, _name: &str) -> Result<(), StatusError> {
         Ok(())
+    }
+
+    /// Graceful deletion (`CheckGracefulDelete`): marks `obj`, not yet being deleted, as
+    /// kube-apiserver does before it removes it (deletionTimestamp,
+    /// deletionGracePeriodSeconds from `grace`, the option the client sent) and returns
+    /// true; false: the kind is removed without being marked.
+    fn mark_graceful_deletion(
+        &self,
+        _obj: &mut Object,
+        _grace: Option<i64>,
+    ) -> Result<bool, StatusError> {
+        Ok(false)
     }
 
     /// The first DELETE of a kind whose deletion only marks the object (sets its

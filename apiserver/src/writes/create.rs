@@ -30,6 +30,11 @@ pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
         })
 }
 
+/// A string field of a `metadata` map (`""` when absent).
+fn meta_str_of<'a>(meta: &'a Map<String, Value>, k: &str) -> &'a str {
+    meta.get(k).and_then(Value::as_str).unwrap_or_default()
+}
+
 impl Inner {
     /// Fills the server-set metadata of a new object and validates it.
     pub(super) fn prepare_new(
@@ -99,17 +104,27 @@ impl Inner {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        if !is_dns1123_subdomain(&name) {
-            return Err(StatusError::invalid(
-                &reg.group,
-                &reg.kind,
-                &name,
-                vec![StatusCause {
+        let mut causes = Vec::new();
+        if generated {
+            // kube-apiserver checks the prefix too, a trailing '-' allowed.
+            let prefix = meta_str_of(meta, "generateName");
+            if !is_dns1123_subdomain(prefix.strip_suffix('-').unwrap_or(prefix)) {
+                causes.push(StatusCause {
                     reason: cause::FIELD_VALUE_INVALID.into(),
-                    message: format!("Invalid value: {name:?}: {DNS1123_SUBDOMAIN}"),
-                    field: "metadata.name".into(),
-                }],
-            ));
+                    message: format!("Invalid value: {prefix:?}: {DNS1123_SUBDOMAIN}"),
+                    field: "metadata.generateName".into(),
+                });
+            }
+        }
+        if !is_dns1123_subdomain(&name) {
+            causes.push(StatusCause {
+                reason: cause::FIELD_VALUE_INVALID.into(),
+                message: format!("Invalid value: {name:?}: {DNS1123_SUBDOMAIN}"),
+                field: "metadata.name".into(),
+            });
+        }
+        if !causes.is_empty() {
+            return Err(StatusError::invalid(&reg.group, &reg.kind, &name, causes));
         }
         meta.insert("uid".into(), Value::String(uid()));
         meta.insert("creationTimestamp".into(), Value::String(now()));

@@ -87,8 +87,13 @@ impl Inner {
                 return Ok((out, true, gc));
             }
         }
+        let graceful = opts.from_client
+            && meta_str(&obj, "deletionTimestamp").is_empty()
+            && reg
+                .strategy
+                .mark_graceful_deletion(&mut obj, opts.grace_period_seconds)?;
         if has_finalizers(&obj) {
-            if !meta_str(&obj, "deletionTimestamp").is_empty() && finalizer.is_none() {
+            if !graceful && !meta_str(&obj, "deletionTimestamp").is_empty() && finalizer.is_none() {
                 return Ok((old, true, Vec::new()));
             }
             let meta = meta_mut(&mut obj)?;
@@ -112,6 +117,13 @@ impl Inner {
             }
             return Ok((out, true, gc));
         }
+        // A graceful deletion stores the marked object first (watchers see it MODIFIED,
+        // then DELETED), and answers with it.
+        let old = if graceful {
+            self.store(&mut st, idx, &reg, &obj, EventType::Modified, opts.dry_run)?
+        } else {
+            old
+        };
         let out = if opts.dry_run {
             old.clone()
         } else {

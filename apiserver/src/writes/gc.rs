@@ -111,13 +111,16 @@ impl Inner {
                     let deps = self.dependents(&uid);
                     let mut remaining = 0;
                     for (i, ns, name, obj) in deps {
-                        remaining += 1;
+                        // Only a dependent whose reference sets blockOwnerDeletion holds
+                        // the owner back; every dependent is deleted.
+                        let blocks = blocks_owner(&obj, &uid);
+                        remaining += usize::from(blocks);
                         if meta_str(&obj, "deletionTimestamp").is_empty() {
                             if let Ok((_, pending, more)) =
                                 self.delete_locked(i, &ns, &name, &DeleteOpts::default())
                             {
                                 queue.extend(more);
-                                if !pending {
+                                if !pending && blocks {
                                     remaining -= 1;
                                 }
                             }
@@ -213,4 +216,17 @@ fn remove_finalizer(o: &mut Map<String, Value>, f: &str) {
             meta.remove("finalizers");
         }
     }
+}
+
+/// Whether `obj`'s owner reference to `uid` sets `blockOwnerDeletion`.
+fn blocks_owner(obj: &Map<String, Value>, uid: &str) -> bool {
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|r| {
+            r.get("uid").and_then(Value::as_str) == Some(uid)
+                && r.get("blockOwnerDeletion") == Some(&Value::Bool(true))
+        })
 }

@@ -82,6 +82,10 @@ pub(crate) struct DeleteOpts {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub dry_run: bool,
+    /// The deletion came through the API: a kind that deletes gracefully (Pods) is
+    /// marked first, as kube-apiserver does; the admin API and the controllers remove
+    /// at once.
+    pub from_client: bool,
 }
 
 /// The four PATCH content types.
