@@ -629,6 +629,14 @@ impl Strategy for CrdStrategy {
     fn name(&self) -> &'static str {
         "customresourcedefinitions"
     }
+    fn validate(
+        &self,
+        _reg: &Registration,
+        obj: &Object,
+        _prev: Option<&Object>,
+    ) -> Result<(), StatusError> {
+        validate(obj)
+    }
     fn before_insert(&self, obj: &mut Object) -> Result<(), StatusError> {
         validate(obj)?;
         on_create(obj);

@@ -293,6 +293,10 @@ fn smp_map(target: &mut Value, patch: &Value, field: &str) -> Result<(), StatusE
         if let Some(f) = k.strip_prefix("$deleteFromPrimitiveList/") {
             if let (Some(Value::Array(cur)), Some(del)) = (t.get_mut(f), v.as_array()) {
                 cur.retain(|x| !del.contains(x));
+                // The Go types leave an emptied list out (`omitempty`).
+                if cur.is_empty() {
+                    t.remove(f);
+                }
             }
             continue;
         }
@@ -514,6 +518,10 @@ mod tests {
         let mut d = json!({"metadata": {"finalizers": ["a"]}});
         strategic_merge_patch(&mut d, &json!({"metadata": {"finalizers": ["b"]}})).unwrap();
         assert_eq!(d["metadata"]["finalizers"], json!(["b", "a"]));
+        // A list emptied by $deleteFromPrimitiveList is left out.
+        let delete = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a", "b"]}});
+        strategic_merge_patch(&mut d, &delete).unwrap();
+        assert!(d["metadata"].get("finalizers").is_none(), "{d}");
     }
 
     #[test]

@@ -643,3 +643,89 @@ async fn each_crd_version_shows_its_own_printer_columns() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn invalid_crds_get_kube_apiservers_causes() {
+    // SEMANTICS 13 (CustomResourceDefinitions: validation)
+    both(async |client: kube::Client| {
+        let crd = |edit: &dyn Fn(&mut Value)| {
+            let mut c = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+                "metadata": {"name": "widgets.z.example.com"},
+                "spec": {"group": "z.example.com", "scope": "Namespaced",
+                    "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
+                    "versions": [{"name": "v1", "served": true, "storage": true, "schema": {"openAPIV3Schema": {
+                        "type": "object", "properties": {"spec": {"type": "object", "properties": {
+                            "color": {"type": "string", "enum": ["red", "blue"]}}}}}}}]}});
+            edit(&mut c);
+            c
+        };
+        let crds = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions?dryRun=All";
+        let refused = async |c: Value| {
+            let (code, out) = json_call(&client, "POST", crds, c).await;
+            assert_eq!(code, 422, "{out}");
+            causes(&out)
+        };
+        assert_eq!(
+            refused(crd(&|c| {
+                c["spec"]["names"]["plural"] = json!("Widgets");
+                c["metadata"]["name"] = json!("Widgets.z.example.com");
+            }))
+            .await,
+            [pair("metadata.name", "FieldValueInvalid"), pair("spec.names.plural", "FieldValueInvalid")]
+        );
+        assert_eq!(
+            refused(crd(&|c| c["spec"]["scope"] = json!("Galaxy"))).await,
+            [pair("spec.scope", "FieldValueNotSupported")]
+        );
+        assert_eq!(
+            refused(crd(&|c| c["spec"]["versions"][0]["storage"] = json!(false))).await,
+            [pair("spec.versions", "FieldValueInvalid"), pair("status.storedVersions", "FieldValueInvalid")]
+        );
+        let default_at = "spec.validation.openAPIV3Schema.properties[spec].properties[color].default";
+        assert_eq!(
+            refused(crd(&|c| {
+                c["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["color"]
+                    ["default"] = json!("green")
+            }))
+            .await,
+            [pair(default_at, "FieldValueNotSupported")]
+        );
+        assert_eq!(json_call(&client, "POST", crds, crd(&|_| {})).await.0, 201);
+    })
+    .await;
+}
+
+#[tokio::test]
+async fn kubectl_get_events_has_the_event_columns() {
+    // SEMANTICS 11 (events as kubectl shows them): Table columns of core/v1 Events
+    both(async |client: kube::Client| {
+        let events = "/api/v1/namespaces/default/events";
+        let e = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e1"},
+            "involvedObject": {"kind": "Pod", "name": "p", "namespace": "default"},
+            "reason": "Started", "message": "hi", "type": "Normal", "source": {"component": "kubelet"},
+            "firstTimestamp": "2026-01-01T00:00:00Z", "lastTimestamp": "2026-01-01T00:00:00Z", "count": 1});
+        let (code, out) = json_call(&client, "POST", events, e).await;
+        assert_eq!(code, 201, "{out}");
+        let req = http::Request::builder()
+            .uri(events)
+            .header("accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+            .body(Vec::new())
+            .expect("request");
+        let resp = client.send(req.map(Into::into)).await.expect("sent");
+        let body = resp.into_body().collect().await.expect("body").to_bytes();
+        let t: Value = serde_json::from_slice(&body).expect("json");
+        let shown: Vec<(&str, i64)> = t["columnDefinitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| Some((c["name"].as_str()?, c["priority"].as_i64()?)))
+            .filter(|(_, p)| *p == 0)
+            .collect();
+        assert_eq!(
+            shown,
+            [("Last Seen", 0), ("Type", 0), ("Reason", 0), ("Object", 0), ("Message", 0)]
+        );
+        assert_eq!(t["rows"][0]["cells"][3], "pod/p");
+    })
+    .await;
+}

@@ -124,6 +124,15 @@ impl Inner {
             });
         }
         if !causes.is_empty() {
+            // kube-apiserver validates the object as a whole: the kind's own causes
+            // (a CRD's names, say) come with the name's.
+            if let Err(e) = reg.strategy.validate(reg, obj, None) {
+                for c in e.details().map(|d| d.causes.clone()).unwrap_or_default() {
+                    if !causes.contains(&c) {
+                        causes.push(c);
+                    }
+                }
+            }
             return Err(StatusError::invalid(&reg.group, &reg.kind, &name, causes));
         }
         meta.insert("uid".into(), Value::String(uid()));
