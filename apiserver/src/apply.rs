@@ -660,7 +660,6 @@ pub(crate) fn apply(
     applied: &Value,
     mgr: &Manager<'_>,
     force: bool,
-    conflict_target: (&str, &str),
 ) -> Result<Value, StatusError> {
     let mut entries = read_entries(live);
     let mine = leaves(applied, mgr.part, mgr.schema);
@@ -689,7 +688,6 @@ pub(crate) fn apply(
         let list: Vec<String> = causes.iter().map(|c| c.message.clone()).collect();
         let n = causes.len();
         let plural = if n == 1 { "" } else { "s" };
-        let (group, plural_res) = conflict_target;
         return Err(StatusError::new(
             409,
             reason::CONFLICT,
@@ -698,9 +696,8 @@ pub(crate) fn apply(
                 list.join("\n")
             ),
         )
+        // kube-apiserver's conflict names no group or kind, only the fields.
         .with_details(StatusDetails {
-            group: group.into(),
-            kind: plural_res.into(),
             causes,
             ..Default::default()
         }));
@@ -820,10 +817,9 @@ mod tests {
             "spec": {"replicas": 1, "paused": false}});
         record_update(None, &mut live, Some(&mgr("kubectl-client-side-apply")));
         let applied = json!({"spec": {"replicas": 3}});
-        let target = ("apps", "deployments");
         // Another manager conflicts; kubectl takes the field over.
-        assert!(apply(&live, &applied, &mgr("other"), false, target).is_err());
-        let out = apply(&live, &applied, &mgr("kubectl"), false, target).unwrap();
+        assert!(apply(&live, &applied, &mgr("other"), false).is_err());
+        let out = apply(&live, &applied, &mgr("kubectl"), false).unwrap();
         assert_eq!(out["spec"]["replicas"], 3);
         // A field the annotation does not show with its live value still conflicts.
         let mut drifted = live.clone();
@@ -831,10 +827,10 @@ mod tests {
             json!({"apiVersion": "apps/v1", "kind": "Deployment", "spec": {"replicas": 2}})
                 .to_string()
         );
-        let err = apply(&drifted, &applied, &mgr("kubectl"), false, target).unwrap_err();
+        let err = apply(&drifted, &applied, &mgr("kubectl"), false).unwrap_err();
         assert!(err.is_conflict());
         let paused = json!({"spec": {"paused": true}});
-        assert!(apply(&live, &paused, &mgr("kubectl"), false, target).is_err());
+        assert!(apply(&live, &paused, &mgr("kubectl"), false).is_err());
     }
 
     #[test]
@@ -844,46 +840,17 @@ mod tests {
             &json!({"spec": {"replicas": 1, "x": 1}}),
             &mgr("a"),
             false,
-            ("apps", "deployments"),
         )
         .unwrap();
-        let err = apply(
-            &a,
-            &json!({"spec": {"replicas": 2}}),
-            &mgr("b"),
-            false,
-            ("apps", "deployments"),
-        )
-        .unwrap_err();
+        let err = apply(&a, &json!({"spec": {"replicas": 2}}), &mgr("b"), false).unwrap_err();
         assert!(err.is_conflict());
         assert!(err.has_cause(cause::FIELD_MANAGER_CONFLICT));
         // Same value: shared ownership, no conflict.
-        apply(
-            &a,
-            &json!({"spec": {"replicas": 1}}),
-            &mgr("b"),
-            false,
-            ("apps", "deployments"),
-        )
-        .unwrap();
-        let b = apply(
-            &a,
-            &json!({"spec": {"replicas": 2}}),
-            &mgr("b"),
-            true,
-            ("apps", "deployments"),
-        )
-        .unwrap();
+        apply(&a, &json!({"spec": {"replicas": 1}}), &mgr("b"), false).unwrap();
+        let b = apply(&a, &json!({"spec": {"replicas": 2}}), &mgr("b"), true).unwrap();
         assert_eq!(b["spec"]["replicas"], 2);
         // a omits x now: removed, as nobody else owns it.
-        let a2 = apply(
-            &b,
-            &json!({"spec": {}}),
-            &mgr("a"),
-            false,
-            ("apps", "deployments"),
-        )
-        .unwrap();
+        let a2 = apply(&b, &json!({"spec": {}}), &mgr("a"), false).unwrap();
         assert!(a2["spec"].get("x").is_none());
         assert_eq!(a2["spec"]["replicas"], 2);
     }
@@ -916,10 +883,10 @@ mod tests {
         };
         let a = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "o"},
             "spec": {"listeners": [{"name": "web", "port": 80}], "tags": ["a"], "args": ["x"]}});
-        let live = apply(&Value::Null, &a, &manager("alice"), false, ("x", "ks")).unwrap();
+        let live = apply(&Value::Null, &a, &manager("alice"), false).unwrap();
         let b = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "o"},
             "spec": {"listeners": [{"name": "web", "port": 443, "tls": true}], "tags": ["b"]}});
-        let live = apply(&live, &b, &manager("bob"), false, ("x", "ks")).unwrap();
+        let live = apply(&live, &b, &manager("bob"), false).unwrap();
         assert_eq!(
             live["spec"]["listeners"],
             json!([{"name": "web", "port": 80}, {"name": "web", "port": 443, "tls": true}])
@@ -946,7 +913,7 @@ mod tests {
         // An atomic list (no list type) is one field: bob taking `args` conflicts.
         let c = json!({"apiVersion": "x/v1", "kind": "K", "metadata": {"name": "o"},
             "spec": {"args": ["y"]}});
-        let err = apply(&live, &c, &manager("bob"), false, ("x", "ks")).unwrap_err();
+        let err = apply(&live, &c, &manager("bob"), false).unwrap_err();
         assert_eq!(err.code(), 409, "{err:?}");
     }
 }

@@ -22,8 +22,10 @@
 //! - Services: a DNS-1123 label as name; `ports` required (except ExternalName and headless without selector),
 //!   each port within 1-65535, names required when there are several, `type` from its
 //!   enum.
-//! - Not done: the rest of each kind's validation (resource quantities, probes, volumes,
-//!   security contexts, ...).
+//! - Container resources: no negative quantity in `limits` or `requests`, no request
+//!   above its limit.
+//! - Not done: the rest of each kind's validation (extended resources, hugepages,
+//!   probes, volumes, security contexts, ...).
 
 use serde_json::{Map, Value};
 
@@ -51,8 +53,9 @@ pub(crate) fn causes(
             c.secret_type(obj, prev);
         }
         ("", "Pod") => c.pod_spec(spec, "spec"),
+        ("", "Namespace") => c.label_name(obj),
         ("", "Service") => {
-            c.service_name(obj);
+            c.label_name(obj);
             c.service(spec);
         }
         ("apps", "Deployment" | "ReplicaSet" | "StatefulSet" | "DaemonSet") => {
@@ -173,9 +176,9 @@ impl Causes {
         }
     }
 
-    /// A Service's name is a DNS label, not a subdomain (it becomes a DNS name);
-    /// kube-apiserver 1.34+ takes RFC 1123 labels (`1abc` too).
-    fn service_name(&mut self, obj: &Map<String, Value>) {
+    /// A Service's or Namespace's name is a DNS label, not a subdomain (it becomes a
+    /// DNS name); kube-apiserver 1.34+ takes RFC 1123 labels (`1abc` too).
+    fn label_name(&mut self, obj: &Map<String, Value>) {
         let name = obj.get("metadata").and_then(|m| m.get("name"));
         if let Some(Value::String(n)) = name {
             if !is_dns1123_label(n) {
@@ -247,6 +250,7 @@ impl Causes {
                         self.not_supported(&format!("{p}.imagePullPolicy"), policy, PULL);
                     }
                 }
+                self.resources(c.get("resources"), &format!("{p}.resources"));
                 let ports = c.get("ports").and_then(Value::as_array);
                 for (j, port) in ports.into_iter().flatten().enumerate() {
                     let field = format!("{p}.ports[{j}].containerPort");
@@ -262,6 +266,40 @@ impl Causes {
             const RESTART: &[&str] = &["Always", "OnFailure", "Never"];
             if !policy.as_str().is_some_and(|x| RESTART.contains(&x)) {
                 self.not_supported(&format!("{at}.restartPolicy"), policy, RESTART);
+            }
+        }
+    }
+
+    /// A container's `resources`: no negative quantity, and no request above its
+    /// limit (requests are defaulted from limits before this runs).
+    fn resources(&mut self, resources: Option<&Value>, at: &str) {
+        let list = |k: &str| resources.and_then(|r| r.get(k)).and_then(Value::as_object);
+        let (limits, requests) = (list("limits"), list("requests"));
+        for (k, entries) in [("limits", limits), ("requests", requests)] {
+            for (name, q) in entries.into_iter().flatten() {
+                if q.as_str().and_then(quantity).is_some_and(|v| v < 0.0) {
+                    self.invalid(
+                        &format!("{at}.{k}[{name}]"),
+                        q,
+                        "must be greater than or equal to 0",
+                    );
+                }
+            }
+        }
+        for (name, req) in requests.into_iter().flatten() {
+            let Some(lim) = limits.and_then(|l| l.get(name)) else {
+                continue;
+            };
+            let value = |v: &Value| v.as_str().and_then(quantity);
+            if let (Some(r), Some(l)) = (value(req), value(lim)) {
+                if r > l {
+                    let shown = lim.as_str().unwrap_or_default();
+                    self.invalid(
+                        &format!("{at}.requests"),
+                        req,
+                        &format!("must be less than or equal to {name} limit of {shown}"),
+                    );
+                }
             }
         }
     }
@@ -410,6 +448,40 @@ fn is_dns1123_label(s: &str) -> bool {
         && b.first().is_some_and(edge)
         && b.last().is_some_and(edge)
         && b.iter().all(|c| edge(c) || *c == b'-')
+}
+
+/// The value of a resource quantity (`500m`, `1Gi`, `1e3`, `-1`), None when it is not
+/// one. Precise enough to compare a request with its limit.
+fn quantity(s: &str) -> Option<f64> {
+    let s = s.trim();
+    let end = s
+        .find(|c: char| !(c.is_ascii_digit() || matches!(c, '+' | '-' | '.')))
+        .unwrap_or(s.len());
+    let (number, suffix) = s.split_at(end);
+    let n: f64 = number.parse().ok()?;
+    let scale = match suffix {
+        "" => 1.0,
+        "n" => 1e-9,
+        "u" => 1e-6,
+        "m" => 1e-3,
+        "k" => 1e3,
+        "M" => 1e6,
+        "G" => 1e9,
+        "T" => 1e12,
+        "P" => 1e15,
+        "E" => 1e18,
+        "Ki" => 1024f64,
+        "Mi" => 1024f64.powi(2),
+        "Gi" => 1024f64.powi(3),
+        "Ti" => 1024f64.powi(4),
+        "Pi" => 1024f64.powi(5),
+        "Ei" => 1024f64.powi(6),
+        e => {
+            let exp: i32 = e.strip_prefix(['e', 'E'])?.parse().ok()?;
+            10f64.powi(exp)
+        }
+    };
+    Some(n * scale)
 }
 
 fn config_key(k: &str) -> Result<(), &'static str> {

@@ -173,7 +173,7 @@ pub(crate) async fn convert(
         .iter()
         .find(|v| *v == "v1" || *v == "v1beta1")
         .ok_or_else(|| ConversionError("no supported conversion review versions".into()))?;
-    let uid = super::server::uid();
+    let uid = super::meta::uid();
     let request = json!({
         "apiVersion": format!("apiextensions.k8s.io/{review}"),
         "kind": "ConversionReview",

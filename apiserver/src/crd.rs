@@ -112,6 +112,14 @@ impl Registration {
             .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
             .and_then(|v| s(v, "name"))
             .unwrap_or_default();
+        // The version a deprecated one's default warning points to: the served,
+        // not deprecated version of the highest priority.
+        let preferred = versions
+            .iter()
+            .filter(|v| v.get("served").and_then(Value::as_bool) == Some(true))
+            .filter(|v| v.get("deprecated").and_then(Value::as_bool) != Some(true))
+            .filter_map(|v| s(v, "name"))
+            .min_by(|a, b| super::registry::version_priority(a, b));
         let mut out = Vec::new();
         for v in versions {
             if v.get("served").and_then(Value::as_bool) == Some(false) {
@@ -157,6 +165,16 @@ impl Registration {
                 r.storage_version = storage.clone();
             }
             r.conversion = super::Conversion::from_crd_spec(spec);
+            if v.get("deprecated").and_then(Value::as_bool) == Some(true) {
+                let custom = v.get("deprecationWarning").and_then(Value::as_str);
+                r.deprecation_warning = Some(match (custom, &preferred) {
+                    (Some(w), _) => w.to_owned(),
+                    (None, Some(p)) => {
+                        format!("{group}/{name} {kind} is deprecated; use {group}/{p} {kind}")
+                    }
+                    (None, None) => format!("{group}/{name} {kind} is deprecated"),
+                });
+            }
             let subs = v.get("subresources");
             r.status = subs.and_then(|x| x.get("status")).is_some();
             if let Some(sc) = subs.and_then(|x| x.get("scale")) {
@@ -711,10 +729,97 @@ pub(crate) fn crd_rule_causes(crd: &Value) -> Vec<StatusCause> {
         .collect()
 }
 
+/// The `default` values of a CRD's schemas that break their own property's schema, as
+/// kube-apiserver reports them (at its internal paths: one schema every version shares
+/// is `spec.validation.openAPIV3Schema`, otherwise each version's).
+pub(crate) fn default_causes(crd: &Value) -> Vec<StatusCause> {
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let schema = |v: &Value| v.pointer("/schema/openAPIV3Schema").cloned();
+    let shared = versions
+        .first()
+        .and_then(schema)
+        .filter(|first| versions.iter().all(|v| schema(v).as_ref() == Some(first)));
+    let mut causes = Vec::new();
+    match shared {
+        Some(s) => defaults_in(&s, "spec.validation.openAPIV3Schema", &mut causes),
+        None => {
+            for (i, v) in versions.iter().enumerate() {
+                if let Some(s) = schema(v) {
+                    let at = format!("spec.versions[{i}].schema.openAPIV3Schema");
+                    defaults_in(&s, &at, &mut causes);
+                }
+            }
+        }
+    }
+    causes
+}
+
+fn defaults_in(s: &Value, at: &str, causes: &mut Vec<StatusCause>) {
+    if let Some(d) = s.get("default") {
+        // The default's type is crd_validation's (crd_rule_causes); its bounds, enum
+        // and format are checked here.
+        let mut found = Vec::new();
+        validate(d, s, &format!("{at}.default"), &mut found, false, None);
+        causes.extend(
+            found
+                .into_iter()
+                .filter(|c| c.reason != cause::FIELD_VALUE_TYPE_INVALID),
+        );
+    }
+    for (name, p) in s
+        .get("properties")
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        defaults_in(p, &format!("{at}.properties[{name}]"), causes);
+    }
+    if let Some(items) = s.get("items").filter(|i| i.is_object()) {
+        defaults_in(items, &format!("{at}.items"), causes);
+    }
+    if let Some(extra) = s.get("additionalProperties").filter(|a| a.is_object()) {
+        defaults_in(extra, &format!("{at}.additionalProperties"), causes);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn defaults_that_break_their_schema_are_named() {
+        let crd = |color: Value| {
+            json!({"spec": {"versions": [{"name": "v1", "schema": {"openAPIV3Schema": {"type": "object",
+            "properties": {"spec": {"type": "object", "properties": {
+                "color": {"type": "string", "enum": ["red", "blue"], "default": color},
+                "ports": {"type": "array", "items": {"type": "integer", "minimum": 1, "default": 0}}
+            }}}}}}]}})
+        };
+        let at = "spec.validation.openAPIV3Schema.properties[spec].properties";
+        let fields: Vec<(String, String)> = default_causes(&crd(json!("green")))
+            .into_iter()
+            .map(|c| (c.field, c.reason))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                (
+                    format!("{at}[color].default"),
+                    cause::FIELD_VALUE_NOT_SUPPORTED.to_owned()
+                ),
+                (
+                    format!("{at}[ports].items.default"),
+                    cause::FIELD_VALUE_INVALID.to_owned()
+                ),
+            ]
+        );
+        assert_eq!(default_causes(&crd(json!("red"))).len(), 1);
+    }
 
     #[test]
     fn prune_default_validate() {

@@ -1,5 +1,7 @@
 //! The lifecycle of a CustomResourceDefinition as kube-apiserver's apiextensions server
-//! and its controllers run it (SEMANTICS 13, "CustomResourceDefinitions").
+//! and its controllers run it (SEMANTICS 13, "CustomResourceDefinitions"): here what the
+//! CRD strategy does to an object and the names the controllers decide; the names
+//! controller and the cleanup that run them are `crd_controller`.
 //!
 //! Contract:
 //! - Writes of a CRD are validated: name `<plural>.<group>`, a group with a dot, unique
@@ -30,19 +32,11 @@ use serde_json::{json, Map, Value};
 
 use crate::errors::{cause, StatusCause, StatusError};
 
-use super::registry::Registration;
-use super::server::{meta_mut, meta_str, now, Inner, Propagation};
-use super::writes::DeleteOpts;
-
-/// How long the cleanup waits between passes while custom resources remain.
-const PASS_INTERVAL: std::time::Duration = std::time::Duration::from_millis(50);
+use crate::meta::{meta_mut, meta_str, now};
+use crate::registry::{Object, Registration, Strategy, Wake};
 
 /// The finalizer that holds a CRD until its custom resources are deleted.
 pub(crate) const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io";
-
-pub(crate) fn is_crds(reg: &Registration) -> bool {
-    reg.group == "apiextensions.k8s.io" && reg.plural == "customresourcedefinitions"
-}
 
 fn invalid_cause(field: &str, value: &str, why: &str) -> StatusCause {
     StatusCause {
@@ -98,6 +92,19 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
     if plural.is_empty() {
         causes.push(required_cause("spec.names.plural", ""));
     }
+    names_causes(&spec, &mut causes);
+    let scope = s("/scope");
+    if scope.is_empty() {
+        causes.push(required_cause("spec.scope", ""));
+    } else if !matches!(scope, "Cluster" | "Namespaced") {
+        causes.push(StatusCause {
+            reason: cause::FIELD_VALUE_NOT_SUPPORTED.into(),
+            message: format!(
+                "Unsupported value: {scope:?}: supported values: \"Cluster\", \"Namespaced\""
+            ),
+            field: "spec.scope".into(),
+        });
+    }
     if kind.is_empty() {
         causes.push(required_cause("spec.names.kind", ""));
     }
@@ -142,10 +149,24 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
             "must have exactly one version marked as storage version",
         ));
     }
+    // A new CRD's storedVersions are its storage version: none without one.
+    let stored = obj
+        .get("status")
+        .and_then(|st| st.get("storedVersions"))
+        .and_then(Value::as_array);
+    if storage == 0 && stored.is_none_or(|s| s.is_empty()) {
+        causes.push(StatusCause {
+            reason: cause::FIELD_VALUE_INVALID.into(),
+            message: "Invalid value: null: must have at least one stored version".into(),
+            field: "status.storedVersions".into(),
+        });
+    }
     if let Some(c) = spec.get("conversion") {
         conversion_causes(c, &mut causes);
     }
-    causes.extend(super::crd::crd_rule_causes(&Value::Object(obj.clone())));
+    let whole = Value::Object(obj.clone());
+    causes.extend(crate::crd::crd_rule_causes(&whole));
+    causes.extend(crate::crd::default_causes(&whole));
     if causes.is_empty() {
         Ok(())
     } else {
@@ -155,6 +176,42 @@ pub(crate) fn validate(obj: &Map<String, Value>) -> Result<(), StatusError> {
             &name,
             causes,
         ))
+    }
+}
+
+const DNS1035_LABEL: &str = "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')";
+
+/// Whether `s` is a DNS-1035 label (a CRD's plural, singular and short names).
+fn is_dns1035_label(s: &str) -> bool {
+    let b = s.as_bytes();
+    s.len() <= 63
+        && b.first().is_some_and(u8::is_ascii_lowercase)
+        && b.last()
+            .is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        && b.iter()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+}
+
+/// `spec.names`: plural, singular and short names are DNS-1035 labels.
+fn names_causes(spec: &Value, causes: &mut Vec<StatusCause>) {
+    let names = spec.get("names");
+    let mut check = |field: String, v: &str| {
+        if !v.is_empty() && !is_dns1035_label(v) {
+            causes.push(invalid_cause(&field, v, DNS1035_LABEL));
+        }
+    };
+    for k in ["plural", "singular"] {
+        let v = names.and_then(|n| n.get(k)).and_then(Value::as_str);
+        check(format!("spec.names.{k}"), v.unwrap_or_default());
+    }
+    let short = names
+        .and_then(|n| n.get("shortNames"))
+        .and_then(Value::as_array);
+    for (i, v) in short.into_iter().flatten().enumerate() {
+        check(
+            format!("spec.names.shortNames[{i}]"),
+            v.as_str().unwrap_or_default(),
+        );
     }
 }
 
@@ -329,7 +386,7 @@ pub(crate) fn validate_stored_versions(obj: &Map<String, Value>) -> Result<(), S
 }
 
 /// Sets (or replaces) a condition, keeping `lastTransitionTime` when the status stays.
-fn set_condition(
+pub(crate) fn set_condition(
     obj: &mut Map<String, Value>,
     ty: &str,
     status: &str,
@@ -367,7 +424,7 @@ fn set_condition(
 }
 
 /// The names controller: names accepted, CRD established.
-fn accept_names(obj: &mut Map<String, Value>) {
+pub(crate) fn accept_names(obj: &mut Map<String, Value>) {
     if let Some(names) = obj.get("spec").and_then(|s| s.get("names")).cloned() {
         let mut names = names;
         if let Some(n) = names.as_object_mut() {
@@ -401,7 +458,7 @@ fn accept_names(obj: &mut Map<String, Value>) {
     );
 }
 
-fn condition_true(obj: &Map<String, Value>, ty: &str) -> bool {
+pub(crate) fn condition_true(obj: &Map<String, Value>, ty: &str) -> bool {
     obj.get("status")
         .and_then(|s| s.get("conditions"))
         .and_then(Value::as_array)
@@ -444,7 +501,7 @@ pub(crate) fn group_crds(
 }
 
 /// The first name of `crd` another CRD of its group has accepted: reason and message.
-fn conflict(
+pub(crate) fn conflict(
     st: &super::store::State,
     idx: usize,
     crd: &Map<String, Value>,
@@ -513,7 +570,7 @@ fn conflict(
 
 /// Names not accepted: NamesAccepted False, and Established False unless it already was
 /// established.
-fn reject_names(obj: &mut Map<String, Value>, reason: &str, message: &str) {
+pub(crate) fn reject_names(obj: &mut Map<String, Value>, reason: &str, message: &str) {
     let established = condition_true(obj, "Established");
     set_condition(obj, "NamesAccepted", "False", reason, message);
     if !established {
@@ -545,6 +602,9 @@ pub(crate) fn mark_terminating(obj: &mut Map<String, Value>) -> Result<(), Statu
         "InstanceDeletionPending",
         "CustomResourceDefinition marked for deletion; CustomResource deletion will begin soon",
     );
+    let meta = meta_mut(obj)?;
+    meta.insert("deletionTimestamp".into(), Value::String(now()));
+    meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
     Ok(())
 }
 
@@ -560,191 +620,50 @@ pub(crate) fn terminating(reg: &Registration, name: &str) -> StatusError {
     )
 }
 
-impl Inner {
-    /// Whether the CRD serving `reg` is being deleted.
-    pub(crate) fn crd_terminating(&self, st: &super::store::State, reg: &Registration) -> bool {
-        if !reg.custom {
-            return false;
-        }
-        let Some(i) = st.lookup("apiextensions.k8s.io/v1", "customresourcedefinitions") else {
-            return false;
-        };
-        let key = format!("{}.{}", reg.plural, reg.group);
-        st.collections[i]
-            .objects
-            .get(&key)
-            .and_then(|s| s.to_value().ok())
-            .is_some_and(|o| !meta_str(&o, "deletionTimestamp").is_empty())
-    }
+/// The CRD strategy: validation of every write, `storedVersions` kept, a PUT needs a
+/// resourceVersion, a first DELETE holds the CRD under the cleanup finalizer; after
+/// every write the names controller runs, and a CRD that is gone stops being served.
+pub(crate) struct CrdStrategy;
 
-    /// Runs the names controller on a CRD (after a write): accepts its names and serves
-    /// it, or reports the conflict and leaves it unserved.
-    pub(crate) fn crd_names_pass(&self, name: &str) {
-        let Some(idx) = self
-            .state
-            .read()
-            .lookup("apiextensions.k8s.io/v1", "customresourcedefinitions")
-        else {
-            return;
-        };
-        let reg = self.registration(idx);
-        let opts = Default::default();
-        let ctx = super::writes::Ctx {
-            idx,
-            reg: &reg,
-            opts: &opts,
-        };
-        let gc = {
-            let mut st = self.state.write();
-            let Some(old) = st.collections[idx].objects.get(name).cloned() else {
-                return;
-            };
-            let Ok(prev) = old.to_value() else {
-                return;
-            };
-            if !meta_str(&prev, "deletionTimestamp").is_empty() {
-                return;
-            }
-            let mut new = prev.clone();
-            // Names once accepted stay accepted.
-            let conflict = if condition_true(&prev, "NamesAccepted") {
-                None
-            } else {
-                conflict(&st, idx, &prev)
-            };
-            match conflict {
-                None => {
-                    accept_names(&mut new);
-                    if let Ok(regs) = Registration::from_crd_value(&Value::Object(new.clone())) {
-                        for r in regs {
-                            st.register(r);
-                        }
-                    }
-                }
-                Some((reason, message)) => reject_names(&mut new, reason, &message),
-            }
-            match self.replace_locked(&mut st, &ctx, &old, &prev, new) {
-                Ok((_, gc)) => gc,
-                Err(_) => Vec::new(),
-            }
-        };
-        self.collect_garbage(gc);
+impl Strategy for CrdStrategy {
+    fn name(&self) -> &'static str {
+        "customresourcedefinitions"
     }
-
-    /// Starts the cleanup of a deleted CRD: on a task in a tokio runtime, else now.
-    pub(crate) fn schedule_crd_cleanup(&self, name: String) {
-        match tokio::runtime::Handle::try_current() {
-            Ok(h) => {
-                // The task holds the server weakly: a server dropped without shutdown
-                // ends it.
-                let weak = self.me.clone();
-                h.spawn(async move {
-                    loop {
-                        tokio::time::sleep(PASS_INTERVAL).await;
-                        let Some(me) = weak.upgrade() else {
-                            return;
-                        };
-                        if me.shutdown.is_cancelled() || me.crd_cleanup(&name) {
-                            return;
-                        }
-                    }
-                });
-            }
-            Err(_) => {
-                self.crd_cleanup(&name);
-            }
-        }
+    fn validate(
+        &self,
+        _reg: &Registration,
+        obj: &Object,
+        _prev: Option<&Object>,
+    ) -> Result<(), StatusError> {
+        validate(obj)
     }
-
-    /// Deletes every custom resource of a terminating CRD and, once none is left,
-    /// releases the CRD; true when done.
-    fn crd_cleanup(&self, name: &str) -> bool {
-        let Some(idx) = self
-            .state
-            .read()
-            .lookup("apiextensions.k8s.io/v1", "customresourcedefinitions")
-        else {
-            return true;
-        };
-        let _ = self.edit_object(idx, name, |o| {
-            set_condition(
-                o,
-                "Terminating",
-                "True",
-                "InstanceDeletionInProgress",
-                "CustomResource deletion is in progress",
-            );
-        });
-        let targets: Vec<usize> = {
-            let st = self.state.read();
-            let (plural, group) = name.split_once('.').unwrap_or((name, ""));
-            (0..st.collections.len())
-                .filter(|i| {
-                    let r = &st.collections[*i].reg;
-                    r.custom && r.plural == plural && r.group == group
-                })
-                .collect()
-        };
-        let opts = DeleteOpts {
-            propagation: Some(Propagation::Background),
-            ..Default::default()
-        };
-        for i in &targets {
-            let _ = self.delete_collection(*i, None, |_| true, &opts);
-        }
-        let remaining: usize = {
-            let st = self.state.read();
-            targets
-                .iter()
-                .map(|i| st.collections[*i].objects.len())
-                .sum()
-        };
-        if remaining > 0 {
-            // Custom resources with finalizers: poll until they are gone.
-            return false;
-        }
-        let _ = self.edit_object(idx, name, |o| {
-            set_condition(
-                o,
-                "Terminating",
-                "False",
-                "InstanceDeletionCompleted",
-                "removed all instances",
-            );
-            if let Ok(meta) = meta_mut(o) {
-                if let Some(Value::Array(a)) = meta.get_mut("finalizers") {
-                    a.retain(|f| f != CLEANUP_FINALIZER);
-                }
-            }
-        });
+    fn before_insert(&self, obj: &mut Object) -> Result<(), StatusError> {
+        validate(obj)?;
+        on_create(obj);
+        // Checked now, so that a CRD this server cannot serve is refused; the names
+        // controller (run right after) serves it once its names are accepted.
+        Registration::from_crd_value(&Value::Object(obj.clone()))?;
+        Ok(())
+    }
+    fn prepare_for_update(&self, _prev: &Object, new: &mut Object) {
+        on_update(new);
+    }
+    fn before_update(&self, new: &mut Object) -> Result<(), StatusError> {
+        validate(new)?;
+        validate_stored_versions(new)
+    }
+    fn update_requires_resource_version(&self, _reg: &Registration) -> bool {
         true
     }
-
-    /// Applies `f` to a stored cluster-scoped object and writes it.
-    pub(crate) fn edit_object(
-        &self,
-        idx: usize,
-        name: &str,
-        f: impl FnOnce(&mut Map<String, Value>),
-    ) -> Result<(), StatusError> {
-        let reg = self.registration(idx);
-        let opts = Default::default();
-        let ctx = super::writes::Ctx {
-            idx,
-            reg: &reg,
-            opts: &opts,
-        };
-        let gc = {
-            let mut st = self.state.write();
-            let Some(old) = st.collections[idx].objects.get(name).cloned() else {
-                return Ok(());
-            };
-            let prev = old.to_value()?;
-            let mut new = prev.clone();
-            f(&mut new);
-            self.replace_locked(&mut st, &ctx, &old, &prev, new)?.1
-        };
-        self.collect_garbage(gc);
-        Ok(())
+    fn begin_deletion(&self, obj: &mut Object) -> Result<Option<Wake>, StatusError> {
+        mark_terminating(obj)?;
+        Ok(Some(Wake::CrdCleanup(meta_str(obj, "name").to_owned())))
+    }
+    fn after_write(&self, obj: &Object, removed: bool) -> Vec<Wake> {
+        if removed {
+            vec![Wake::CrdRemoved]
+        } else {
+            vec![Wake::CrdNames(meta_str(obj, "name").to_owned())]
+        }
     }
 }

@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use crate::errors::StatusError;
 
 use super::body::Body;
-use super::registry::Registration;
+use super::registry::{Registration, SubresourceKind};
 use super::response::json_response;
 use super::server::Inner;
 
@@ -274,6 +274,14 @@ pub(crate) fn group(inner: &Inner, name: &str) -> Result<Response<Body>, StatusE
 }
 
 pub(crate) fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
+    let rs = resource_entries(inner, gv);
+    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": rs})
+        .to_string()
+        .into_bytes()
+}
+
+/// The `APIResource` entries of a group version: each resource, then its subresources.
+fn resource_entries(inner: &Inner, gv: &str) -> Vec<Value> {
     let st = inner.state.read();
     let mut rs = Vec::new();
     for c in st
@@ -292,17 +300,24 @@ pub(crate) fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
             "categories": r.categories,
         }));
         // The subresources that read and write (part of) the object itself.
-        let approval = crate::registry::is_csr(r);
-        for (sub, served) in [("status", r.status), ("approval", approval)] {
-            if served {
-                rs.push(json!({
-                    "name": format!("{}/{sub}", r.plural),
-                    "singularName": "",
-                    "namespaced": r.namespaced,
-                    "kind": r.kind,
-                    "verbs": ["get", "patch", "update"],
-                }));
-            }
+        let own = r.strategy.subresources().iter();
+        let entries = r
+            .status
+            .then_some(("status", SubresourceKind::Status))
+            .into_iter()
+            .chain(own.map(|e| (e.name, e.kind)));
+        for (sub, kind) in entries {
+            let verbs = match kind {
+                SubresourceKind::Status => json!(["get", "patch", "update"]),
+                SubresourceKind::Finalize => json!(["update"]),
+            };
+            rs.push(json!({
+                "name": format!("{}/{sub}", r.plural),
+                "singularName": "",
+                "namespaced": r.namespaced,
+                "kind": r.kind,
+                "verbs": verbs,
+            }));
         }
         for (sub, group, version, kind) in crate::writes::actions_of(r) {
             rs.push(json!({
@@ -327,7 +342,102 @@ pub(crate) fn resources(inner: &Inner, gv: &str) -> Vec<u8> {
             }));
         }
     }
-    json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": rs})
-        .to_string()
-        .into_bytes()
+    rs
+}
+
+/// The media type of aggregated discovery (kubectl 1.30+ and client-go ask for it
+/// first, and read the answer as one when its Content-Type says so).
+pub(crate) const AGGREGATED: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// Whether a request asks for aggregated discovery (`apidiscovery.k8s.io/v2`).
+pub(crate) fn wants_aggregated(req: &Request<Bytes>) -> bool {
+    req.headers()
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .any(|m| {
+            let params: Vec<&str> = m.split(';').map(str::trim).collect();
+            params.contains(&"g=apidiscovery.k8s.io")
+                && params.contains(&"v=v2")
+                && params.contains(&"as=APIGroupDiscoveryList")
+        })
+}
+
+/// `GET /api` (`core`) or `/apis` as an `APIGroupDiscoveryList`: every group with
+/// its versions (by priority) and each version's resources and subresources.
+pub(crate) fn aggregated(inner: &Inner, core: bool) -> Response<Body> {
+    let groups = if core {
+        vec![(String::new(), vec!["v1".to_owned()])]
+    } else {
+        group_versions(inner)
+    };
+    let items: Vec<Value> = groups
+        .iter()
+        .map(|(g, vs)| {
+            let versions: Vec<Value> = vs
+                .iter()
+                .map(|v| {
+                    let gv = if g.is_empty() {
+                        v.clone()
+                    } else {
+                        format!("{g}/{v}")
+                    };
+                    let resources = discovery_resources(&resource_entries(inner, &gv));
+                    json!({"version": v, "resources": resources, "freshness": "Current"})
+                })
+                .collect();
+            json!({"metadata": {"name": g}, "versions": versions})
+        })
+        .collect();
+    let body = json!({"kind": "APIGroupDiscoveryList", "apiVersion": "apidiscovery.k8s.io/v2",
+        "metadata": {}, "items": items});
+    let mut r = json_response(StatusCode::OK, body.to_string().into_bytes());
+    r.headers_mut().insert(
+        header::CONTENT_TYPE,
+        header::HeaderValue::from_static(AGGREGATED),
+    );
+    r
+}
+
+/// `APIResource` entries in aggregated discovery's shape: one per resource, its
+/// subresources inside it.
+/// As kube-apiserver, a response kind names a group and version only when they are
+/// not the resource's own.
+fn discovery_resources(entries: &[Value]) -> Vec<Value> {
+    let s = |e: &Value, k: &str| e[k].as_str().unwrap_or_default().to_owned();
+    let kind_of = |e: &Value| json!({"group": s(e, "group"), "version": s(e, "version"), "kind": s(e, "kind")});
+    let mut out: Vec<Value> = Vec::new();
+    for e in entries {
+        let name = s(e, "name");
+        match name.split_once('/') {
+            None => {
+                let scope = if e["namespaced"] == true {
+                    "Namespaced"
+                } else {
+                    "Cluster"
+                };
+                let mut r = json!({"resource": name, "responseKind": kind_of(e), "scope": scope,
+                    "singularResource": s(e, "singularName"), "verbs": e["verbs"]});
+                for k in ["shortNames", "categories"] {
+                    if e[k].as_array().is_some_and(|a| !a.is_empty()) {
+                        r[k] = e[k].clone();
+                    }
+                }
+                out.push(r);
+            }
+            Some((parent, sub)) => {
+                let entry =
+                    json!({"subresource": sub, "responseKind": kind_of(e), "verbs": e["verbs"]});
+                if let Some(p) = out.iter_mut().find(|r| r["resource"] == parent) {
+                    match p["subresources"].as_array_mut() {
+                        Some(list) => list.push(entry),
+                        None => p["subresources"] = json!([entry]),
+                    }
+                }
+            }
+        }
+    }
+    out
 }

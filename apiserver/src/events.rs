@@ -21,15 +21,10 @@ use serde_json::{Map, Value};
 
 use crate::errors::{cause, StatusCause, StatusError};
 
-use super::registry::Registration;
+use crate::registry::{Object, Registration, Strategy};
 
 const LENGTH_LIMIT: usize = 128;
 const NOTE_LENGTH_LIMIT: usize = 1024;
-
-/// Whether `reg` is one of the two Event resources.
-pub(crate) fn is_event(reg: &Registration) -> bool {
-    reg.plural == "events" && (reg.group.is_empty() || reg.group == "events.k8s.io")
-}
 
 fn str_at<'a>(obj: &'a Map<String, Value>, path: &[&str]) -> &'a str {
     let mut v = obj.get(path[0]);
@@ -175,6 +170,27 @@ pub(crate) fn validate(
     } else {
         let name = str_at(obj, &["metadata", "name"]);
         Err(StatusError::invalid(&reg.group, &reg.kind, name, causes))
+    }
+}
+
+/// The Event strategy (core/v1 and events.k8s.io/v1): the validation above; a PUT
+/// creates a missing Event.
+pub(crate) struct EventStrategy;
+
+impl Strategy for EventStrategy {
+    fn name(&self) -> &'static str {
+        "events"
+    }
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+    fn validate(
+        &self,
+        reg: &Registration,
+        obj: &Object,
+        prev: Option<&Object>,
+    ) -> Result<(), StatusError> {
+        validate(reg, obj, prev.is_none())
     }
 }
 

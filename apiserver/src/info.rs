@@ -48,6 +48,15 @@ impl Registration {
             reg.scale_paths.label_selector =
                 scale.label_selector_path.unwrap_or_default().to_owned();
         }
+        if info.deprecated {
+            reg.deprecation_warning = Some(match info.deprecation_warning {
+                Some(w) => w.to_owned(),
+                None => format!(
+                    "{}/{} {} is deprecated",
+                    info.group, info.version, info.kind
+                ),
+            });
+        }
         reg
     }
 

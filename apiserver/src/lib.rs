@@ -7,11 +7,15 @@
 //! Layout: `http` answers a request (`route`, `read`, `write`, dispatch in `http/mod`),
 //! over `query` (parameters, continue tokens) and `response`; `watch` streams;
 //! `writes` holds the storage's write verbs (a file per verb, the garbage collector in
-//! `gc`); `store` the storage and history; `registry`, `crd`, `crd_lifecycle`,
-//! `versions`, `namespaces`, `events` the resource semantics; `cel_rules` and
-//! `schema_checks` a custom resource's validation beyond types and bounds,
-//! `builtin_validation` and `builtin_defaults` the built-in kinds' (and every object's
-//! metadata); `discovery`, `openapi`,
+//! `gc`); `store` the storage and history; `meta` the object helpers every write shares.
+//! Per-resource behaviour is a strategy on the registration (`registry::strategy`, as
+//! kube-apiserver's `rest.Strategy`), attached to the built-in kinds by `strategies`
+//! and implemented beside its rules: `namespaces`, `crd_lifecycle`, `events`;
+//! `registry`, `crd` and `versions` the resource semantics; the controllers that act
+//! after a write are `namespace_controller`, `crd_controller` and `writes/gc`.
+//! `cel_rules` and `schema_checks` hold a custom resource's validation beyond types and
+//! bounds, `builtin_validation` and `builtin_defaults` the built-in kinds' (and every
+//! object's metadata); `discovery`, `openapi`,
 //! `table`, `media`, `protobuf` the wire forms; `server` and `typed` the admin API;
 //! `faults` the request log and reactors. The apimachinery vocabulary (`errors`,
 //! `labels`, `fields`, `types`) is the `kubegen-apimachinery` crate, shared with the
@@ -99,6 +103,7 @@ mod builtin_validation;
 mod cel_rules;
 mod conversion;
 mod crd;
+mod crd_controller;
 mod crd_lifecycle;
 mod discovery;
 mod events;
@@ -106,6 +111,8 @@ mod faults;
 mod http;
 mod info;
 mod media;
+mod meta;
+mod namespace_controller;
 mod namespaces;
 mod openapi;
 mod owners;
@@ -118,6 +125,7 @@ mod schema_checks;
 mod select;
 mod server;
 mod store;
+mod strategies;
 mod table;
 mod tcp;
 mod typed;

@@ -19,7 +19,8 @@
 
 use serde_json::{Map, Value};
 
-use super::server::{meta_str, Inner};
+use super::meta::meta_str;
+use super::server::Inner;
 use super::store::storage_key;
 use super::writes::{DeleteOpts, WriteOpts};
 

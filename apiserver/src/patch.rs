@@ -12,8 +12,12 @@
 //!   ...), `metadata.finalizers` merges as a set, and the directives `$patch: replace`
 //!   (in an object: replace it; as a list item: replace the whole list), `$patch: delete`
 //!   (in an object: delete it; in a list item: delete the item with that key) and
-//!   `$deleteFromPrimitiveList/<field>` are honoured. `$setElementOrder/<field>` and
-//!   `$retainKeys` are accepted and ignored. Merge keys come from the field's name, not
+//!   `$deleteFromPrimitiveList/<field>` are honoured; `$retainKeys` is accepted and
+//!   ignored. A merged list is ordered as kube-apiserver orders it (SEMANTICS 9, PATCH): the
+//!   items the patch names in the patch's order (or in `$setElementOrder/<field>`'s,
+//!   when given), the other stored items in their stored order, interleaved so that two
+//!   stored items keep their stored order and an item new to the list comes before the
+//!   stored ones it meets (env `[A]` patched with `[B]` gives `[B, A]`). Merge keys come from the field's name, not
 //!   from the Go type's schema: a field of another type with the same name merges the
 //!   same way. Any other list replaces, as a merge patch does.
 
@@ -202,7 +206,11 @@ pub(crate) fn json_patch(doc: &Value, ops: &Value) -> Result<Value, StatusError>
                 add(&mut out, path, v)?;
             }
             "test" => {
-                if get_ptr(&out, path)? != &value()? {
+                // As kube-apiserver's json-patch library: a missing value tests equal
+                // to null.
+                let want = value()?;
+                let have = get_ptr(&out, path).ok();
+                if have.unwrap_or(&Value::Null) != &want {
                     return Err(bad(format!("testing value at {path:?} failed")));
                 }
             }
@@ -265,6 +273,19 @@ fn smp_map(target: &mut Value, patch: &Value, field: &str) -> Result<(), StatusE
     let Value::Object(t) = target else {
         return Ok(());
     };
+    // The stored lists a `$setElementOrder` orders, as they were before the patch.
+    let ordered: Vec<(&str, &Value, Vec<Value>)> = p
+        .iter()
+        .filter_map(|(k, order)| {
+            let f = k.strip_prefix("$setElementOrder/")?;
+            let stored = t
+                .get(f)
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            Some((f, order, stored))
+        })
+        .collect();
     for (k, v) in p {
         if k == "$patch" || k == "$retainKeys" || k.starts_with("$setElementOrder/") {
             continue;
@@ -272,6 +293,10 @@ fn smp_map(target: &mut Value, patch: &Value, field: &str) -> Result<(), StatusE
         if let Some(f) = k.strip_prefix("$deleteFromPrimitiveList/") {
             if let (Some(Value::Array(cur)), Some(del)) = (t.get_mut(f), v.as_array()) {
                 cur.retain(|x| !del.contains(x));
+                // The Go types leave an emptied list out (`omitempty`).
+                if cur.is_empty() {
+                    t.remove(f);
+                }
             }
             continue;
         }
@@ -291,7 +316,53 @@ fn smp_map(target: &mut Value, patch: &Value, field: &str) -> Result<(), StatusE
             _ => *slot = v.clone(),
         }
     }
+    for (f, order, stored) in ordered {
+        let (Some(Value::Array(cur)), Some(order)) = (t.get_mut(f), order.as_array()) else {
+            continue;
+        };
+        let key = merge_key_for(f, order);
+        let merged = std::mem::take(cur);
+        *cur = normalize_order(merged, order, &stored, key);
+    }
     Ok(())
+}
+
+/// Orders a merged list as kube-apiserver's strategic merge does: the items `order`
+/// names sorted by it, the others by their place in `stored`, then the two interleaved,
+/// an item of the second kind first only when both are stored and it was stored before.
+/// Items are the same when their merge `key` is (scalars: when equal).
+fn normalize_order(
+    merged: Vec<Value>,
+    order: &[Value],
+    stored: &[Value],
+    key: Option<&str>,
+) -> Vec<Value> {
+    let same = |a: &Value, b: &Value| match key {
+        Some(k) => a.get(k).is_some() && a.get(k) == b.get(k),
+        None => a == b,
+    };
+    let pos = |list: &[Value], v: &Value| list.iter().position(|x| same(x, v));
+    let (mut named, mut rest): (Vec<Value>, Vec<Value>) =
+        merged.into_iter().partition(|v| pos(order, v).is_some());
+    named.sort_by_key(|v| pos(order, v));
+    // Items not stored (None) sort first, as Go's index -1 does.
+    rest.sort_by_key(|v| pos(stored, v));
+    let mut out = Vec::with_capacity(named.len() + rest.len());
+    let (mut named, mut rest) = (named.into_iter().peekable(), rest.into_iter().peekable());
+    loop {
+        let take_rest = match (rest.peek(), named.peek()) {
+            (None, None) => break,
+            (Some(_), None) => true,
+            (None, Some(_)) => false,
+            (Some(r), Some(n)) => matches!(
+                (pos(stored, r), pos(stored, n)),
+                (Some(a), Some(b)) if a < b
+            ),
+        };
+        let next = if take_rest { rest.next() } else { named.next() };
+        out.extend(next);
+    }
+    out
 }
 
 fn smp_list(target: &mut Value, items: &[Value], field: &str) -> Result<(), StatusError> {
@@ -308,21 +379,22 @@ fn smp_list(target: &mut Value, items: &[Value], field: &str) -> Result<(), Stat
         );
         return Ok(());
     }
+    let stored = target.as_array().cloned().unwrap_or_default();
     if field == "finalizers" {
-        let mut cur = target.as_array().cloned().unwrap_or_default();
+        let mut cur = stored.clone();
         for i in items {
             if !cur.contains(i) {
                 cur.push(i.clone());
             }
         }
-        *target = Value::Array(cur);
+        *target = Value::Array(normalize_order(cur, items, &stored, None));
         return Ok(());
     }
     let Some(key) = merge_key_for(field, items) else {
         *target = Value::Array(items.to_vec());
         return Ok(());
     };
-    let mut cur = target.as_array().cloned().unwrap_or_default();
+    let mut cur = stored.clone();
     for item in items {
         let Some(id) = item.get(key) else {
             return Err(StatusError::bad_request(format!(
@@ -344,7 +416,7 @@ fn smp_list(target: &mut Value, items: &[Value], field: &str) -> Result<(), Stat
             }
         }
     }
-    *target = Value::Array(cur);
+    *target = Value::Array(normalize_order(cur, items, &stored, Some(key)));
     Ok(())
 }
 
@@ -383,6 +455,10 @@ mod tests {
         let err = json_patch(&doc, &json!([{"op": "test", "path": "/x", "value": 9}]));
         assert!(err.unwrap_err().is_invalid());
         assert!(json_patch(&doc, &json!([{"op": "remove", "path": "/nope"}])).is_err());
+        // A missing value tests equal to null, and only to null.
+        let null = json!([{"op": "test", "path": "/nope", "value": null}]);
+        assert_eq!(json_patch(&doc, &null).unwrap(), doc);
+        assert!(json_patch(&doc, &json!([{"op": "test", "path": "/nope", "value": 1}])).is_err());
     }
 
     #[test]
@@ -402,8 +478,8 @@ mod tests {
         .unwrap();
         assert_eq!(
             pod,
-            json!({"metadata": {"finalizers": ["a", "b"]}, "spec": {"containers": [
-                {"name": "app", "image": "v1", "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]},
+            json!({"metadata": {"finalizers": ["b", "a"]}, "spec": {"containers": [
+                {"name": "app", "image": "v1", "env": [{"name": "B", "value": "2"}, {"name": "A", "value": "1"}]},
                 {"name": "new", "image": "n"}
             ], "tolerations": [{"key": "t"}]}})
         );
@@ -415,5 +491,52 @@ mod tests {
         assert_eq!(pod["spec"]["containers"], json!([{"name": "only"}]));
         strategic_merge_patch(&mut pod, &json!({"spec": {"$patch": "delete"}})).unwrap();
         assert!(pod.get("spec").is_none());
+    }
+
+    fn names(list: &Value) -> Vec<&str> {
+        list.as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|i| i.get("name").and_then(Value::as_str))
+            .collect()
+    }
+
+    /// The order kube-apiserver 1.36 gives merged lists (checked against it: env `[A, B]`
+    /// patched with `[C, A]` is `[C, A, B]`; finalizers `[a]` with `[b]` are `[b, a]`).
+    #[test]
+    fn strategic_merge_puts_new_items_first_and_keeps_stored_order() {
+        let mut d = json!({"env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}]});
+        let patch = json!({"env": [{"name": "C", "value": "3"}, {"name": "A", "value": "9"}]});
+        strategic_merge_patch(&mut d, &patch).unwrap();
+        assert_eq!(names(&d["env"]), ["C", "A", "B"]);
+        assert_eq!(d["env"][1]["value"], "9");
+        // The patch's order wins among the items it names; stored ones keep theirs.
+        let mut d = json!({"containers": [{"name": "a"}, {"name": "b"}, {"name": "c"}]});
+        let patch = json!({"containers": [{"name": "c", "image": "x"}, {"name": "a"}]});
+        strategic_merge_patch(&mut d, &patch).unwrap();
+        assert_eq!(names(&d["containers"]), ["b", "c", "a"]);
+        let mut d = json!({"metadata": {"finalizers": ["a"]}});
+        strategic_merge_patch(&mut d, &json!({"metadata": {"finalizers": ["b"]}})).unwrap();
+        assert_eq!(d["metadata"]["finalizers"], json!(["b", "a"]));
+        // A list emptied by $deleteFromPrimitiveList is left out.
+        let delete = json!({"metadata": {"$deleteFromPrimitiveList/finalizers": ["a", "b"]}});
+        strategic_merge_patch(&mut d, &delete).unwrap();
+        assert!(d["metadata"].get("finalizers").is_none(), "{d}");
+    }
+
+    #[test]
+    fn set_element_order_orders_the_list_it_names() {
+        let mut d = json!({"env": [{"name": "A"}, {"name": "B"}, {"name": "C"}]});
+        let patch = json!({"$setElementOrder/env": [{"name": "C"}, {"name": "A"}, {"name": "B"}]});
+        strategic_merge_patch(&mut d, &patch).unwrap();
+        assert_eq!(names(&d["env"]), ["C", "A", "B"]);
+        // With a patch list, the directive's order rules the named items, not the list's.
+        let patch = json!({
+            "$setElementOrder/env": [{"name": "A"}, {"name": "D"}],
+            "env": [{"name": "D", "value": "4"}, {"name": "A", "value": "1"}]
+        });
+        strategic_merge_patch(&mut d, &patch).unwrap();
+        assert_eq!(names(&d["env"]), ["C", "A", "D", "B"]);
+        assert!(d.get("$setElementOrder/env").is_none());
     }
 }

@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use parking_lot::RwLock;
 use serde_json::{Map, Value};
+
+use crate::meta::meta_str;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -212,7 +214,7 @@ impl ApiServerBuilder {
         state.history_bytes = self.history_bytes;
         state.collect_dangling = self.collect_dangling;
         for r in self.registrations {
-            state.register(r);
+            state.register(super::strategies::attach(r));
         }
         let rv = state.rv;
         let server = ApiServer {
@@ -242,72 +244,6 @@ impl Default for ApiServer {
     fn default() -> Self {
         Self::new()
     }
-}
-
-const CHARS: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
-
-pub(crate) fn random_suffix() -> String {
-    use rand::Rng;
-    let mut rng = rand::rng();
-    (0..5)
-        .map(|_| CHARS[rng.random_range(0..CHARS.len())] as char)
-        .collect()
-}
-
-pub(crate) fn uid() -> String {
-    let b: [u8; 16] = rand::random();
-    let h: String = b.iter().map(|x| format!("{x:02x}")).collect();
-    format!(
-        "{}-{}-4{}-a{}-{}",
-        &h[0..8],
-        &h[8..12],
-        &h[13..16],
-        &h[17..20],
-        &h[20..32]
-    )
-}
-
-pub(crate) fn now() -> String {
-    k8s_openapi::jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
-}
-
-pub(crate) fn meta_mut(
-    obj: &mut Map<String, Value>,
-) -> Result<&mut Map<String, Value>, StatusError> {
-    let m = obj
-        .entry("metadata")
-        .or_insert_with(|| Value::Object(Map::new()));
-    if m.is_null() {
-        *m = Value::Object(Map::new());
-    }
-    m.as_object_mut()
-        .ok_or_else(|| StatusError::bad_request("metadata must be an object"))
-}
-
-pub(crate) fn meta_str<'a>(obj: &'a Map<String, Value>, k: &str) -> &'a str {
-    obj.get("metadata")
-        .and_then(|m| m.get(k))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
-pub(crate) fn has_finalizers(obj: &Map<String, Value>) -> bool {
-    obj.get("metadata")
-        .and_then(|m| m.get("finalizers"))
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty())
-        || super::namespaces::has_spec_finalizers(obj)
-}
-
-/// How a deletion propagates to dependents (`DeleteOptions.propagationPolicy`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Propagation {
-    #[default]
-    Background,
-    Foreground,
-    Orphan,
 }
 
 impl Inner {
@@ -404,7 +340,10 @@ impl ApiServer {
 
     /// Registers one more resource on a running server (a CRD being installed).
     pub fn register(&self, reg: Registration) {
-        self.inner.state.write().register(reg);
+        self.inner
+            .state
+            .write()
+            .register(super::strategies::attach(reg));
     }
 
     /// Registers `reg` unless its group, version and resource are served already (the
@@ -416,7 +355,7 @@ impl ApiServer {
         if st.lookup(&reg.api_version(), &reg.plural).is_some() {
             return false;
         }
-        st.register(reg);
+        st.register(super::strategies::attach(reg));
         true
     }
 

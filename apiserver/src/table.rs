@@ -740,9 +740,8 @@ fn builtin_columns(reg: &Registration) -> Vec<Col> {
             int_col("Revision", |o| json!(int_at(o, "/revision"))),
             AGE,
         ],
+        ("", "Event") | ("events.k8s.io", "Event") => event_columns(),
         ("", "Endpoints")
-        | ("", "Event")
-        | ("events.k8s.io", "Event")
         | ("", "PersistentVolume")
         | ("", "PersistentVolumeClaim")
         | ("networking.k8s.io", "Ingress") => vec![NAME, AGE],
@@ -763,6 +762,114 @@ fn builtin_columns(reg: &Registration) -> Vec<Col> {
             },
         ],
     }
+}
+
+/// The first string among the JSON pointers (core/v1 and events.k8s.io/v1 name an
+/// Event's fields differently), empty when none is set.
+fn event_str<'a>(o: &'a Value, paths: &[&str]) -> &'a str {
+    paths
+        .iter()
+        .filter_map(|p| s(o, p).and_then(Value::as_str))
+        .find(|v| !v.is_empty())
+        .unwrap_or_default()
+}
+
+fn since(t: &str) -> String {
+    if t.is_empty() {
+        "<unknown>".into()
+    } else {
+        age(t)
+    }
+}
+
+fn event_first_seen(o: &Value) -> String {
+    let first = event_str(o, &["/firstTimestamp", "/deprecatedFirstTimestamp"]);
+    since(if first.is_empty() {
+        event_str(o, &["/eventTime"])
+    } else {
+        first
+    })
+}
+
+fn event_last_seen(o: &Value) -> Value {
+    let series = event_str(o, &["/series/lastObservedTime"]);
+    let last = event_str(o, &["/lastTimestamp", "/deprecatedLastTimestamp"]);
+    Value::String(match (series, last) {
+        (t, _) if !t.is_empty() => since(t),
+        ("", "") => event_first_seen(o),
+        (_, t) => since(t),
+    })
+}
+
+fn event_count(o: &Value) -> Value {
+    let series = s(o, "/series/count").and_then(Value::as_i64);
+    let count = ["/count", "/deprecatedCount"]
+        .iter()
+        .find_map(|p| s(o, p).and_then(Value::as_i64))
+        .unwrap_or(0);
+    Value::from(series.unwrap_or(if count == 0 { 1 } else { count }))
+}
+
+fn event_object(o: &Value) -> Value {
+    let kind = event_str(o, &["/involvedObject/kind", "/regarding/kind"]).to_lowercase();
+    let name = event_str(o, &["/involvedObject/name", "/regarding/name"]);
+    Value::String(if name.is_empty() {
+        kind
+    } else {
+        format!("{kind}/{name}")
+    })
+}
+
+fn event_source(o: &Value) -> Value {
+    let component = event_str(
+        o,
+        &[
+            "/source/component",
+            "/deprecatedSource/component",
+            "/reportingComponent",
+            "/reportingController",
+        ],
+    );
+    let instance = event_str(
+        o,
+        &[
+            "/source/host",
+            "/deprecatedSource/host",
+            "/reportingInstance",
+        ],
+    );
+    Value::String(if instance.is_empty() {
+        component.to_owned()
+    } else {
+        format!("{component}, {instance}")
+    })
+}
+
+/// kube-apiserver's Event columns (`kubectl get events`; the wide ones at priority 1).
+fn event_columns() -> Vec<Col> {
+    let text = col;
+    vec![
+        text("Last Seen", 0, event_last_seen),
+        text("Type", 0, |o| json!(event_str(o, &["/type"]))),
+        text("Reason", 0, |o| json!(event_str(o, &["/reason"]))),
+        text("Object", 0, event_object),
+        text("Subobject", 1, |o| {
+            json!(event_str(
+                o,
+                &["/involvedObject/fieldPath", "/regarding/fieldPath"]
+            ))
+        }),
+        text("Source", 1, event_source),
+        text("Message", 0, |o| {
+            json!(event_str(o, &["/message", "/note"]).trim())
+        }),
+        text("First Seen", 1, |o| Value::String(event_first_seen(o))),
+        text("Count", 1, event_count),
+        Col {
+            priority: 1,
+            ..NAME
+        },
+    ]
 }
 
 fn definition(c: &Col) -> Value {
@@ -825,33 +932,11 @@ fn json_path<'a>(o: &'a Value, path: &str) -> Option<&'a Value> {
 pub(crate) fn table(reg: &Registration, objects: &[Value], meta: Value, include: Include) -> Value {
     let (defs, rows): (Vec<Value>, Vec<Value>) = if reg.custom {
         let cols = &reg.printer_columns;
-        let mut defs = vec![definition(&NAME)];
-        if cols.is_empty() {
-            defs.push(json!({"name": "Age", "type": "date", "format": "", "description": "Custom resource definition column (in JSONPath format): .metadata.creationTimestamp", "priority": 0}));
-        }
-        for c in cols {
-            let description = if c.description.is_empty() {
-                format!(
-                    "Custom resource definition column (in JSONPath format): {}",
-                    c.json_path
-                )
-            } else {
-                c.description.clone()
-            };
-            defs.push(json!({"name": c.name, "type": c.ty, "format": c.format, "description": description, "priority": c.priority}));
-        }
         let rows = objects
             .iter()
-            .map(|o| {
-                let mut cells = vec![name_cell(o)];
-                if cols.is_empty() {
-                    cells.push(age_cell(o));
-                }
-                cells.extend(cols.iter().map(|c| custom_cell(o, c)));
-                row(o, cells, include)
-            })
+            .map(|o| row(o, custom_cells(cols, o), include))
             .collect();
-        (defs, rows)
+        (custom_definitions(cols), rows)
     } else {
         let cols = builtin_columns(reg);
         let defs = cols.iter().map(definition).collect();
@@ -870,7 +955,39 @@ pub(crate) fn table(reg: &Registration, objects: &[Value], meta: Value, include:
     })
 }
 
-fn row(o: &Value, cells: Vec<Value>, include: Include) -> Value {
+/// The column definitions of a custom resource version's printer columns (Name, then
+/// Age when it declares none).
+pub(crate) fn custom_definitions(cols: &[PrinterColumn]) -> Vec<Value> {
+    let mut defs = vec![definition(&NAME)];
+    if cols.is_empty() {
+        defs.push(json!({"name": "Age", "type": "date", "format": "", "description": "Custom resource definition column (in JSONPath format): .metadata.creationTimestamp", "priority": 0}));
+    }
+    for c in cols {
+        let description = if c.description.is_empty() {
+            format!(
+                "Custom resource definition column (in JSONPath format): {}",
+                c.json_path
+            )
+        } else {
+            c.description.clone()
+        };
+        defs.push(json!({"name": c.name, "type": c.ty, "format": c.format, "description": description, "priority": c.priority}));
+    }
+    defs
+}
+
+/// A custom resource's cells under `custom_definitions(cols)`.
+pub(crate) fn custom_cells(cols: &[PrinterColumn], o: &Value) -> Vec<Value> {
+    let mut cells = vec![name_cell(o)];
+    if cols.is_empty() {
+        cells.push(age_cell(o));
+    }
+    cells.extend(cols.iter().map(|c| custom_cell(o, c)));
+    cells
+}
+
+/// A row: its cells and the object as `include` asks.
+pub(crate) fn row(o: &Value, cells: Vec<Value>, include: Include) -> Value {
     let object = match include {
         Include::Metadata => partial(o),
         Include::Object => o.clone(),
@@ -996,5 +1113,88 @@ mod tests {
         let o = json!({"spec": {"a": [{"b": 1}]}});
         assert_eq!(json_path(&o, ".spec.a[0].b"), Some(&json!(1)));
         assert_eq!(json_path(&o, ".spec.x"), None);
+    }
+}
+
+#[cfg(test)]
+mod event_tests {
+    use super::*;
+    use crate::registry::builtin;
+
+    fn cells_of(group: &str, event: Value) -> (Vec<String>, Vec<Value>) {
+        let reg = builtin()
+            .into_iter()
+            .find(|r| r.group == group && r.kind == "Event")
+            .expect("an Event registration");
+        let t = table(&reg, &[event], json!({}), Include::None);
+        let names = t["columnDefinitions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["name"].as_str().map(str::to_owned))
+            .collect();
+        (
+            names,
+            t["rows"][0]["cells"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+        )
+    }
+
+    /// `kubectl get events` shows kube-apiserver's Event columns (issue 30).
+    #[test]
+    fn events_have_kube_apiservers_columns() {
+        let core = json!({"metadata": {"name": "e1", "creationTimestamp": "2020-01-01T00:00:00Z"},
+            "involvedObject": {"kind": "Pod", "name": "p", "fieldPath": "spec.containers{a}"},
+            "reason": "Started", "message": " hi ", "type": "Normal", "count": 3,
+            "source": {"component": "kubelet", "host": "n1"},
+            "firstTimestamp": "2020-01-01T00:00:00Z", "lastTimestamp": "2020-01-01T00:00:00Z"});
+        let (names, cells) = cells_of("", core);
+        assert_eq!(
+            names,
+            [
+                "Last Seen",
+                "Type",
+                "Reason",
+                "Object",
+                "Subobject",
+                "Source",
+                "Message",
+                "First Seen",
+                "Count",
+                "Name"
+            ]
+        );
+        assert_eq!(
+            cells[1..7],
+            [
+                json!("Normal"),
+                json!("Started"),
+                json!("pod/p"),
+                json!("spec.containers{a}"),
+                json!("kubelet, n1"),
+                json!("hi")
+            ]
+        );
+        assert_eq!(cells[8..], [json!(3), json!("e1")]);
+        // events.k8s.io/v1 names the same fields otherwise; a singleton counts 1.
+        let v1 = json!({"metadata": {"name": "e2"}, "regarding": {"kind": "Node", "name": "n1"},
+            "reason": "Ready", "note": "up", "type": "Normal", "reportingController": "kubelet",
+            "eventTime": "2020-01-01T00:00:00.000000Z"});
+        let (_, cells) = cells_of("events.k8s.io", v1);
+        assert_eq!(
+            cells[3..],
+            [
+                json!("node/n1"),
+                json!(""),
+                json!("kubelet"),
+                json!("up"),
+                cells[7].clone(),
+                json!(1),
+                json!("e2")
+            ]
+        );
+        assert_ne!(cells[0], json!("<unknown>"));
     }
 }

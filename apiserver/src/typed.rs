@@ -17,7 +17,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::errors::{GroupResource, StatusError};
-use crate::server::{meta_str, ApiServer};
+use crate::meta::meta_str;
+use crate::server::ApiServer;
 use crate::store::{storage_key, Stored};
 
 /// The objects of type `K` on an [`ApiServer`]: create, get, list, update and delete

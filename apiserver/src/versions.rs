@@ -22,8 +22,10 @@
 //!   apply patch is converted to the storage version as a whole (a webhook must accept
 //!   a partial object there). Strategy `None` needs nothing on writes: the storage stores
 //!   its own apiVersion.
-//! - Not done: Table cells are computed from the stored object (the columns of the
-//!   requested version applied to the storage version's fields).
+//! - Tables: the columns and cells are the requested version's printer columns over the
+//!   converted objects (the storage handler is asked for whole objects; the client's
+//!   `includeObject` is applied afterwards). Not done: Tables streamed by a watch keep
+//!   the storage version's columns.
 
 use std::sync::Arc;
 
@@ -35,8 +37,10 @@ use tokio::sync::mpsc;
 
 use super::body::Body;
 use super::conversion::{convert, Conversion, ConversionError};
+use super::registry::PrinterColumn;
 use super::server::Inner;
 use super::store::storage_key;
+use super::table::{self, Include, Output};
 use crate::errors::StatusError;
 
 /// How the responses (and, for a webhook, the requests) of one request are converted.
@@ -52,6 +56,12 @@ pub(crate) struct View {
     conversion: Conversion,
     /// `namespace/name` of the object the path names (empty for a collection).
     key: String,
+    /// The requested version's printer columns: a Table's columns and cells.
+    columns: Vec<PrinterColumn>,
+    /// What a Table request asked of its rows' objects (None: not a Table request); the
+    /// storage handler is asked for whole objects, to compute the requested version's
+    /// cells from.
+    table: Option<Include>,
 }
 
 /// The path's group, version, plural, namespace, name and subresource.
@@ -101,7 +111,55 @@ impl View {
             } else {
                 storage_key(if reg.namespaced { ns } else { "" }, name)
             },
+            columns: reg.printer_columns.clone(),
+            table: None,
         })
+    }
+
+    /// A Table request asks the storage handler for whole objects; the client's
+    /// `includeObject` is applied when the response is converted.
+    fn table_request(&mut self, req: Request<Bytes>) -> Result<Request<Bytes>, StatusError> {
+        let accept = req
+            .headers()
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok());
+        if table::negotiate_for(accept, false).ok() != Some(Output::Table) {
+            return Ok(req);
+        }
+        let query = req.uri().query().unwrap_or_default();
+        let asked = query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix("includeObject="));
+        self.table = Some(table::include(asked)?);
+        let mut kept: Vec<&str> = query
+            .split('&')
+            .filter(|kv| !kv.is_empty() && !kv.starts_with("includeObject="))
+            .collect();
+        kept.push("includeObject=Object");
+        let uri = format!("{}?{}", req.uri().path(), kept.join("&"));
+        let (mut parts, body) = req.into_parts();
+        parts.uri = uri
+            .parse()
+            .map_err(|e| StatusError::bad_request(format!("invalid request URI {uri:?}: {e}")))?;
+        Ok(Request::from_parts(parts, body))
+    }
+
+    /// A Table's columns and cells as the requested version's printer columns give
+    /// them, and its rows' objects as the client asked.
+    fn table_response(&self, v: &mut Map<String, Value>) {
+        let Some(include) = self.table else {
+            return;
+        };
+        v.insert(
+            "columnDefinitions".into(),
+            Value::Array(table::custom_definitions(&self.columns)),
+        );
+        if let Some(Value::Array(rows)) = v.get_mut("rows") {
+            for r in rows.iter_mut() {
+                let obj = r.get("object").cloned().unwrap_or(Value::Null);
+                *r = table::row(&obj, table::custom_cells(&self.columns, &obj), include);
+            }
+        }
     }
 
     /// Whether writes convert too (a webhook or a built-in conversion; strategy `None`
@@ -130,10 +188,11 @@ impl View {
 
     /// The request as the storage version's handlers take it.
     pub(crate) async fn request(
-        &self,
+        &mut self,
         inner: &Inner,
         req: Request<Bytes>,
     ) -> Result<Request<Bytes>, StatusError> {
+        let req = self.table_request(req)?;
         if !self.webhook() {
             return Ok(req);
         }
@@ -297,9 +356,10 @@ impl View {
             return Ok(());
         }
         if let Some(Value::Array(rows)) = v.get_mut("rows") {
-            return self
-                .convert_all(rows, |r| r.as_object_mut()?.get_mut("object"))
-                .await;
+            self.convert_all(rows, |r| r.as_object_mut()?.get_mut("object"))
+                .await?;
+            self.table_response(v);
+            return Ok(());
         }
         if self.ours(v) {
             let mut objs = [std::mem::take(v)];

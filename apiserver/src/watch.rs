@@ -329,8 +329,14 @@ impl Watcher {
             (EventType::Modified, false, true) => {
                 Some(Out::Converted(EventType::Added, e.obj.clone()))
             }
+            // kube-apiserver sends the object as it was when it still matched, at the
+            // change's resourceVersion.
             (EventType::Modified, true, false) => {
-                Some(Out::Converted(EventType::Deleted, e.obj.clone()))
+                let gone = match &e.prev {
+                    Some(p) => Arc::new(super::store::respliced(p, e.rv, EventType::Deleted).1),
+                    None => e.obj.clone(),
+                };
+                Some(Out::Converted(EventType::Deleted, gone))
             }
             _ => None,
         }

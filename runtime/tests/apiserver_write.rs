@@ -337,7 +337,8 @@ async fn patches_of_each_type() {
             .iter()
             .map(|c| c.name.clone())
             .collect();
-        assert_eq!(names, ["app", "sidecar"]);
+        // As kube-apiserver: an item new to the list comes before the stored ones.
+        assert_eq!(names, ["sidecar", "app"]);
         // The same patch as a merge patch replaces the list.
         let d = deps
             .patch(
@@ -415,12 +416,12 @@ async fn patches_of_each_type() {
 async fn server_side_apply_create_update_conflict_force() {
     both(async |env: Env| {
         let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
-        // fieldManager is required.
+        // fieldManager is required: 422 naming it, as kube-apiserver answers.
         let e = api_err(
             deps.apply("web", &deployment("web", 1), &PatchParams::default())
                 .await,
         );
-        assert!(e.is_bad_request());
+        assert!(e.is_invalid(), "{e:?}");
 
         // Create if absent, with a managedFields entry.
         let d = deps

@@ -28,8 +28,8 @@ use crate::errors::StatusError;
 use crate::faults::RequestRecord;
 use crate::media;
 use crate::query::Query;
-use crate::registry::Registration;
-use crate::response::{error_response, json_response};
+use crate::registry::{Registration, SubresourceKind};
+use crate::response::{error_response, json_response, with_warnings};
 use crate::server::Inner;
 use crate::watch;
 use crate::writes::WriteOpts;
@@ -53,8 +53,8 @@ pub(crate) async fn handle(
 /// Answers one request, without admission webhooks.
 async fn serve(inner: Arc<Inner>, req: Request<Bytes>, stop: CancellationToken) -> Response<Body> {
     // Conversion between a CRD's versions wraps the handlers (the `versions` module).
-    let conv = crate::versions::View::of(&inner, req.uri().path());
-    let req = match &conv {
+    let mut conv = crate::versions::View::of(&inner, req.uri().path());
+    let req = match &mut conv {
         Some(c) => match c.request(&inner, req).await {
             Ok(mut r) => {
                 if let Some(v) = c.schema_version() {
@@ -66,16 +66,37 @@ async fn serve(inner: Arc<Inner>, req: Request<Bytes>, stop: CancellationToken) 
         },
         None => req,
     };
+    let warning = deprecation_warning(&inner, req.uri().path());
     let resp = respond(inner.clone(), req, stop, &mut None).await;
     // Objects the write left without owners (the `owners` module).
     inner.collect_dangling();
-    match resp {
+    let resp = match resp {
         Ok(r) => match conv {
             Some(c) => c.response(r).await,
             None => r,
         },
         Err(e) => error_response(&e),
+    };
+    match warning {
+        Some(w) => with_warnings(resp, &[w]),
+        None => resp,
     }
+}
+
+/// The warning of a deprecated CRD version a path names (before any conversion view
+/// rewrites it), as kube-apiserver sends it with every answer from that version.
+fn deprecation_warning(inner: &Inner, path: &str) -> Option<String> {
+    let mut parts = path.strip_prefix("/apis/")?.split('/');
+    let (group, version) = (parts.next()?, parts.next()?);
+    let mut resource = parts.next()?;
+    if resource == "namespaces" {
+        resource = parts.nth(1).unwrap_or(resource);
+    }
+    let st = inner.state.read();
+    st.collections
+        .iter()
+        .find(|c| c.reg.group == group && c.reg.version == version && c.reg.plural == resource)
+        .and_then(|c| c.reg.deprecation_warning.clone())
 }
 
 fn verb_of(target: &Target, method: &Method, watch: bool) -> &'static str {
@@ -222,6 +243,12 @@ async fn respond(
             check.as_deref(),
             req.uri().query(),
         )),
+        (Target::Api, Method::GET) if discovery::wants_aggregated(&req) => {
+            Ok(discovery::aggregated(&inner, true))
+        }
+        (Target::Apis, Method::GET) if discovery::wants_aggregated(&req) => {
+            Ok(discovery::aggregated(&inner, false))
+        }
         (Target::Api, Method::GET) => Ok(json_response(StatusCode::OK, discovery::api_versions())),
         (Target::Apis, Method::GET) => Ok(json_response(StatusCode::OK, discovery::groups(&inner))),
         (Target::Group(g), Method::GET) => discovery::group(&inner, &g),
@@ -245,12 +272,17 @@ async fn respond(
         }
         (Target::Object { idx, ns, name, sub }, m) => {
             let reg = inner.registration(idx);
+            // The kind's own subresources (a CSR's `approval`, a Namespace's `finalize`).
+            let own = sub.as_deref().and_then(|s| {
+                let entries = reg.strategy.subresources();
+                entries.iter().find(|e| e.name == s).map(|e| e.kind)
+            });
             let status_only = match sub.as_deref() {
                 None => false,
                 Some("status") if reg.status => true,
                 // `kubectl certificate approve|deny`: the CSR's status conditions.
-                Some("approval") if crate::registry::is_csr(&reg) => true,
-                Some("finalize") if crate::namespaces::is_namespaces(&reg) && m == Method::PUT => {
+                Some(_) if own == Some(SubresourceKind::Status) => true,
+                Some(_) if own == Some(SubresourceKind::Finalize) && m == Method::PUT => {
                     return write::finalize_namespace(&inner, idx, &name, &req, &wopts);
                 }
                 Some("scale") if reg.scale => {

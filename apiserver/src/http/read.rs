@@ -328,6 +328,9 @@ pub(crate) async fn list(
                 meta.insert("remainingItemCount".into(), Value::from(remaining));
             }
         }
+    } else if reg.custom {
+        // The apiextensions server's unstructured lists always carry the field.
+        meta.insert("continue".into(), Value::String(String::new()));
     }
     if out != Output::Json || schema_changed {
         return converted_list(&reg, &items, meta, q, out);

@@ -13,7 +13,8 @@ use crate::query::{not_supported, Query};
 use crate::registry::Registration;
 use crate::response::{json_response, object_response, with_warnings};
 use crate::select::Filter;
-use crate::server::{Inner, Propagation};
+use crate::server::Inner;
+use crate::writes::Propagation;
 use crate::writes::{DeleteOpts, PatchKind, WriteOpts};
 
 /// The object a PUT, PATCH or DELETE names.
@@ -42,10 +43,16 @@ pub(crate) fn create(
     let warnings = media::check_fields(&reg, &mut obj, q.field_validation, true)?;
     crate::writes::on_client_create(&reg, &mut obj);
     let s = inner.create(idx, ns.unwrap_or_default(), obj, wopts)?;
-    Ok(with_warnings(
-        object_response(StatusCode::CREATED, &s),
-        &warnings,
-    ))
+    let r = if wopts.dry_run {
+        // Nothing was stored, so the answer carries no resourceVersion.
+        let mut v = s.to_value()?;
+        crate::meta::meta_mut(&mut v)?.remove("resourceVersion");
+        let bytes = serde_json::to_vec(&v).map_err(StatusError::internal)?;
+        json_response(StatusCode::CREATED, bytes)
+    } else {
+        object_response(StatusCode::CREATED, &s)
+    };
+    Ok(with_warnings(r, &warnings))
 }
 
 /// DELETE of a collection: the deleted objects, as a list.
@@ -110,6 +117,33 @@ pub(crate) fn update(
     media::check_type(&obj, o.reg)?;
     media::check_duplicates(req, o.reg, q.field_validation)?;
     let warnings = media::check_fields(o.reg, &mut obj, q.field_validation, true)?;
+    // A kind whose strategy allows it (a Service, a Lease, ...) is created by a PUT to
+    // a name that does not exist yet.
+    if !o.status_only
+        && o.reg.strategy.allow_create_on_update()
+        && inner
+            .stored(o.idx, o.ns, o.name)
+            .is_err_and(|e| e.is_not_found())
+    {
+        let body_name = obj.get("metadata").and_then(|m| m.get("name"));
+        if body_name
+            .and_then(Value::as_str)
+            .is_some_and(|n| n != o.name)
+        {
+            return Err(StatusError::bad_request(format!(
+                "the name of the object ({}) does not match the name on the URL ({})",
+                body_name.and_then(Value::as_str).unwrap_or_default(),
+                o.name
+            )));
+        }
+        crate::meta::meta_mut(&mut obj)?.insert("name".into(), Value::String(o.name.into()));
+        crate::writes::on_client_create(o.reg, &mut obj);
+        let s = inner.create(o.idx, o.ns, obj, wopts)?;
+        return Ok(with_warnings(
+            object_response(StatusCode::CREATED, &s),
+            &warnings,
+        ));
+    }
     let s = inner.update(o.idx, o.ns, o.name, obj, o.status_only, wopts)?;
     Ok(with_warnings(
         object_response(StatusCode::OK, &s),
@@ -190,12 +224,18 @@ pub(crate) fn delete(
                 .map(str::to_owned)
         })
         .unwrap_or_default();
+    let mut details =
+        json!({"name": o.name, "group": o.reg.group, "kind": o.reg.plural, "uid": uid});
+    // Go leaves the empty group of the core API out (`omitempty`).
+    if o.reg.group.is_empty() {
+        details.as_object_mut().map(|d| d.remove("group"));
+    }
     let status = json!({
         "kind": "Status",
         "apiVersion": "v1",
         "metadata": {},
         "status": "Success",
-        "details": {"name": o.name, "group": o.reg.group, "kind": o.reg.plural, "uid": uid},
+        "details": details,
     });
     Ok(json_response(
         StatusCode::OK,
@@ -332,6 +372,7 @@ fn delete_options_from(q: &Query, body: Option<Value>) -> Result<DeleteOpts, Sta
     let mut opts = DeleteOpts {
         grace_period_seconds: q.grace_period_seconds,
         dry_run: q.dry_run,
+        from_client: true,
         ..Default::default()
     };
     if let Some(v) = body {

@@ -25,7 +25,8 @@ use serde_json::{json, Map, Value};
 use super::{DeleteOpts, WriteOpts};
 use crate::errors::StatusError;
 use crate::labels::Selector;
-use crate::server::{now, Inner};
+use crate::meta::now;
+use crate::server::Inner;
 
 /// The acting subresources a built-in registration has: name, and the group, version
 /// and kind of the body they take.

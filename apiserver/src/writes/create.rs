@@ -6,13 +6,12 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{gr, to_map, Ctx, WriteOpts};
+use super::{gr, to_map, Ctx, Gc, WriteOpts};
 use crate::apply::{self, Part};
-use crate::crd_lifecycle;
 use crate::errors::{cause, GroupResource, StatusCause, StatusError};
-use crate::namespaces;
+use crate::meta::{meta_mut, meta_str, now, random_suffix, uid};
 use crate::registry::Registration;
-use crate::server::{meta_mut, meta_str, now, random_suffix, uid, Inner};
+use crate::server::Inner;
 use crate::store::{storage_key, EventType, State, Stored};
 
 const DNS1123_SUBDOMAIN: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
@@ -29,6 +28,11 @@ pub(crate) fn is_dns1123_subdomain(s: &str) -> bool {
                 && b[0] != b'-'
                 && b[b.len() - 1] != b'-'
         })
+}
+
+/// A string field of a `metadata` map (`""` when absent).
+fn meta_str_of<'a>(meta: &'a Map<String, Value>, k: &str) -> &'a str {
+    meta.get(k).and_then(Value::as_str).unwrap_or_default()
 }
 
 impl Inner {
@@ -100,17 +104,36 @@ impl Inner {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        if !is_dns1123_subdomain(&name) {
-            return Err(StatusError::invalid(
-                &reg.group,
-                &reg.kind,
-                &name,
-                vec![StatusCause {
+        let mut causes = Vec::new();
+        if generated {
+            // kube-apiserver checks the prefix too, a trailing '-' allowed.
+            let prefix = meta_str_of(meta, "generateName");
+            if !is_dns1123_subdomain(prefix.strip_suffix('-').unwrap_or(prefix)) {
+                causes.push(StatusCause {
                     reason: cause::FIELD_VALUE_INVALID.into(),
-                    message: format!("Invalid value: {name:?}: {DNS1123_SUBDOMAIN}"),
-                    field: "metadata.name".into(),
-                }],
-            ));
+                    message: format!("Invalid value: {prefix:?}: {DNS1123_SUBDOMAIN}"),
+                    field: "metadata.generateName".into(),
+                });
+            }
+        }
+        if !is_dns1123_subdomain(&name) {
+            causes.push(StatusCause {
+                reason: cause::FIELD_VALUE_INVALID.into(),
+                message: format!("Invalid value: {name:?}: {DNS1123_SUBDOMAIN}"),
+                field: "metadata.name".into(),
+            });
+        }
+        if !causes.is_empty() {
+            // kube-apiserver validates the object as a whole: the kind's own causes
+            // (a CRD's names, say) come with the name's.
+            if let Err(e) = reg.strategy.validate(reg, obj, None) {
+                for c in e.details().map(|d| d.causes.clone()).unwrap_or_default() {
+                    if !causes.contains(&c) {
+                        causes.push(c);
+                    }
+                }
+            }
+            return Err(StatusError::invalid(&reg.group, &reg.kind, &name, causes));
         }
         meta.insert("uid".into(), Value::String(uid()));
         meta.insert("creationTimestamp".into(), Value::String(now()));
@@ -122,12 +145,7 @@ impl Inner {
         meta.remove("deletionTimestamp");
         meta.remove("deletionGracePeriodSeconds");
         meta.remove("resourceVersion");
-        if namespaces::is_namespaces(reg) {
-            namespaces::on_create(obj)?;
-        }
-        if reg.group.is_empty() && reg.kind == "Secret" && obj.get("type").is_none_or(|t| t == "") {
-            obj.insert("type".into(), Value::String("Opaque".into()));
-        }
+        reg.strategy.prepare_for_create(obj)?;
         self.admit(reg, obj, None, opts)?;
         Ok(generated)
     }
@@ -160,7 +178,7 @@ impl Inner {
                     .into_iter()
                     .find(|n| !n.is_empty())
                     .unwrap_or("Unknown");
-                Err(namespaces::terminating(reg, ns, name))
+                Err(crate::namespaces::terminating(reg, ns, name))
             }
             None if !self.strict_namespaces => Ok(()),
             None => Err(StatusError::not_found(
@@ -202,15 +220,12 @@ impl Inner {
             );
         }
         if self.crd_terminating(st, reg) {
-            return Err(crd_lifecycle::terminating(reg, meta_str(&obj, "name")));
+            return Err(crate::crd_lifecycle::terminating(
+                reg,
+                meta_str(&obj, "name"),
+            ));
         }
-        if crd_lifecycle::is_crds(reg) {
-            crd_lifecycle::validate(&obj)?;
-            crd_lifecycle::on_create(&mut obj);
-            // Checked now, so that a CRD this server cannot serve is refused; the names
-            // controller (run right after) serves it once its names are accepted.
-            Registration::from_crd_value(&Value::Object(obj.clone()))?;
-        }
+        reg.strategy.before_insert(&mut obj)?;
         self.store(st, ctx.idx, reg, &obj, EventType::Added, ctx.opts.dry_run)
     }
 
@@ -243,67 +258,30 @@ impl Inner {
             };
             self.insert_locked(&mut st, &ctx, obj, generated)?
         };
-        if crd_lifecycle::is_crds(&reg) && !opts.dry_run {
-            self.crd_names_pass(&out.key);
-        }
+        self.after_create(&reg, &out, opts)?;
         Ok(out)
+    }
+
+    /// The controllers a new object's strategy wakes.
+    pub(super) fn after_create(
+        &self,
+        reg: &Registration,
+        out: &Stored,
+        opts: &WriteOpts,
+    ) -> Result<(), StatusError> {
+        if !opts.dry_run {
+            let obj = out.to_value()?;
+            let wakes = reg.strategy.after_write(&obj, false);
+            self.collect_garbage(wakes.into_iter().map(Gc::Wake).collect());
+        }
+        Ok(())
     }
 }
 
-/// What kube-apiserver's create strategies do to a client's new object: the status of a
-/// kind with a status subresource is dropped (a Pod's becomes `{phase: Pending,
-/// qosClass}`).
+/// What kube-apiserver's create strategies do to a client's new object: the
+/// registration's strategy resets the status (see `Strategy::reset_status`).
 /// Objects seeded through [`crate::ApiServer`]'s own methods keep the status they are
 /// given, as test fixtures need.
 pub(crate) fn on_client_create(reg: &Registration, obj: &mut Map<String, Value>) {
-    if reg.group.is_empty() && reg.kind == "Pod" {
-        let qos = qos_class(obj);
-        obj.insert(
-            "status".into(),
-            serde_json::json!({"phase": "Pending", "qosClass": qos}),
-        );
-    } else if reg.status && !namespaces::is_namespaces(reg) {
-        obj.remove("status");
-    }
-    if let Some(status) = crate::builtin_defaults::initial_status(reg) {
-        obj.insert("status".into(), status);
-    }
-}
-
-/// A Pod's QoS class from its containers' resources: BestEffort without any request
-/// or limit, Guaranteed when every container limits cpu and memory and requests what
-/// it limits (a missing request defaults to the limit), Burstable otherwise.
-fn qos_class(pod: &Map<String, Value>) -> &'static str {
-    let containers: Vec<&Value> = ["containers", "initContainers"]
-        .iter()
-        .filter_map(|k| {
-            pod.get("spec")
-                .and_then(|s| s.get(*k))
-                .and_then(Value::as_array)
-        })
-        .flatten()
-        .collect();
-    let res = |c: &Value, k: &str| {
-        c.get("resources")
-            .and_then(|r| r.get(k))
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
-    };
-    let any = containers
-        .iter()
-        .any(|c| !res(c, "requests").is_empty() || !res(c, "limits").is_empty());
-    if !any {
-        return "BestEffort";
-    }
-    let guaranteed = containers.iter().all(|c| {
-        let (req, lim) = (res(c, "requests"), res(c, "limits"));
-        ["cpu", "memory"].iter().all(|r| lim.contains_key(*r))
-            && req.iter().all(|(k, v)| lim.get(k) == Some(v))
-    });
-    if guaranteed {
-        "Guaranteed"
-    } else {
-        "Burstable"
-    }
+    reg.strategy.reset_status(reg, obj);
 }

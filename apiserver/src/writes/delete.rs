@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::Propagation;
 use super::{finalizers, gr, DeleteOpts, Gc, Preconditions};
-use crate::crd_lifecycle;
 use crate::errors::StatusError;
-use crate::namespaces;
-use crate::server::{has_finalizers, meta_mut, meta_str, now, Inner, Propagation};
+use crate::meta::{has_finalizers, meta_mut, meta_str, now};
+use crate::server::Inner;
 use crate::store::{storage_key, EventType, Stored};
 
 impl Inner {
@@ -35,10 +35,7 @@ impl Inner {
         opts: &DeleteOpts,
     ) -> Result<(Arc<Stored>, bool, Vec<Gc>), StatusError> {
         let reg = self.registration(idx);
-        let is_ns = namespaces::is_namespaces(&reg);
-        if is_ns {
-            namespaces::check_deletable(name)?;
-        }
+        reg.strategy.check_deletable(name)?;
         let key = storage_key(if reg.namespaced { ns } else { "" }, name);
         let mut st = self.state.write();
         let old = st.collections[idx]
@@ -70,40 +67,33 @@ impl Inner {
             }
         }
         let uid = meta_str(&obj, "uid").to_owned();
-        // A CRD's first DELETE holds it under the cleanup finalizer until its custom
-        // resources are gone.
-        if crd_lifecycle::is_crds(&reg) && meta_str(&obj, "deletionTimestamp").is_empty() {
-            crd_lifecycle::mark_terminating(&mut obj)?;
-            let meta = meta_mut(&mut obj)?;
-            meta.insert("deletionTimestamp".into(), Value::String(now()));
-            meta.insert("deletionGracePeriodSeconds".into(), Value::from(0));
-            let out = self.store(&mut st, idx, &reg, &obj, EventType::Modified, opts.dry_run)?;
-            let gc = if opts.dry_run {
-                Vec::new()
-            } else {
-                vec![Gc::CrdCleanup(name.to_owned())]
-            };
-            return Ok((out, true, gc));
-        }
-        // A namespace's first DELETE only marks it; the namespace controller empties it.
-        if is_ns && meta_str(&obj, "deletionTimestamp").is_empty() {
-            namespaces::mark_terminating(&mut obj)?;
-            let out = self.store(&mut st, idx, &reg, &obj, EventType::Modified, opts.dry_run)?;
-            let mut gc = Vec::new();
-            if !opts.dry_run {
-                let fins = finalizers(&obj);
-                if fins.iter().any(|f| f == "orphan") {
-                    gc.push(Gc::Orphan(idx, key.clone(), uid.clone()));
+        // Some kinds' first DELETE only marks the object (a namespace Terminating, a
+        // CRD under its cleanup finalizer) and wakes the controller that finishes it.
+        if meta_str(&obj, "deletionTimestamp").is_empty() {
+            if let Some(wake) = reg.strategy.begin_deletion(&mut obj)? {
+                let out =
+                    self.store(&mut st, idx, &reg, &obj, EventType::Modified, opts.dry_run)?;
+                let mut gc = Vec::new();
+                if !opts.dry_run {
+                    let fins = finalizers(&obj);
+                    if fins.iter().any(|f| f == "orphan") {
+                        gc.push(Gc::Orphan(idx, key.clone(), uid.clone()));
+                    }
+                    if fins.iter().any(|f| f == "foregroundDeletion") {
+                        gc.push(Gc::Foreground(uid));
+                    }
+                    gc.push(Gc::Wake(wake));
                 }
-                if fins.iter().any(|f| f == "foregroundDeletion") {
-                    gc.push(Gc::Foreground(uid));
-                }
-                gc.push(Gc::Namespace(name.to_owned()));
+                return Ok((out, true, gc));
             }
-            return Ok((out, true, gc));
         }
+        let graceful = opts.from_client
+            && meta_str(&obj, "deletionTimestamp").is_empty()
+            && reg
+                .strategy
+                .mark_graceful_deletion(&mut obj, opts.grace_period_seconds)?;
         if has_finalizers(&obj) {
-            if !meta_str(&obj, "deletionTimestamp").is_empty() && finalizer.is_none() {
+            if !graceful && !meta_str(&obj, "deletionTimestamp").is_empty() && finalizer.is_none() {
                 return Ok((old, true, Vec::new()));
             }
             let meta = meta_mut(&mut obj)?;
@@ -127,6 +117,13 @@ impl Inner {
             }
             return Ok((out, true, gc));
         }
+        // A graceful deletion stores the marked object first (watchers see it MODIFIED,
+        // then DELETED), and answers with it.
+        let old = if graceful {
+            self.store(&mut st, idx, &reg, &obj, EventType::Modified, opts.dry_run)?
+        } else {
+            old
+        };
         let out = if opts.dry_run {
             old.clone()
         } else {

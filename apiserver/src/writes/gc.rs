@@ -6,7 +6,9 @@ use std::collections::VecDeque;
 use serde_json::{Map, Value};
 
 use super::{finalizers, owner_uids, Ctx, DeleteOpts, Gc, WriteOpts};
-use crate::server::{meta_str, Inner};
+use crate::meta::meta_str;
+use crate::registry::Wake;
+use crate::server::Inner;
 use crate::store::storage_key;
 
 impl Inner {
@@ -100,20 +102,25 @@ impl Inner {
                         remove_finalizer(o, "orphan");
                     }));
                 }
-                Gc::Namespace(name) => self.schedule_namespace(name),
-                Gc::CrdNames(name) => self.crd_names_pass(&name),
-                Gc::CrdCleanup(name) => self.schedule_crd_cleanup(name),
+                Gc::Wake(Wake::Namespace(name)) => self.schedule_namespace(name),
+                Gc::Wake(Wake::CrdNames(name)) => self.crd_names_pass(&name),
+                Gc::Wake(Wake::CrdCleanup(name)) => self.schedule_crd_cleanup(name),
+                // Handled under the storage lock by the write that removed the CRD.
+                Gc::Wake(Wake::CrdRemoved) => {}
                 Gc::Foreground(uid) => {
                     let deps = self.dependents(&uid);
                     let mut remaining = 0;
                     for (i, ns, name, obj) in deps {
-                        remaining += 1;
+                        // Only a dependent whose reference sets blockOwnerDeletion holds
+                        // the owner back; every dependent is deleted.
+                        let blocks = blocks_owner(&obj, &uid);
+                        remaining += usize::from(blocks);
                         if meta_str(&obj, "deletionTimestamp").is_empty() {
                             if let Ok((_, pending, more)) =
                                 self.delete_locked(i, &ns, &name, &DeleteOpts::default())
                             {
                                 queue.extend(more);
-                                if !pending {
+                                if !pending && blocks {
                                     remaining -= 1;
                                 }
                             }
@@ -209,4 +216,17 @@ fn remove_finalizer(o: &mut Map<String, Value>, f: &str) {
             meta.remove("finalizers");
         }
     }
+}
+
+/// Whether `obj`'s owner reference to `uid` sets `blockOwnerDeletion`.
+fn blocks_owner(obj: &Map<String, Value>, uid: &str) -> bool {
+    obj.get("metadata")
+        .and_then(|m| m.get("ownerReferences"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .any(|r| {
+            r.get("uid").and_then(Value::as_str) == Some(uid)
+                && r.get("blockOwnerDeletion") == Some(&Value::Bool(true))
+        })
 }

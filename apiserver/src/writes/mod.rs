@@ -43,11 +43,10 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::apply::{self, Manager, Part};
-use crate::crd_lifecycle;
 use crate::errors::{cause, GroupResource, StatusCause, StatusError};
-use crate::namespaces;
-use crate::registry::Registration;
-use crate::server::{has_finalizers, meta_mut, meta_str, now, Inner, Propagation};
+use crate::meta::{has_finalizers, meta_mut, meta_str, now};
+use crate::registry::{Registration, Wake};
+use crate::server::Inner;
 use crate::store::{encode, storage_key, EventType, State, Stored};
 
 pub(crate) use create::on_client_create;
@@ -66,6 +65,15 @@ pub(crate) struct WriteOpts {
     pub from_client: bool,
 }
 
+/// How a deletion propagates to dependents (`DeleteOptions.propagationPolicy`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Propagation {
+    #[default]
+    Background,
+    Foreground,
+    Orphan,
+}
+
 /// Options of a deletion (`DeleteOptions`).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DeleteOpts {
@@ -74,6 +82,10 @@ pub(crate) struct DeleteOpts {
     pub uid: Option<String>,
     pub resource_version: Option<String>,
     pub dry_run: bool,
+    /// The deletion came through the API: a kind that deletes gracefully (Pods) is
+    /// marked first, as kube-apiserver does; the admin API and the controllers remove
+    /// at once.
+    pub from_client: bool,
 }
 
 /// The four PATCH content types.
@@ -222,12 +234,8 @@ pub(crate) enum Gc {
     Orphan(usize, String, String),
     /// An owner waits under `foregroundDeletion`.
     Foreground(String),
-    /// A namespace began terminating: run the namespace controller.
-    Namespace(String),
-    /// A CRD was written: run the names controller.
-    CrdNames(String),
-    /// A CRD began terminating: delete its custom resources.
-    CrdCleanup(String),
+    /// A controller a resource's strategy asked for.
+    Wake(Wake),
 }
 
 /// What a write needs besides the object.
@@ -249,7 +257,7 @@ impl Inner {
         opts: &WriteOpts,
     ) -> Result<(), StatusError> {
         if opts.from_client {
-            crate::builtin_defaults::apply(reg, obj, prev);
+            reg.strategy.defaults(reg, obj, prev);
             let causes = crate::builtin_validation::causes(reg, obj, prev);
             if !causes.is_empty() {
                 let name = meta_str(obj, "name").to_owned();
@@ -263,10 +271,7 @@ impl Inner {
         match (&reg.schema, through) {
             (Some(_), Some(other)) => crate::crd::admit(reg, other, obj, prev),
             (Some(schema), None) => crate::crd::admit(reg, (schema, &reg.cel), obj, prev),
-            (None, _) if crate::events::is_event(reg) => {
-                crate::events::validate(reg, obj, prev.is_none())
-            }
-            (None, _) => Ok(()),
+            (None, _) => reg.strategy.validate(reg, obj, prev),
         }
     }
 
@@ -320,11 +325,11 @@ impl Inner {
             if let Some(mf) = body.get("metadata").and_then(|m| m.get("managedFields")) {
                 meta_mut(&mut n)?.insert("managedFields".into(), mf.clone());
             }
-            // Deployment's status strategy takes annotations too (not labels).
-            if reg.group == "apps" && reg.kind == "Deployment" {
-                match body.get("metadata").and_then(|m| m.get("annotations")) {
-                    Some(a) => meta_mut(&mut n)?.insert("annotations".into(), a.clone()),
-                    None => meta_mut(&mut n)?.remove("annotations"),
+            // Some status strategies take metadata too (Deployment's: annotations).
+            for &k in reg.strategy.status_metadata() {
+                match body.get("metadata").and_then(|m| m.get(k)) {
+                    Some(a) => meta_mut(&mut n)?.insert(k.into(), a.clone()),
+                    None => meta_mut(&mut n)?.remove(k),
                 };
             }
             n
@@ -471,11 +476,8 @@ impl Inner {
             change(&old, &mut body)?;
             let part = part_of(&reg, status_only);
             let mut new = self.merge_update(&ctx, &prev, body, part)?;
-            if namespaces::is_namespaces(&reg) && part != Part::Status {
-                namespaces::on_update(&prev, &mut new);
-            }
-            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
-                crd_lifecycle::on_update(&mut new);
+            if part != Part::Status {
+                reg.strategy.prepare_for_update(&prev, &mut new);
             }
             self.replace_locked(&mut st, &ctx, &old, &prev, new)?
         };
@@ -492,14 +494,7 @@ impl Inner {
         prev: &Map<String, Value>,
         mut new: Map<String, Value>,
     ) -> Result<(Arc<Stored>, Vec<Gc>), StatusError> {
-        if namespaces::is_namespaces(ctx.reg) {
-            namespaces::label(&mut new)?;
-        }
-        let is_crd = crd_lifecycle::is_crds(ctx.reg);
-        if is_crd {
-            crd_lifecycle::validate(&new)?;
-            crd_lifecycle::validate_stored_versions(&new)?;
-        }
+        ctx.reg.strategy.before_update(&mut new)?;
         // A write that changes nothing is not stored.
         let mut cmp = new.clone();
         meta_mut(&mut cmp)?.insert("resourceVersion".into(), Value::String(old.rv.to_string()));
@@ -521,20 +516,14 @@ impl Inner {
         if deleting && !ctx.opts.dry_run {
             gc.push(Gc::Deleted(meta_str(&new, "uid").to_owned()));
         }
-        // A changed CRD is served anew by the names controller; a deleted one stops
-        // serving, and the CRDs of its group whose names it held are looked at again.
-        if is_crd && !ctx.opts.dry_run {
-            if deleting {
-                for r in Registration::from_crd_value(&Value::Object(new.clone()))? {
-                    st.unserve(&r);
+        if !ctx.opts.dry_run {
+            for wake in ctx.reg.strategy.after_write(&new, deleting) {
+                match wake {
+                    // Under the lock, so that no write reaches the resource once its
+                    // definition is gone.
+                    Wake::CrdRemoved => gc.extend(self.crd_removed(st, ctx.idx, &new)?),
+                    other => gc.push(Gc::Wake(other)),
                 }
-                gc.extend(
-                    crd_lifecycle::group_crds(st, ctx.idx, &new)
-                        .into_iter()
-                        .map(Gc::CrdNames),
-                );
-            } else {
-                gc.push(Gc::CrdNames(meta_str(&new, "name").to_owned()));
             }
         }
         Ok((out, gc))

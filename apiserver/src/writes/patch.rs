@@ -3,15 +3,15 @@
 
 use std::sync::Arc;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use super::{gr, part_of, to_map, Ctx, PatchKind, Preconditions, WriteOpts};
 use crate::apply::{self, Part};
-use crate::crd_lifecycle;
-use crate::errors::StatusError;
-use crate::namespaces;
+use crate::errors::{cause, StatusCause, StatusError};
+use crate::meta::{meta_mut, meta_str, now};
 use crate::patch;
-use crate::server::{meta_mut, meta_str, now, Inner};
+use crate::registry::Registration;
+use crate::server::Inner;
 use crate::store::{storage_key, Stored};
 
 impl Inner {
@@ -94,10 +94,8 @@ impl Inner {
             ));
         }
         let manager = opts.field_manager.clone().unwrap_or_default();
-        if kind == PatchKind::Apply && manager.is_empty() {
-            return Err(StatusError::bad_request(
-                "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-            ));
+        if kind == PatchKind::Apply {
+            check_apply(&reg, &manager, body)?;
         }
         let (time, av) = (now(), reg.api_version());
         let (out, created, gc) = {
@@ -114,21 +112,13 @@ impl Inner {
                 };
                 let mut applied = body.clone();
                 set_identity(&mut applied, reg.namespaced.then_some(ns), name)?;
-                let mut v = apply::apply(
-                    &Value::Null,
-                    &applied,
-                    &mgr,
-                    opts.force,
-                    (&reg.group, &reg.plural),
-                )?;
+                let mut v = apply::apply(&Value::Null, &applied, &mgr, opts.force)?;
                 // The managed fields survive prepare_new; the rest is server-set.
                 let mut obj = to_map(std::mem::take(&mut v))?;
                 let generated = self.prepare_new(&reg, ns, &mut obj, opts)?;
                 let out = self.insert_locked(&mut st, &ctx, obj, generated)?;
                 drop(st);
-                if crd_lifecycle::is_crds(&reg) && !opts.dry_run {
-                    self.crd_names_pass(&out.key);
-                }
+                self.after_create(&reg, &out, opts)?;
                 return Ok((out, true));
             };
             let prev = old.to_value()?;
@@ -152,16 +142,17 @@ impl Inner {
                         schema: crate::openapi::merge_schema(&reg),
                         ..self.manager(&manager, part, &time, &av)
                     };
-                    apply::apply(
-                        &prev_v,
-                        &applied,
-                        &mgr,
-                        opts.force,
-                        (&reg.group, &reg.plural),
-                    )?
+                    let mut out = apply::apply(&prev_v, &applied, &mgr, opts.force)?;
+                    if manager == "kubectl" {
+                        keep_last_applied(&prev, &mut out, body)?;
+                    }
+                    out
                 }
             };
             let patched = to_map(patched)?;
+            if kind != PatchKind::Apply {
+                check_patched_type(&reg, &patched)?;
+            }
             Preconditions::body(meta_str(&patched, "resourceVersion"))
                 .check(&reg, name, &old, &prev)?;
             let patched_name = meta_str(&patched, "name").to_owned();
@@ -189,11 +180,8 @@ impl Inner {
                 &ctx
             };
             let mut new = self.merge_update(ctx_ref, &prev, patched, part)?;
-            if namespaces::is_namespaces(&reg) && part != Part::Status {
-                namespaces::on_update(&prev, &mut new);
-            }
-            if crd_lifecycle::is_crds(&reg) && part != Part::Status {
-                crd_lifecycle::on_update(&mut new);
+            if part != Part::Status {
+                reg.strategy.prepare_for_update(&prev, &mut new);
             }
             let (out, gc) = self.replace_locked(&mut st, ctx_ref, &old, &prev, new)?;
             (out, false, gc)
@@ -201,6 +189,119 @@ impl Inner {
         self.collect_garbage(gc);
         Ok((out, created))
     }
+}
+
+/// What kube-apiserver requires of an apply patch before anything else: a field
+/// manager (422 naming `fieldManager`) and the type of the URL (400).
+fn check_apply(reg: &Registration, manager: &str, body: &Value) -> Result<(), StatusError> {
+    if manager.is_empty() {
+        return Err(StatusError::invalid(
+            "meta.k8s.io",
+            "PatchOptions",
+            "",
+            vec![StatusCause {
+                reason: cause::FIELD_VALUE_REQUIRED.into(),
+                message: "Required value: is required for apply patch".into(),
+                field: "fieldManager".into(),
+            }],
+        ));
+    }
+    let field = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
+    let (av, k) = (field("apiVersion"), field("kind"));
+    if av != reg.api_version() || k != reg.kind {
+        let (group, version) = av.split_once('/').unwrap_or(("", av));
+        return Err(StatusError::bad_request(format!(
+            "invalid object type: {group}/{version}, Kind={k}"
+        )));
+    }
+    Ok(())
+}
+
+/// A JSON, merge or strategic patch must leave a built-in object of its type: the same
+/// kind and apiVersion, and values of the types' fields' types (a number in a
+/// ConfigMap's `data` is 422 `patch`, as kube-apiserver's decoder makes it).
+fn check_patched_type(reg: &Registration, patched: &Map<String, Value>) -> Result<(), StatusError> {
+    if reg.custom {
+        return Ok(());
+    }
+    let field = |k: &str| patched.get(k).and_then(Value::as_str).unwrap_or_default();
+    let why = if field("apiVersion") != reg.api_version() || field("kind") != reg.kind {
+        Some(format!(
+            "the patch changes the object's type to {} {}",
+            field("apiVersion"),
+            field("kind")
+        ))
+    } else {
+        let v = Value::Object(patched.clone());
+        match crate::builtin_types::round_trip(&reg.api_version(), &reg.kind, &v) {
+            // A missing required field is for validation to name, as Go's decoder
+            // takes it; a value of the wrong type is the patch's fault.
+            Some(Err(e)) if e.contains("invalid type") || e.contains("invalid value") => Some(e),
+            _ => None,
+        }
+    };
+    let Some(why) = why else {
+        return Ok(());
+    };
+    let shown = serde_json::to_string(patched).unwrap_or_default();
+    Err(StatusError::invalid(
+        "",
+        "",
+        "",
+        vec![StatusCause {
+            reason: cause::FIELD_VALUE_INVALID.into(),
+            message: format!("Invalid value: {shown:?}: {why}"),
+            field: "patch".into(),
+        }],
+    ))
+}
+
+const LAST_APPLIED: &str = "kubectl.kubernetes.io/last-applied-configuration";
+
+/// `kubectl apply --server-side` over an object a client-side apply wrote: as
+/// kube-apiserver does, the `last-applied-configuration` annotation becomes the new
+/// configuration (Go's JSON of it: keys sorted, a final newline), so that a later
+/// client-side apply diffs against it. Objects without the annotation are left alone.
+fn keep_last_applied(
+    live: &Map<String, Value>,
+    out: &mut Value,
+    config: &Value,
+) -> Result<(), StatusError> {
+    let had = live
+        .get("metadata")
+        .and_then(|m| m.get("annotations"))
+        .and_then(|a| a.get(LAST_APPLIED))
+        .is_some();
+    if !had {
+        return Ok(());
+    }
+    fn sorted(v: &Value) -> Value {
+        match v {
+            Value::Object(m) => {
+                let mut keys: Vec<&String> = m.keys().collect();
+                keys.sort();
+                Value::Object(
+                    keys.into_iter()
+                        .map(|k| (k.clone(), sorted(&m[k])))
+                        .collect(),
+                )
+            }
+            Value::Array(a) => Value::Array(a.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    let text = format!("{}\n", sorted(config));
+    let obj = out
+        .as_object_mut()
+        .ok_or_else(|| StatusError::bad_request("the applied object must be an object"))?;
+    let meta = meta_mut(obj)?;
+    let annotations = meta
+        .entry("annotations")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert(LAST_APPLIED.into(), Value::String(text));
+    }
+    Ok(())
 }
 
 fn set_identity(v: &mut Value, ns: Option<&str>, name: &str) -> Result<(), StatusError> {

@@ -5,9 +5,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{Preconditions, WriteOpts};
-use crate::crd_lifecycle;
 use crate::errors::{cause, StatusCause, StatusError};
-use crate::server::{meta_str, Inner};
+use crate::meta::meta_str;
+use crate::server::Inner;
 use crate::store::Stored;
 
 impl Inner {
@@ -29,22 +29,23 @@ impl Inner {
             )));
         }
         let want_rv = meta_str(&obj, "resourceVersion").to_owned();
-        // The apiextensions server requires a resourceVersion on PUT (CRDs and custom
-        // resources); built-in kinds allow an unconditional update.
-        if want_rv.is_empty() && (reg.custom || crd_lifecycle::is_crds(&reg)) {
-            let kind = if reg.custom { &reg.plural } else { &reg.kind };
-            return Err(StatusError::invalid(
-                &reg.group,
-                kind,
-                name,
-                vec![StatusCause {
-                    reason: cause::FIELD_VALUE_INVALID.into(),
-                    message: "Invalid value: 0: must be specified for an update".into(),
-                    field: "metadata.resourceVersion".into(),
-                }],
-            ));
-        }
         self.modify(idx, ns, name, opts, status_only, |old, body| {
+            // The apiextensions server requires a resourceVersion on PUT (CRDs and
+            // custom resources), checked once the object was found (a missing one is
+            // 404); built-in kinds allow an unconditional update.
+            if want_rv.is_empty() && reg.strategy.update_requires_resource_version(&reg) {
+                let kind = if reg.custom { &reg.plural } else { &reg.kind };
+                return Err(StatusError::invalid(
+                    &reg.group,
+                    kind,
+                    name,
+                    vec![StatusCause {
+                        reason: cause::FIELD_VALUE_INVALID.into(),
+                        message: "Invalid value: 0: must be specified for an update".into(),
+                        field: "metadata.resourceVersion".into(),
+                    }],
+                ));
+            }
             Preconditions::body(&want_rv).check(&reg, name, old, body)?;
             *body = obj;
             Ok(())

@@ -239,9 +239,9 @@ async fn main() -> ExitCode {
         timings.push((family.name, t.elapsed()));
         cases.extend(got);
     }
-    let known = match &args.known {
+    let known_text = match &args.known {
         Some(path) => match std::fs::read_to_string(path) {
-            Ok(text) => Some(report::parse_known(&text)),
+            Ok(text) => Some(text),
             Err(e) => {
                 eprintln!("differential: {path}: {e}");
                 return ExitCode::from(2);
@@ -249,7 +249,12 @@ async fn main() -> ExitCode {
         },
         None => None,
     };
-    let text = report::render(&cases, &real_version, started.elapsed(), &timings);
+    let known = known_text.as_deref().map(report::parse_known);
+    let reasons = known_text
+        .as_deref()
+        .map(report::known_reasons)
+        .unwrap_or_default();
+    let text = report::render(&cases, &real_version, started.elapsed(), &timings, &reasons);
     if let Err(e) = std::fs::write(&args.report, text) {
         eprintln!("differential: writing {}: {e}", args.report);
         return ExitCode::from(2);
@@ -265,7 +270,7 @@ async fn main() -> ExitCode {
         .map(report::key)
         .collect();
     if let Some(path) = &args.write_known {
-        if let Err(e) = std::fs::write(path, report::render_known(&disagreeing)) {
+        if let Err(e) = std::fs::write(path, report::render_known(&disagreeing, &reasons)) {
             eprintln!("differential: writing {path}: {e}");
             return ExitCode::from(2);
         }

@@ -24,6 +24,16 @@ pub fn parse_known(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// Why each listed case still differs: the text after ` # ` on its line, if any.
+pub fn known_reasons(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .filter_map(|l| l.split_once(" #"))
+        .map(|(k, why)| (k.trim().to_owned(), why.trim().to_owned()))
+        .filter(|(k, why)| !k.is_empty() && !why.is_empty())
+        .collect()
+}
+
 /// A difference line with list indices and long values cut, to count alike lines.
 fn signature(detail: &str) -> String {
     let mut out = String::new();
@@ -51,16 +61,21 @@ fn signature(detail: &str) -> String {
 }
 
 /// The known-differences file for these keys.
-pub fn render_known(keys: &BTreeSet<String>) -> String {
+pub fn render_known(keys: &BTreeSet<String>, reasons: &BTreeMap<String, String>) -> String {
     let mut out = String::from(
         "# Cases of the differential suite (hack/differential.sh) where the in-memory API server\n\
          # and kube-apiserver disagree today, one `family: case` a line. A case that disagrees\n\
          # and is not listed fails the run; regenerate with\n\
          # hack/differential.sh --write-known tests/differential/known-differences.txt\n\
-         # after fixing a difference (see docs/differential.md for what each one is).\n",
+         # after fixing a difference (see docs/differential.md for what each one is).\n\
+         # Text after ` # ` says why the case still differs; the report shows it.\n",
     );
     for k in keys {
         out.push_str(k);
+        if let Some(why) = reasons.get(k) {
+            out.push_str(" # ");
+            out.push_str(why);
+        }
         out.push('\n');
     }
     out
@@ -80,6 +95,7 @@ pub fn render(
     version: &str,
     took: Duration,
     timings: &[(&str, Duration)],
+    reasons: &BTreeMap<String, String>,
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(
@@ -232,6 +248,9 @@ pub fn render(
         let _ = writeln!(out, "### {f}\n");
         for c in bad {
             let _ = writeln!(out, "- **{}**", md(&c.name));
+            if let Some(why) = reasons.get(&key(c)) {
+                let _ = writeln!(out, "  - why: {}", md(why));
+            }
             if let Some(n) = &c.note {
                 let _ = writeln!(out, "  - note: {}", md(n));
             }

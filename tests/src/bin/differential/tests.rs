@@ -206,6 +206,17 @@ fn known_differences_round_trip() {
         .iter()
         .map(|s| s.to_string())
         .collect();
-    let text = crate::report::render_known(&keys);
+    let reasons: std::collections::BTreeMap<String, String> = [(
+        "crud: a".to_owned(),
+        "kube-apiserver answers 500".to_owned(),
+    )]
+    .into();
+    let text = crate::report::render_known(&keys, &reasons);
     assert_eq!(crate::report::parse_known(&text), keys);
+    // Why a case differs survives a rewrite of the list.
+    assert_eq!(crate::report::known_reasons(&text), reasons);
+    assert!(
+        text.contains("crud: a # kube-apiserver answers 500\n"),
+        "{text}"
+    );
 }

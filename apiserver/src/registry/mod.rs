@@ -1,11 +1,16 @@
 //! What the in-memory API server serves: one [`Registration`] per resource.
 //!
-//! Contract: a registration is data only (names, scope, subresources, the fields a field
-//! selector may use); it never depends on a k8s-openapi version, so the same server
+//! Contract: a registration is data (names, scope, subresources, the fields a field
+//! selector may use) and one `Strategy` (the resource's behaviour on writes,
+//! `strategy.rs`); it never depends on a k8s-openapi version, so the same server
 //! serves any release's types. [`builtin`] lists registrations for every GA built-in
 //! resource of Kubernetes 1.33 and later (the releases k8s-openapi 0.29 supports), with
 //! kube-apiserver's short names, categories, subresources and the selectable fields it
 //! allows.
+
+mod strategy;
+
+pub(crate) use strategy::{Object, Strategy, StrategyRef, Subresource, SubresourceKind, Wake};
 
 use std::any::TypeId;
 
@@ -73,11 +78,18 @@ pub struct Registration {
     pub storage_version: String,
     /// How objects convert between the CRD's versions (`spec.conversion`).
     pub conversion: super::Conversion,
+    /// A deprecated CRD version's warning (`deprecationWarning`, or kube-apiserver's
+    /// `<group>/<version> <Kind> is deprecated`): every request to the version gets it
+    /// as a `Warning` header.
+    pub deprecation_warning: Option<String>,
     /// The schema's CEL rules, compiled when the registration is registered.
     pub(crate) cel: crate::cel_rules::CelRules,
     /// Every served version's schema and rules, for writes through another version than
     /// the one that stores the objects (set by [`Registration::from_crd`]).
     pub(crate) version_schemas: crate::cel_rules::VersionSchemas,
+    /// What the resource's writes do besides the generic steps (`strategies::attach`
+    /// sets the built-in kinds' when the registration is registered).
+    pub(crate) strategy: StrategyRef,
 }
 
 /// One of a CRD version's `additionalPrinterColumns`.
@@ -122,8 +134,10 @@ impl Registration {
             printer_columns: Vec::new(),
             storage_version: String::new(),
             conversion: super::Conversion::None,
+            deprecation_warning: None,
             cel: Default::default(),
             version_schemas: Default::default(),
+            strategy: StrategyRef::default(),
         }
     }
 
@@ -327,12 +341,6 @@ pub const BUILTIN_GROUPS: &[&str] = &[
     "storage.k8s.io",
     "storagemigration.k8s.io",
 ];
-
-/// Whether a registration is certificates.k8s.io's CertificateSigningRequests (which
-/// have an `approval` subresource beside `status`).
-pub(crate) fn is_csr(reg: &Registration) -> bool {
-    !reg.custom && reg.group == "certificates.k8s.io" && reg.plural == "certificatesigningrequests"
-}
 
 /// Registrations for the GA built-in resources, with the selectable fields the real
 /// API server allows.
