@@ -91,7 +91,7 @@ async fn exchange(
                 hook.review_versions
             )
         })?;
-    let uid = crate::server::uid();
+    let uid = crate::meta::uid();
     let review = request(version, &uid, a, object, old);
     let url = with_timeout(&hook.url, hook.timeout.as_secs());
     let target = crate::webhook_client::Target {
