@@ -44,7 +44,10 @@ print(next(p["manifest_path"] for p in meta["packages"] if p["name"] == "k8s-ope
 version=$(grep -o 'latest = \["v1_[0-9]*"\]' "$src/Cargo.toml" | grep -o 'v1_[0-9]*')
 described=$(mktemp)
 trap 'rm -f "$described"' EXIT
-cargo run -q --locked -p kubegen --example describe_builtin -- "$src/src/$version" kubernetes/api/table.yaml >"$described"
+# The same arguments as hack/update-builtin-api.sh: the OpenAPI definitions and merge facts
+# the apply configurations come from, and the feature that gates them.
+cargo run -q --locked -p kubegen --example describe_builtin -- "$src/src/$version" kubernetes/api/table.yaml \
+  ../../apiserver/src/openapi/builtin.json applyconfigurations ../../apiserver/src/openapi/extensions.json >"$described"
 if ! diff -u kubernetes/api/builtin.yaml "$described"; then
   echo "kubernetes/api/builtin.yaml is stale: run hack/update-builtin-api.sh and commit the result" >&2
   exit 1
