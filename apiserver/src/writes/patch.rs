@@ -208,8 +208,11 @@ fn check_apply(reg: &Registration, manager: &str, body: &Value) -> Result<(), St
     }
     let field = |k: &str| body.get(k).and_then(Value::as_str).unwrap_or_default();
     let (av, k) = (field("apiVersion"), field("kind"));
-    if av != reg.api_version() || k != reg.kind {
-        let (group, version) = av.split_once('/').unwrap_or(("", av));
+    // The group and kind must be the resource's; the version may be any version the
+    // request was served at (a custom resource without a conversion webhook reaches
+    // here at the requested version, not converted to the storage version).
+    let (group, version) = av.split_once('/').unwrap_or(("", av));
+    if group != reg.group || version.is_empty() || k != reg.kind {
         return Err(StatusError::bad_request(format!(
             "invalid object type: {group}/{version}, Kind={k}"
         )));

@@ -237,7 +237,12 @@ async fn apply_then_extract(
             m.remove("status");
         }
     }
-    let namespace = a.body["metadata"]["namespace"].clone();
+    // The namespace the server put the object in (from whichever side accepted it).
+    let namespace = [&a, &b]
+        .into_iter()
+        .find(|r| r.ok())
+        .map(|r| r.body["metadata"]["namespace"].clone())
+        .unwrap_or_default();
     if !namespace.is_null() {
         want["metadata"]["namespace"] = namespace;
     }
