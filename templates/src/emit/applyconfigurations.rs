@@ -146,14 +146,6 @@ fn display_group(g: &Group) -> &str {
     }
 }
 
-/// The feature gating the apply configurations of built-in kinds, when any.
-pub fn builtin_feature(api: &Api) -> Option<&str> {
-    builtin_kinds(api)
-        .values()
-        .next()
-        .and_then(|(_, _, k)| k.openapi.as_ref()?.definitions.feature.as_deref())
-}
-
 /// Whether a built-in kind gets an apply configuration: it has a definition and an
 /// apply verb.
 pub fn builtin_applies(kind: &Kind) -> bool {
