@@ -28,11 +28,15 @@ start_all=$SECONDS
 
 log() { echo "[check-corpus $((SECONDS - start_all))s] $*" >&2; }
 
-log "building kubegen and corpus-objects (release)"
-(cd "$ROOT" && cargo build --release --locked -q -p kubegen -p corpus-objects \
-  && cargo build --release --locked -q -p kubegen --example crd_roundtrip)
-KUBEGEN=$TARGET/release/kubegen
-OBJECTS=$TARGET/release/corpus-objects
+# Debug builds, with the features of the test stage: everything they need was built by
+# `cargo test` already (a release build of the tools cost minutes of a cold CI run and
+# saves seconds here: generation takes ~60 ms per file in debug).
+FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook"
+log "building kubegen, corpus-objects and the round-trip example (debug)"
+(cd "$ROOT" && cargo build --locked -q --workspace --features "$FEATURES" \
+  --bin kubegen --bin corpus-objects --example crd_roundtrip)
+KUBEGEN=$TARGET/debug/kubegen
+OBJECTS=$TARGET/debug/corpus-objects
 
 mapfile -t FILES < <(find "$DIR" -maxdepth 1 -type f \( -name '*.yaml' -o -name '*.yml' \) | sort)
 [ "${#FILES[@]}" -gt 0 ] || { echo "no *.yaml files in $DIR" >&2; exit 1; }
@@ -60,13 +64,26 @@ for f in "${FILES[@]}"; do
 done
 log "generated ${#FILES[@]} files in $((SECONDS - t))s"
 
-cp "$ROOT/Cargo.lock" "$CRATE/Cargo.lock"
-cat >"$CRATE/Cargo.toml" <<EOF
+# The scratch crate builds into the workspace's target dir and reuses what `cargo test`
+# built there: same lock file, same profile, same `.cargo/config.toml` (the crate lives
+# under target/), and the same features on every dependency. Cargo unifies features over
+# the packages it builds, so the crate alone would ask for fewer (kube without `derive`,
+# tokio without `test-util`, ...) and rebuild most of the graph (~2 minutes of a cold CI
+# run); corpus-pins.py adds each dependency whose features differ as a direct dependency
+# with the workspace's features. What is left to build: the path dependencies (not
+# members here, so built with capped lints) and the batches. Correctness never depends
+# on the pins, only the build time.
+write_manifest() { # extra [dependencies] lines, extra [build-dependencies] lines
+  # The workspace's lock file every time: cargo prunes what a manifest does not use, and
+  # a pruned package a later pin brings back would be resolved to its newest version.
+  cp "$ROOT/Cargo.lock" "$CRATE/Cargo.lock"
+  cat >"$CRATE/Cargo.toml" <<EOF
 [package]
 name = "corpus-batch"
 version = "0.0.0"
 edition = "2021"
 publish = false
+build = "build.rs"
 
 [lib]
 path = "src/lib.rs"
@@ -76,14 +93,45 @@ name = "runner"
 path = "src/main.rs"
 
 [dependencies]
-kubegen-runtime = { path = "$ROOT/runtime" }
-k8s-openapi = { version = "0.29.0", features = ["latest"] }
+$(grep -q '^kubegen-runtime = ' <<<"$1" || echo "kubegen-runtime = { path = \"$ROOT/runtime\", features = [\"testing\", \"prometheus\", \"webhook\"] }")
+$(grep -q '^k8s-openapi = ' <<<"$1" || echo 'k8s-openapi = { version = "0.29.0", features = ["latest"] }')
+$1
 
-[profile.dev]
-debug = false
+[build-dependencies]
+$2
+
+$(sed -n '/^\[profile.dev\]/,/^$/p; /^\[profile.dev.package/,/^$/p' "$ROOT/Cargo.toml")
 
 [workspace]
 EOF
+  # The path dependencies are workspace members there: their profile is the dev one.
+  if [ -f "$WORK/features.crate" ]; then
+    for m in $(sed -n 's/^\([a-z0-9_-]*\) v[^ ]* (\/.*/\1/p' "$WORK/features.crate" | grep -vx corpus-batch | sort -u); do
+      printf '[profile.dev.package.%s]\ndebug = "line-tables-only"\n\n' "$m" >>"$CRATE/Cargo.toml"
+    done
+  fi
+}
+echo 'fn main() {}' >"$CRATE/build.rs"
+echo '' >"$CRATE/src/lib.rs"; echo 'fn main() {}' >"$CRATE/src/main.rs"
+tree_features() { cargo tree --target all -f '{p}|{f}' --prefix none "$@" | grep -v ' (\*)$' | sort -u; }
+(cd "$ROOT" && tree_features --locked --workspace --features "$FEATURES" -e normal,build,dev) >"$WORK/features.workspace"
+rm -f "$WORK/features.crate"
+write_manifest "" ""
+pins=""
+for round in 1 2 3; do
+  (cd "$CRATE" && tree_features -e normal,build) >"$WORK/features.crate"
+  new=$(python3 "$ROOT/hack/corpus-pins.py" "$WORK/features.workspace" "$WORK/features.crate") || break
+  [ -n "$new" ] || break
+  # Pins accumulate (a later round's line for the same package replaces the earlier one).
+  pins=$(printf '%s\n%s\n' "$pins" "$new" | awk -F' = ' 'NF { if (!($1 in line)) order[n++] = $1; line[$1] = $0 }
+    END { for (i = 0; i < n; i++) print line[order[i]] }')
+  # As build dependencies too: features of build scripts and proc macros are resolved
+  # apart from the code's (proc-macro2's `span-locations`, say), and a host unit with the
+  # same features as a target one is the same build.
+  write_manifest "$pins" "$pins"
+done
+log "scratch crate: $(sed -n '/^\[build-dependencies\]/,/^\[/p' "$CRATE/Cargo.toml" | grep -c ' = {' || true) dependency feature pins;" \
+  "$(python3 "$ROOT/hack/corpus-pins.py" --report "$WORK/features.workspace" "$WORK/features.crate")"
 
 write_lib() { # modules...
   {
@@ -91,8 +139,9 @@ write_lib() { # modules...
     for m in "$@"; do echo "#[path = \"../../gen/$m/mod.rs\"] pub mod $m;"; done
   } >"$CRATE/src/lib.rs"
 }
-# Every batch is new code, so incremental state only costs time and ~550 MB of disk.
-cargo_crate() { (cd "$CRATE" && CARGO_TARGET_DIR="$WORK/target" CARGO_INCREMENTAL=0 cargo "$@"); }
+# The workspace's target dir (see above). Every batch is new code, so incremental state
+# would only cost time and disk; the registry dependencies reused never use it.
+cargo_crate() { (cd "$CRATE" && CARGO_TARGET_DIR="$TARGET" CARGO_INCREMENTAL=0 cargo "$@"); }
 
 # 2-4. Batches: check, doctests, round trips.
 OK_FILES=()
@@ -146,7 +195,7 @@ for ((i = 0; i < ${#OK_FILES[@]}; i += BATCH)); do
   t=$SECONDS
   pattern=$(printf '"module":"%s",|' "${mods[@]}"); pattern=${pattern%|}
   if cargo_crate build --bin runner -q 2>"$WORK/logs/batch$n.runner"; then
-    grep -E "$pattern" "$WORK/objects.jsonl" | "$CRATE/../target/debug/runner" >>"$WORK/results.jsonl" \
+    grep -E "$pattern" "$WORK/objects.jsonl" | "$TARGET/debug/runner" >>"$WORK/results.jsonl" \
       || log "batch $n: the runner failed"
   else
     log "batch $n: the round-trip runner does not build: $(grep -m3 -A5 '^error' "$WORK/logs/batch$n.runner")"
@@ -161,7 +210,7 @@ log "library builds of all batches: ${check_s}s; doctest collection: ${doc_s}s; 
 # 5. CRD -> Rust -> CRD.
 t=$SECONDS
 set +e
-"$TARGET/release/examples/crd_roundtrip" "${FILES[@]}" >"$WORK/crd-roundtrip.txt" 2>&1
+"$TARGET/debug/examples/crd_roundtrip" "${FILES[@]}" >"$WORK/crd-roundtrip.txt" 2>&1
 crd_rt_status=$?
 set -e
 log "CRD -> Rust -> CRD round trip: $((SECONDS - t))s: $(tail -n 1 "$WORK/crd-roundtrip.txt")"

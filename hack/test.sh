@@ -71,12 +71,12 @@ if [ "$what" = real ] || [ "$what" = all ]; then
   export KUBEGEN_ENVTEST_ASSETS
   stage "every CRD kubegen writes, on kube-apiserver (hack/real-crds.sh)" hack/real-crds.sh "$corpus"
   # The tests that need a control plane are #[ignore]d in a plain `cargo test` and are
-  # exactly the ignored ones: each starts its own (testing::envtest).
-  # Four at a time: these tests mostly wait on their control planes (webhook
-  # configurations picked up, CRDs established), so this cut the stage from 372 s to
-  # 275 s on a 2-core machine with every test passing.
-  stage "end-to-end suites on a real kube-apiserver" \
-    cargo test --workspace --tests --locked --no-fail-fast --features "$FEATURES" -- --ignored --test-threads=4
+  # exactly the ignored ones: each starts its own (testing::envtest). They mostly wait
+  # on their control planes (webhook configurations picked up, CRDs established), so
+  # hack/real-tests.sh runs three test binaries at once, three tests at a time in each
+  # (cargo test runs binaries one after another: 275 s with four threads per binary).
+  stage "end-to-end suites on a real kube-apiserver (hack/real-tests.sh)" \
+    hack/real-tests.sh --locked --features "$FEATURES"
   # The same requests to the in-memory server and to kube-apiserver; fails on a
   # difference not in tests/differential/known-differences.txt (report:
   # docs/differential.md, rewritten by the run).
