@@ -88,6 +88,37 @@ fn main() {
         .file_name("rust_apis.rs")
         .run();
 
+    // The multi-version CRDs of ../shared/crds whose versions share one schema (istio's),
+    // as if converted by a webhook: every conversion between their versions is generated
+    // (tests/tests/conversion_crds.rs round-trips them).
+    let mut istio = kubegen::Builder::new();
+    for name in [
+        "istio__gateways.networking.istio.io.yaml",
+        "istio__sidecars.networking.istio.io.yaml",
+        "istio__requestauthentications.security.istio.io.yaml",
+    ] {
+        let source = format!("../../shared/crds/{name}");
+        println!("cargo:rerun-if-changed={source}");
+        let text = std::fs::read_to_string(&source).unwrap_or_else(|e| {
+            panic!("{source}: {e} (the shared CRDs sit beside the repository)")
+        });
+        assert!(
+            text.contains("\nspec:\n  group:"),
+            "{source}: `spec:` then `  group:` expected"
+        );
+        let text = text.replace(
+            "\nspec:\n  group:",
+            "\nspec:\n  conversion:\n    strategy: Webhook\n  group:",
+        );
+        let path = format!("{dir}/{name}");
+        std::fs::write(&path, text).expect("OUT_DIR is writable");
+        istio = istio.crd(path);
+    }
+    istio
+        .file_name("istio_conversions.rs")
+        .generate()
+        .unwrap_or_else(|e| panic!("{e}"));
+
     // The README's `include!` line names the default file: give it one.
     kubegen::Builder::new()
         .crd("../fixtures/crds/samplecontroller.yaml")

@@ -172,6 +172,14 @@ fn unknown_schema_keys_missing_fields_and_broken_yaml_are_errors() {
             "unknown scope",
         ),
         (
+            GOOD.replace(
+                "scope: Namespaced",
+                "scope: Namespaced\n  conversion: {strategy: Hook}",
+            ),
+            "spec.conversion.strategy",
+            "unknown conversion strategy \"Hook\"",
+        ),
+        (
             GOOD.replace("served: true", "served: yes please"),
             "spec.versions[0].served",
             "expected true or false",

@@ -68,6 +68,8 @@
 //! - [`workqueue`]: the rate-limited workqueue and its rate limiters;
 //! - [`controller`]: the reconcile layer: a controller builder on the shared informers
 //!   (owned and watched kinds, predicates, backoff, leader election, metrics);
+//! - [`conversion`]: hub-and-spoke conversion between a kind's versions (the
+//!   `HubConverter` a `ConversionReview` handler calls; kubegen generates the `TryFrom`s);
 //! - [`flowcontrol`]: the token bucket shared by the workqueue and client-side rate
 //!   limiting;
 //! - [`client`]: a typed client over [`kube::Client`] for the list/watch read path;
@@ -129,6 +131,7 @@ pub mod apply;
 pub mod cache;
 pub mod client;
 pub mod controller;
+pub mod conversion;
 pub mod errors;
 pub mod flowcontrol;
 pub mod leaderelection;

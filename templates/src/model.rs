@@ -81,6 +81,10 @@ pub struct Kind {
     pub storage: bool,
     /// Whether the version is deprecated.
     pub deprecated: bool,
+    /// The API server converts between the kind's versions with a webhook (a CRD's
+    /// `spec.conversion.strategy: Webhook`): kubegen generates the hub-and-spoke
+    /// conversions between each served version and the storage version (the hub).
+    pub conversion_webhook: bool,
     /// The deprecation warning the server sends, when set.
     pub deprecation_warning: Option<String>,
     /// Where the Rust type of the kind comes from.

@@ -27,3 +27,25 @@ pub mod golden_rust;
 mod private_mount {
     include!(concat!(env!("OUT_DIR"), "/samplecontroller.rs"));
 }
+
+/// The hand-written half of the `convert.example.com` conversions (fixtures/crds
+/// /conversion.yaml): v1beta1's `spec.size` is v1's `spec.replicas`, a renamed field
+/// kubegen leaves to the crate (manual conversion required).
+mod manual_conversions {
+    use crate::golden::apis::convert::{v1, v1beta1};
+    use kubegen_runtime::conversion::ConversionError;
+
+    impl v1beta1::conversion::ManualConversion for v1beta1::conversion::Conversion {
+        fn shape_spec_replicas_to_v1(
+            from: &v1beta1::ShapeSpec,
+        ) -> Result<Option<i32>, ConversionError> {
+            Ok(from.size)
+        }
+
+        fn shape_spec_size_to_v1beta1(
+            from: &v1::ShapeSpec,
+        ) -> Result<Option<i32>, ConversionError> {
+            Ok(from.replicas)
+        }
+    }
+}

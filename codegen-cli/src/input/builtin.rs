@@ -391,6 +391,7 @@ fn resource_kind(crate_path: &str, r: &Resource) -> Result<Kind, (&'static str, 
         served: true,
         storage: true,
         deprecated: false,
+        conversion_webhook: false,
         deprecation_warning: None,
         source: KindSource::External {
             rust_path: format!("{crate_path}::{}", r.path),

@@ -7,6 +7,7 @@
 //! - [`register`]: `register` (k8s-openapi `Resource`/`Metadata`/`ListableResource`,
 //!   the list type, GVK/GVR, `RESOURCE_INFO`: the one description of each resource);
 //! - [`deepcopy`]: `zz_generated_deepcopy` (`Clone` with a reusing `clone_from`);
+//! - [`conversion`]: `conversion` (hub-and-spoke `TryFrom` between a kind's versions);
 //! - [`clientset`]: `clientset` (the `Clientset`, one typed client per kind);
 //! - [`listers`]: `listers` (typed listers and namespace listers);
 //! - [`informers`]: `informers` (the `SharedInformerFactory`, typed informers);
@@ -23,6 +24,7 @@
 
 pub mod applyconfigurations;
 pub mod clientset;
+pub mod conversion;
 pub mod crd;
 pub mod deepcopy;
 pub mod fake;

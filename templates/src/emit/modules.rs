@@ -1,5 +1,5 @@
 //! The root module and `apis`: each group, each version, and a version's `types`,
-//! `register` and `zz_generated_deepcopy` children.
+//! `register`, `zz_generated_deepcopy` and `conversion` children.
 //!
 //! A version module re-exports its `types` and `register` items (`pub use self::types::*`)
 //! so users write `apis::samplecontroller::v1alpha1::Foo`; the model guarantees the two
@@ -14,7 +14,7 @@
 use proc_macro2::TokenStream;
 use quote::quote;
 
-use super::{deepcopy, path_tokens, register, types, Module};
+use super::{conversion, deepcopy, path_tokens, register, types, Module};
 use crate::model::{Api, Group, KindSource, Version};
 
 /// The inner attributes of every top-level module (see the module docs).
@@ -118,6 +118,7 @@ pub fn version(group: &Group, version: &Version) -> Module {
     if !version.types.is_empty() {
         children.push(deepcopy::deepcopy_module(version).private());
     }
+    children.extend(conversion::conversion_module(group, version));
     // Kinds whose types live in another crate (k8s-openapi's built-ins) are re-exported,
     // so every kind of the tree is reached the same way.
     for kind in &version.kinds {

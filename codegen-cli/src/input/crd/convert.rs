@@ -105,6 +105,7 @@ impl VersionBuilder {
             served: version.served,
             storage: version.storage,
             deprecated: version.deprecated,
+            conversion_webhook: crd.conversion_webhook,
             deprecation_warning: version.deprecation_warning.clone(),
             source: KindSource::Generated { type_name },
             list_type_name: list_type_name(crd),

@@ -3,8 +3,9 @@
 //! Accepts `apiextensions.k8s.io/v1` only: a `v1beta1` CRD is an error that says so (its
 //! schema lives elsewhere and its defaults differ). Reads group, names, scope, and per
 //! version: served/storage/deprecation, the schema, subresources and printer columns.
-//! Keys this generator has no use for (`conversion`, `preserveUnknownFields`, `status`)
-//! are ignored, since they do not shape the Rust types.
+//! `spec.conversion.strategy` decides whether conversions between versions are generated
+//! (`Webhook`); keys this generator has no use for (the webhook's client config,
+//! `preserveUnknownFields`, `status`) are ignored, since they do not shape the Rust types.
 
 use std::path::{Path, PathBuf};
 
@@ -32,6 +33,9 @@ pub struct Crd {
     pub scope: kubegen_templates::model::Scope,
     /// `spec.versions`, in order.
     pub versions: Vec<CrdVersion>,
+    /// `spec.conversion.strategy` is `Webhook` (`None`, the default, rewrites only
+    /// `apiVersion`).
+    pub conversion_webhook: bool,
 }
 
 /// One entry of `spec.versions`.
@@ -278,6 +282,20 @@ fn parse_crd(v: &Yaml, file: &Path, document: usize, prefix: &str) -> Result<Crd
     for (i, ver) in seq.iter().enumerate() {
         versions.push(parse_version(ver, &format!("{sp}versions[{i}]"))?);
     }
+    let conversion_webhook = match get(spec, "conversion").and_then(|c| get(c, "strategy")) {
+        None => false,
+        Some(strategy) => match string(strategy, &format!("{sp}conversion.strategy"))?.as_str() {
+            "None" => false,
+            "Webhook" => true,
+            other => {
+                return Err(Error::at(
+                    format!("{sp}conversion.strategy"),
+                    format!("unknown conversion strategy {other:?}"),
+                    "use `None` or `Webhook`",
+                ))
+            }
+        },
+    };
     let crd = Crd {
         file: file.to_owned(),
         document,
@@ -294,6 +312,7 @@ fn parse_crd(v: &Yaml, file: &Path, document: usize, prefix: &str) -> Result<Crd
         },
         scope,
         versions,
+        conversion_webhook,
     };
     super::validate::validate(&crd, prefix)?;
     super::validate::validate_rules(v, prefix)?;

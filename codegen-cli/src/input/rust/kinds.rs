@@ -157,6 +157,7 @@ pub fn marker_kind(
             served: true,
             storage: true,
             deprecated: false,
+            conversion_webhook: false,
             deprecation_warning: None,
             source: KindSource::User { rust_path, has },
             list_type_name: format!("{kind_name}List"),
@@ -543,6 +544,7 @@ pub fn kube_derive_kind(item: &Item, module_path: &str) -> Result<Option<FoundKi
             served: a.served.unwrap_or(true),
             storage: a.storage.unwrap_or(true),
             deprecated: a.deprecated.is_some(),
+            conversion_webhook: false,
             deprecation_warning: a.deprecated.flatten(),
             source: KindSource::User {
                 rust_path: format!("{module_path}::{root}"),
