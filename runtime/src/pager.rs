@@ -25,11 +25,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::reflector::ListerWatcher;
-use crate::client::paging::{self, continuation};
+use crate::client::paging;
 use crate::client::{self, ListOptions, ObjectList};
 
 /// client-go's default page size.
@@ -165,20 +166,23 @@ impl<K: Send + 'static> ListPager<K> {
             .map_err(|_| PagerError::PageBufferSize(self.page_buffer_size))?;
         let (tx, mut rx) = mpsc::channel(buffer.max(1));
         let lw = Arc::clone(&self.lw);
-        let mut opts = self.first_options(opts);
+        let opts = self.first_options(opts);
         let producer_cancel = cancel.clone();
         let producer = tokio::spawn(async move {
-            loop {
-                if producer_cancel.is_cancelled() {
+            // client-go's EachListItem has no full-list fallback: an expired continue is
+            // the caller's error.
+            let pages = paging::pages(opts, false, Some(producer_cancel), |o| lw.list(o));
+            let mut pages = std::pin::pin!(pages);
+            while let Some(page) = pages.next().await {
+                let page = match page {
+                    Ok((page, _)) => Ok(page),
+                    Err(paging::PagingError::List(e)) => Err(e),
+                    // The consumer sees the token too and reports the cancellation.
+                    Err(paging::PagingError::Cancelled) => return,
+                };
+                if tx.send(page).await.is_err() {
                     return;
                 }
-                let page = lw.list(opts.clone()).await;
-                let next = page.as_ref().ok().and_then(|p| p.continue_token.clone());
-                let failed = page.is_err();
-                if tx.send(page).await.is_err() || failed || next.is_none() {
-                    return;
-                }
-                opts = continuation(opts, next);
             }
         });
         // The producer ends when this function returns and drops the receiver.

@@ -98,7 +98,11 @@ async fn one_factory_for_foos_and_deployments(client: kube::Client) {
 
     builtin.start();
     let synced = custom.wait_for_cache_sync().await;
-    assert_eq!(synced.len(), 2, "{synced:?}");
+    assert_eq!(
+        synced.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["deployments.apps", "foos.samplecontroller.k8s.io"],
+        "by informer name: {synced:?}"
+    );
     assert!(synced.values().all(|s| *s), "{synced:?}");
     assert_eq!(foos.lister().list(&Selector::everything()).len(), 1);
     assert!(deployments

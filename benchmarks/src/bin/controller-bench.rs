@@ -57,6 +57,13 @@ struct Args {
     /// (kubegen: one shared informer; kube-runtime: a watch per controller).
     #[arg(long)]
     pairs: bool,
+    /// Also run kubegen (defaults) on the DeltaFIFO and without the WatchList client, to
+    /// see what each informer default costs within one run.
+    #[arg(long)]
+    variants: bool,
+    /// Run everything this many times (the machine is shared: compare within a round).
+    #[arg(long, default_value_t = 1)]
+    rounds: usize,
     /// Seconds to wait for any one step.
     #[arg(long, default_value_t = 900)]
     timeout: u64,
@@ -72,6 +79,19 @@ struct Args {
     /// For a kubegen controller process: its workers (0: the default).
     #[arg(long, hide = true, default_value_t = 0)]
     workers: usize,
+    /// For a kubegen controller process: informers on the DeltaFIFO.
+    #[arg(long, hide = true)]
+    delta_fifo: bool,
+    /// For a kubegen controller process: LIST + WATCH instead of the WatchList client.
+    #[arg(long, hide = true)]
+    no_watch_list: bool,
+}
+
+/// The informer defaults a kubegen controller process changes (`--variants`).
+#[derive(Clone, Copy, Default)]
+struct Informers {
+    delta_fifo: bool,
+    no_watch_list: bool,
 }
 
 fn primary_name(i: usize) -> (String, String) {
@@ -198,13 +218,38 @@ async fn kubegen_controller(
     client: kube::Client,
     workers: usize,
     pair: bool,
+    informers: Informers,
     stop: tokio_util::sync::CancellationToken,
 ) -> Result<(), Error> {
     use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
+    use kubegen_runtime::cache::informer::FifoKind;
+    use kubegen_runtime::cache::reflector::ReflectorConfig;
+    use kubegen_runtime::cache::SharedIndexInformer;
+    use kubegen_runtime::client::ResourceClient;
     use kubegen_runtime::controller::child::create_or_update;
     use kubegen_runtime::controller::{Action, Context, Controller, Target};
 
     let factory = InformerFactory::new(client.clone(), FactoryOptions::new(Duration::ZERO));
+    if informers.delta_fifo || informers.no_watch_list {
+        // The builder takes the factory's informers: made here first, with the variant.
+        let variant = |mut config: kubegen_runtime::cache::informer::InformerConfig| {
+            if informers.delta_fifo {
+                config = config.fifo(FifoKind::Delta);
+            }
+            if informers.no_watch_list {
+                config = config.reflector(ReflectorConfig::default().use_watch_list(false));
+            }
+            config
+        };
+        let c = client.clone();
+        factory.informer_for::<ConfigMap>(move |config| {
+            SharedIndexInformer::new(Arc::new(ResourceClient::all(c)), variant(config))
+        });
+        let c = client.clone();
+        factory.informer_for::<Secret>(move |config| {
+            SharedIndexInformer::new(Arc::new(ResourceClient::all(c)), variant(config))
+        });
+    }
     let mut builder = Controller::new(&factory)
         .for_::<ConfigMap>()
         .owns::<Secret>();
@@ -338,7 +383,12 @@ async fn kube_runtime_controller(
 
 /// Runs a controller until stdin says `stop`, then prints
 /// `RESULT <cpu seconds> <peak rss bytes>`.
-async fn controller(which: &str, kubeconfig: &PathBuf, workers: usize) -> Result<(), Error> {
+async fn controller(
+    which: &str,
+    kubeconfig: &PathBuf,
+    workers: usize,
+    informers: Informers,
+) -> Result<(), Error> {
     let kc = kube::config::Kubeconfig::read_from(kubeconfig)?;
     let config =
         kube::Config::from_custom_kubeconfig(kc, &kube::config::KubeConfigOptions::default())
@@ -355,8 +405,8 @@ async fn controller(which: &str, kubeconfig: &PathBuf, workers: usize) -> Result
         stopper.cancel();
     });
     match which {
-        "kubegen" => kubegen_controller(client, workers, false, stop).await?,
-        "kubegen-pair" => kubegen_controller(client, workers, true, stop).await?,
+        "kubegen" => kubegen_controller(client, workers, false, informers, stop).await?,
+        "kubegen-pair" => kubegen_controller(client, workers, true, informers, stop).await?,
         "kube-runtime" => kube_runtime_controller(client, false, stop).await?,
         "kube-runtime-pair" => kube_runtime_controller(client, true, stop).await?,
         other => {
@@ -449,11 +499,39 @@ fn run_one(args: &Args, label: &str, controller: &[String]) -> Result<Run, Error
 }
 
 fn orchestrate(args: &Args) -> Result<(), Error> {
+    for round in 1..=args.rounds.max(1) {
+        if args.rounds > 1 {
+            println!("\n## round {round} of {}", args.rounds);
+        }
+        let runs = one_round(args)?;
+        report(args, &runs);
+    }
+    Ok(())
+}
+
+fn one_round(args: &Args) -> Result<Vec<Run>, Error> {
     let mut runs = Vec::new();
     let kr = ["--controller".to_owned(), "kube-runtime".to_owned()];
     let kg = ["--controller".to_owned(), "kubegen".to_owned()];
     runs.push(run_one(args, "kube-runtime (defaults)", &kr)?);
     runs.push(run_one(args, "kubegen (defaults: 4 workers)", &kg)?);
+    if args.variants {
+        let with = |flag: &str| {
+            let mut cmd = kg.to_vec();
+            cmd.push(flag.to_owned());
+            cmd
+        };
+        runs.push(run_one(
+            args,
+            "kubegen (4 workers, DeltaFIFO)",
+            &with("--delta-fifo"),
+        )?);
+        runs.push(run_one(
+            args,
+            "kubegen (4 workers, LIST+WATCH)",
+            &with("--no-watch-list"),
+        )?);
+    }
     if args.pairs {
         let pair = |c: &str| ["--controller".to_owned(), c.to_owned()];
         runs.push(run_one(
@@ -476,6 +554,10 @@ fn orchestrate(args: &Args) -> Result<(), Error> {
             &cmd,
         )?);
     }
+    Ok(runs)
+}
+
+fn report(args: &Args, runs: &[Run]) {
     println!(
         "\n{} primaries x {} children, in-memory server over TCP\n",
         args.primaries,
@@ -485,7 +567,7 @@ fn orchestrate(args: &Args) -> Result<(), Error> {
         "| controller | converge s | update s | CPU s | peak RSS MiB | requests (converge) | requests (update) |"
     );
     println!("|---|---|---|---|---|---|---|");
-    for r in &runs {
+    for r in runs {
         println!(
             "| {} | {:.2} | {:.2} | {:.2} | {:.1} | {} ({}) | {} ({}) |",
             r.label,
@@ -522,7 +604,6 @@ fn orchestrate(args: &Args) -> Result<(), Error> {
             req(r) / req(base),
         );
     }
-    Ok(())
 }
 
 fn main() -> Result<(), Error> {
@@ -539,6 +620,10 @@ fn main() -> Result<(), Error> {
             which,
             &kubeconfig,
             args.workers,
+            Informers {
+                delta_fifo: args.delta_fifo,
+                no_watch_list: args.no_watch_list,
+            },
         ));
     }
     orchestrate(&args)

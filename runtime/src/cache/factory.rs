@@ -12,8 +12,10 @@
 //!   informers requested after `start` need another `start`); nothing starts after
 //!   [`InformerFactory::shutdown`], which stops every informer and waits for their tasks.
 //! - Each informer the factory creates is named after its resource, `resource.group`
-//!   (`pods`, `deployments.apps`): unique within a factory, and the name of its logs,
-//!   done-checker and metrics.
+//!   (`pods`, `deployments.apps`), or `resource.version.group` when the factory already
+//!   has an informer of another version of that resource (`gadgets.v2.multi.example.com`
+//!   beside `gadgets.multi.example.com`): unique within a factory, and the name of its
+//!   logs, done-checker and metrics.
 //! - [`InformerFactory::wait_for_cache_sync`] (by type name) and
 //!   [`InformerFactory::wait_for_cache_sync_by_name`] (by informer name) report, for
 //!   *started* informers only, whether each synced before `stop` fired; both wait on the
@@ -358,10 +360,17 @@ impl InformerFactory {
             K::version(&()).into_owned(),
             K::plural(&()).into_owned(),
         );
-        let name = if gr.0.is_empty() {
-            gr.2.clone()
-        } else {
-            format!("{}.{}", gr.2, gr.0)
+        // Names are unique within the factory: an informer of a second version of a
+        // resource the factory already serves is named with its version.
+        let other_version = st
+            .by_resource
+            .keys()
+            .any(|(g, v, r)| *g == gr.0 && *r == gr.2 && *v != gr.1);
+        let name = match (gr.0.is_empty(), other_version) {
+            (true, false) => gr.2.clone(),
+            (true, true) => format!("{}.{}", gr.2, gr.1),
+            (false, false) => format!("{}.{}", gr.2, gr.0),
+            (false, true) => format!("{}.{}.{}", gr.2, gr.1, gr.0),
         };
         let informer = new_informer(config).with_kind_name(name);
         let informer = match &self.options.tweak_list_options {

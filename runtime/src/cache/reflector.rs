@@ -9,7 +9,8 @@
 //!   serve them), unless the server paginated an earlier `"0"` list; a list that fails
 //!   with 410 Expired or "too large resource version" is retried at once with `""`
 //!   (the newest state). A continuation page that fails with 410 is retried once as a
-//!   full list.
+//!   full list. The paging is `client::paging`'s, the one `ListPager` and
+//!   `ResourceClient::list_all` use.
 //! - A successful list [`ReflectorStore::replace`]s the store's content; then a watch
 //!   starts from the list's resourceVersion, with bookmarks and a random timeout in
 //!   `[min_watch_timeout, 2 * min_watch_timeout]`. Each event is applied to the store and
@@ -57,7 +58,8 @@ use tracing::Instrument;
 
 use crate::cache::store::StoreError;
 use crate::client::{
-    self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, WatchEvent,
+    self, paging, paging::PageOrigin, Bookmark, DeferredPage, ListOptions, ObjectList,
+    ResourceClient, WatchEvent,
 };
 use crate::errors::StatusError;
 
@@ -683,49 +685,46 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         }
     }
 
-    /// Lists all pages: `(items, resourceVersion of the first page, paginated)`. The next
-    /// page is requested while earlier pages are still decoding (at most
-    /// [`PAGES_IN_FLIGHT`] of them).
+    /// Lists all pages: `(items, resourceVersion of the first page, paginated)`, by the
+    /// protocol of `client::paging` (shared with `ListPager` and
+    /// `ResourceClient::list_all`). The next page is requested while earlier pages are
+    /// still decoding (at most [`PAGES_IN_FLIGHT`] of them).
     async fn list_pages(
         &self,
         opts: ListOptions,
     ) -> Result<(Vec<Arc<K>>, String, bool), client::Error> {
-        let first = self.lw.list_deferred(opts.clone()).await?;
-        let list_rv = first.resource_version;
-        let mut paginated = first.continue_token.is_some();
-        let mut decoding = VecDeque::from([first.items]);
+        let pages = paging::pages(opts, true, None, |o| self.lw.list_deferred(o));
+        let mut pages = std::pin::pin!(pages);
+        let mut list_rv = String::new();
+        let mut paginated = false;
+        let mut decoding = VecDeque::new();
         let mut items: Vec<Arc<K>> = Vec::new();
-        let mut token = first.continue_token;
-        while let Some(t) = token.take().filter(|t| !t.is_empty()) {
-            paginated = true;
-            let mut page_opts = opts.clone();
-            page_opts.continue_token = Some(t);
-            page_opts.resource_version = None;
-            page_opts.resource_version_match = None;
-            match self.lw.list_deferred(page_opts).await {
-                Ok(page) => {
-                    decoding.push_back(page.items);
-                    token = page.continue_token;
-                    while decoding.len() > PAGES_IN_FLIGHT {
-                        if let Some(next) = decoding.pop_front() {
-                            self.collect(&mut items, next.await?);
-                        }
-                    }
+        while let Some(page) = pages.next().await {
+            let (page, origin) = page.map_err(|e| match e {
+                paging::PagingError::List(e) => e,
+                // No token was given: nothing can cancel.
+                paging::PagingError::Cancelled => {
+                    unreachable!("a reflector's list has no cancellation")
                 }
-                Err(err) if err.status().is_some_and(StatusError::is_expired) => {
-                    // The snapshot is gone: one full, unpaginated list at the original
-                    // resourceVersion (client-go's pager does exactly one such retry).
-                    drop(decoding);
-                    drop(items);
-                    let mut full = opts.clone();
-                    full.limit = None;
-                    full.continue_token = None;
-                    let page = self.lw.list(full).await?;
-                    let mut items = Vec::new();
-                    self.collect(&mut items, page.items);
-                    return Ok((items, page.resource_version, paginated));
+            })?;
+            match origin {
+                PageOrigin::First => {
+                    list_rv = page.resource_version;
+                    paginated = page.continue_token.is_some_and(|t| !t.is_empty());
                 }
-                Err(err) => return Err(err),
+                PageOrigin::Continued => paginated = true,
+                PageOrigin::FullAfterExpired => {
+                    // The snapshot is gone: this one full list is the result.
+                    decoding.clear();
+                    items = Vec::new();
+                    list_rv = page.resource_version;
+                }
+            }
+            decoding.push_back(page.items);
+            while decoding.len() > PAGES_IN_FLIGHT {
+                if let Some(next) = decoding.pop_front() {
+                    self.collect(&mut items, next.await?);
+                }
             }
         }
         for next in decoding {

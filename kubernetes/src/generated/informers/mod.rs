@@ -233,11 +233,12 @@ impl SharedInformerFactory {
     }
 
     /// Waits until every started informer has synced (or the factory shuts down);
-    /// returns each informer's type name with whether it synced.
+    /// returns each informer's name (`resource.group`, as client-go 1.36 reports
+    /// it) with whether it synced.
     pub async fn wait_for_cache_sync(
         &self,
-    ) -> ::std::collections::BTreeMap<&'static str, bool> {
-        self.factory.wait_for_cache_sync(&self.stop).await
+    ) -> ::std::collections::BTreeMap<::std::string::String, bool> {
+        self.factory.wait_for_cache_sync_by_name(&self.stop).await
     }
 
     /// Stops every informer and waits for them to end; later `start`s do nothing.
