@@ -3,7 +3,8 @@
 //! the mirror converts back to an equal k8s-openapi Pod. Checked on the benchmark's Pods
 //! and on a Pod that sets the optional structs the benchmark's Pods leave out (affinity,
 //! security contexts, every probe handler, lifecycle hooks, several volume sources,
-//! ephemeral containers, every container state).
+//! ephemeral containers, every container state). And it decodes the same from protobuf
+//! as from JSON, as the typed informer reads it from a real kube-apiserver.
 
 use k8s_openapi::api::core::v1::Pod;
 use kubegen_benchmarks::compact_pod;
@@ -34,6 +35,34 @@ fn the_mirror_is_lossless_on_the_benchmark_pods() {
 
 #[test]
 fn the_mirror_is_lossless_on_a_pod_with_the_optional_structs_set() {
+    assert_lossless(&full_pod().to_string());
+}
+
+/// The mirror decodes from protobuf (what the typed informer gets from a real
+/// kube-apiserver) to what it decodes from the JSON kube-apiserver would write for the
+/// same object.
+#[test]
+fn the_mirror_decodes_the_same_from_protobuf_and_json() {
+    use kubegen_apimachinery::protobuf;
+    let pods = (0..100).map(kubegen_benchmarks::pod).chain([full_pod()]);
+    for mut pod in pods {
+        if let Some(o) = pod.as_object_mut() {
+            o.insert("apiVersion".into(), json!("v1"));
+            o.insert("kind".into(), json!("Pod"));
+        }
+        let obj = pod.as_object().expect("a Pod is an object");
+        let body = protobuf::encode_object(obj).expect("every Pod field has a protobuf number");
+        let go_json = Value::Object(protobuf::decode(&body).expect("decodes"));
+        let from_json: compact_pod::Pod =
+            serde_json::from_value(go_json).expect("the mirror decodes Go's JSON");
+        let from_pb: compact_pod::Pod =
+            protobuf::from_envelope(&body).expect("the mirror decodes protobuf");
+        assert_eq!(from_pb, from_json, "protobuf and JSON differ for {pod}");
+    }
+}
+
+/// A Pod that sets the optional structs the benchmark's Pods leave out.
+fn full_pod() -> Value {
     let probe = |handler: Value| {
         let mut p = json!({"initialDelaySeconds": 1, "periodSeconds": 5, "failureThreshold": 3});
         for (k, v) in handler.as_object().into_iter().flatten() {
@@ -67,7 +96,7 @@ fn the_mirror_is_lossless_on_a_pod_with_the_optional_structs_set() {
         },
         "volumeMounts": [{"name": "data", "mountPath": "/data"}]
     });
-    let pod = json!({
+    json!({
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -120,8 +149,7 @@ fn the_mirror_is_lossless_on_a_pod_with_the_optional_structs_set() {
             "podIPs": [{"ip": "10.0.0.1"}],
             "qosClass": "Burstable"
         }
-    });
-    assert_lossless(&pod.to_string());
+    })
 }
 
 #[test]
