@@ -677,10 +677,6 @@ fn some_value<'de, V: Visitor<'de>>(
 }
 
 /// One wire value of a type.
-///
-/// Generic over the visitor, so compiled once per visitor type in every crate that
-/// decodes (hundreds of copies in a user's crate): it only hands a [`Scalar`] decoded by
-/// the non-generic [`scalar`] to the visitor.
 fn one<'de, V: Visitor<'de>>(
     ty: &'static Ty,
     w: Wire<'_>,
@@ -688,45 +684,18 @@ fn one<'de, V: Visitor<'de>>(
     visitor: V,
     at: &dyn Fn() -> String,
 ) -> Result<V::Value, Unsupported> {
-    if let Ty::Msg(_) = ty {
-        return single(ty, &[w], depth, visitor, at);
-    }
-    match scalar(ty, w, at)? {
-        Scalar::Str(Cow::Borrowed(s)) => visitor.visit_str(s),
-        Scalar::Str(Cow::Owned(s)) => visitor.visit_string(s),
-        Scalar::Bool(b) => visitor.visit_bool(b),
-        Scalar::I64(i) => visitor.visit_i64(i),
-        Scalar::U64(u) => visitor.visit_u64(u),
-        Scalar::Json(v) => v
-            .deserialize_any(visitor)
-            .map_err(|e| Unsupported(format!("{}: {e}", at()))),
-    }
-}
-
-/// A non-message wire value, decoded for a visitor.
-enum Scalar<'a> {
-    Str(Cow<'a, str>),
-    Bool(bool),
-    I64(i64),
-    U64(u64),
-    /// A value built as JSON first (see the module documentation).
-    Json(Value),
-}
-
-/// Decodes a non-message wire value of `ty`.
-fn scalar<'a>(
-    ty: &'static Ty,
-    w: Wire<'a>,
-    at: &dyn Fn() -> String,
-) -> Result<Scalar<'a>, Unsupported> {
-    Ok(match (ty, w) {
-        (Ty::Str, Wire::Len(b)) => Scalar::Str(String::from_utf8_lossy(b)),
-        (Ty::Bool, Wire::Varint(v)) => Scalar::Bool(v != 0),
+    match (ty, w) {
+        (Ty::Str, Wire::Len(b)) => match String::from_utf8_lossy(b) {
+            Cow::Borrowed(s) => visitor.visit_str(s),
+            Cow::Owned(s) => visitor.visit_string(s),
+        },
+        (Ty::Bool, Wire::Varint(v)) => visitor.visit_bool(v != 0),
         // Go's int32/int64 travel as two's complement varints; the casts keep the bits.
-        (Ty::I32, Wire::Varint(v)) => Scalar::I64(i64::from(v as i32)),
-        (Ty::I64, Wire::Varint(v)) => Scalar::I64(v as i64),
-        (Ty::U32, Wire::Varint(v)) => Scalar::U64(u64::from(v as u32)),
-        (Ty::U64, Wire::Varint(v)) => Scalar::U64(v),
+        (Ty::I32, Wire::Varint(v)) => visitor.visit_i64(i64::from(v as i32)),
+        (Ty::I64, Wire::Varint(v)) => visitor.visit_i64(v as i64),
+        (Ty::U32, Wire::Varint(v)) => visitor.visit_u64(u64::from(v as u32)),
+        (Ty::U64, Wire::Varint(v)) => visitor.visit_u64(v),
+        (Ty::Msg(_), _) => single(ty, &[w], depth, visitor, at),
         (Ty::Quantity, Wire::Len(b)) => {
             let mut s: &[u8] = &[];
             for e in Reader(b) {
@@ -737,7 +706,10 @@ fn scalar<'a>(
             if s.is_empty() {
                 return err(format!("{}: a quantity without a value", at()));
             }
-            Scalar::Str(String::from_utf8_lossy(s))
+            match String::from_utf8_lossy(s) {
+                Cow::Borrowed(s) => visitor.visit_str(s),
+                Cow::Owned(s) => visitor.visit_string(s),
+            }
         }
         (Ty::IntOrString, Wire::Len(b)) => {
             let (mut is_str, mut int, mut s): (bool, i32, &[u8]) = (false, 0, &[]);
@@ -751,12 +723,19 @@ fn scalar<'a>(
                 }
             }
             if !is_str {
-                return Ok(Scalar::I64(i64::from(int)));
+                return visitor.visit_i64(i64::from(int));
             }
-            Scalar::Str(String::from_utf8_lossy(s))
+            match String::from_utf8_lossy(s) {
+                Cow::Borrowed(s) => visitor.visit_str(s),
+                Cow::Owned(s) => visitor.visit_string(s),
+            }
         }
-        _ => Scalar::Json(json_decoder().value(ty, w, at)?),
-    })
+        _ => {
+            let v: Value = json_decoder().value(ty, w, at)?;
+            v.deserialize_any(visitor)
+                .map_err(|e| Unsupported(format!("{}: {e}", at())))
+        }
+    }
 }
 
 /// The items of a repeated field.
