@@ -21,6 +21,14 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+/// k8s-openapi's core/v1 Pod types with every optional struct field boxed
+/// (`Option<Box<T>>`), generated from the OpenAPI definitions kubegen embeds by
+/// `benchmarks/gen_compact_pod.py`: the compact-cache candidate of issue 31 that the
+/// `ours-compact` client caches and `examples/pod-compact` measures.
+pub mod compact_pod;
+
+kubegen_runtime::projection!(compact_pod::Pod, k8s_openapi::api::core::v1::Pod);
+
 /// The namespaces the Pods are spread over.
 pub const NAMESPACES: usize = 50;
 
@@ -185,12 +193,16 @@ pub enum ClientKind {
     /// kubegen's `SharedIndexInformer` over a projection: a slim struct with only the
     /// fields a controller reads, decoded straight from the wire.
     OursProjection,
+    /// kubegen's `SharedIndexInformer` over [`compact_pod::Pod`]: the whole Pod, with
+    /// its optional structs boxed.
+    OursCompact,
 }
 
 impl ClientKind {
     /// Every kind, in table order.
-    pub const ALL: [ClientKind; 9] = [
+    pub const ALL: [ClientKind; 10] = [
         ClientKind::Ours,
+        ClientKind::OursCompact,
         ClientKind::OursJson,
         ClientKind::Kube,
         ClientKind::KubeStripped,
@@ -213,6 +225,7 @@ impl ClientKind {
             ClientKind::OursMetadata => "ours-meta",
             ClientKind::KubeMetadata => "kube-meta",
             ClientKind::OursProjection => "ours-proj",
+            ClientKind::OursCompact => "ours-compact",
         }
     }
 
@@ -228,6 +241,7 @@ impl ClientKind {
             ClientKind::OursMetadata => "(d) kubegen metadata informer",
             ClientKind::KubeMetadata => "(e) kube-runtime metadata_watcher",
             ClientKind::OursProjection => "(h) kubegen projection informer",
+            ClientKind::OursCompact => "(i) kubegen, compact Pod",
         }
     }
 

@@ -26,10 +26,13 @@ fn informer_bench_runs_end_to_end_on_200_pods() {
         "(d) kubegen metadata",
         "(e) kube-runtime metadata_watcher",
         "(h) kubegen projection informer",
+        "(i) kubegen, compact Pod",
         "decode floor",
         "ratio (a)/kube ",
         "ratio (d)/ours ",
         "ratio (h)/ours ",
+        "ratio (i)/ours ",
+        "ratio (i)/kube ",
     ] {
         assert!(stdout.contains(label), "{label} missing from:\n{stdout}");
     }

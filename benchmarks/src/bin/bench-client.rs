@@ -223,6 +223,9 @@ fn start_client(
             stop,
         )),
         ClientKind::OursProjection => Box::pin(run_ours::<PodView>(client, counter, stop)),
+        ClientKind::OursCompact => Box::pin(run_ours::<kubegen_benchmarks::compact_pod::Pod>(
+            client, counter, stop,
+        )),
         ClientKind::OursMetadata => Box::pin(async move {
             let factory =
                 MetadataSharedInformerFactory::new(client, FactoryOptions::new(Duration::ZERO));

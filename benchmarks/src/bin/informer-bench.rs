@@ -377,6 +377,22 @@ fn main() -> Result<(), Error> {
         if let Some(h) = get(ClientKind::OursProjection) {
             ratio("(h)/ours", h, a, "(target: RSS <= 0.25)");
         }
+        if let Some(i) = get(ClientKind::OursCompact) {
+            ratio("(i)/ours", i, a, "");
+        }
+    }
+    if let Some(i) = get(ClientKind::OursCompact) {
+        for (k, targets) in [
+            (ClientKind::Kube, "(target: RSS <= 0.65)"),
+            (
+                ClientKind::Go,
+                "(targets: synced <= 0.7, CPU <= 0.7, RSS <= 1.0)",
+            ),
+        ] {
+            if let Some(b) = get(k) {
+                ratio(&format!("(i)/{}", k.name()), i, b, targets);
+            }
+        }
     }
     if let (Some(d), Some(e)) = (get(ClientKind::OursMetadata), get(ClientKind::KubeMetadata)) {
         ratio("(d)/kube-meta", d, e, "");
