@@ -467,6 +467,7 @@ impl WebhookServer {
                     },
                 };
                 let (acceptor, handlers) = (acceptor.clone(), handlers.clone());
+                let shutdown = shutdown.clone();
                 tracker.spawn(async move {
                     let Ok(tls) = acceptor.accept(stream).await else {
                         return;
@@ -476,9 +477,19 @@ impl WebhookServer {
                         async move { Ok::<_, Infallible>(route(&handlers, req).await) }
                     });
                     let io = hyper_util::rt::TokioIo::new(tls);
-                    let _ = hyper::server::conn::http1::Builder::new()
-                        .serve_connection(io, service)
-                        .await;
+                    let conn =
+                        hyper::server::conn::http1::Builder::new().serve_connection(io, service);
+                    tokio::pin!(conn);
+                    tokio::select! {
+                        _ = conn.as_mut() => return,
+                        _ = shutdown.cancelled() => {}
+                    }
+                    // Shutting down: answer the request in flight, if any, then close.
+                    // An idle keep-alive connection closes now; without this the task
+                    // would wait for the client to drop it (kube-apiserver keeps idle
+                    // connections to a webhook for 90 s).
+                    conn.as_mut().graceful_shutdown();
+                    let _ = conn.await;
                 });
             }
             tracker.close();

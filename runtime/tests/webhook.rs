@@ -48,8 +48,15 @@ fn server() -> WebhookServer {
         )
 }
 
-/// One HTTPS request to `addr`, trusting only `ca_pem`.
-async fn post(addr: SocketAddr, ca_pem: &str, path: &str, body: Value) -> (u16, Vec<u8>) {
+/// An HTTPS connection to `addr`, trusting only `ca_pem`: the request sender and the
+/// task driving the connection (it ends when the connection closes).
+async fn connect(
+    addr: SocketAddr,
+    ca_pem: &str,
+) -> (
+    hyper::client::conn::http1::SendRequest<Full<bytes::Bytes>>,
+    tokio::task::JoinHandle<Result<(), hyper::Error>>,
+) {
     use rustls::pki_types::pem::PemObject;
     use tokio_rustls::rustls;
     let mut roots = rustls::RootCertStore::empty();
@@ -67,10 +74,18 @@ async fn post(addr: SocketAddr, ca_pem: &str, path: &str, body: Value) -> (u16, 
     let tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
     let name = rustls::pki_types::ServerName::try_from("127.0.0.1").unwrap();
     let tls = connector.connect(name, tcp).await.unwrap();
-    let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
+    let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls))
         .await
         .unwrap();
-    tokio::spawn(conn);
+    (send, tokio::spawn(conn))
+}
+
+/// One request on `send`: status and body.
+async fn request(
+    send: &mut hyper::client::conn::http1::SendRequest<Full<bytes::Bytes>>,
+    path: &str,
+    body: Value,
+) -> (u16, Vec<u8>) {
     let req = http::Request::post(path)
         .header("content-type", "application/json")
         .header("host", "127.0.0.1")
@@ -88,6 +103,12 @@ async fn post(addr: SocketAddr, ca_pem: &str, path: &str, body: Value) -> (u16, 
         .to_bytes()
         .to_vec();
     (status, body)
+}
+
+/// One HTTPS request to `addr` on a connection of its own, trusting only `ca_pem`.
+async fn post(addr: SocketAddr, ca_pem: &str, path: &str, body: Value) -> (u16, Vec<u8>) {
+    let (mut send, _conn) = connect(addr, ca_pem).await;
+    request(&mut send, path, body).await
 }
 
 fn review(object: Value) -> Value {
@@ -166,6 +187,36 @@ async fn validating_and_mutating_handlers_answer_reviews_over_https() {
 
     stop.cancel();
     task.await.unwrap();
+}
+
+/// A client that keeps its connection open between requests (kube-apiserver keeps idle
+/// connections to a webhook for 90 s) does not hold up shutdown: the idle connection is
+/// closed and the server's task ends.
+#[tokio::test]
+async fn shutdown_closes_idle_keep_alive_connections() {
+    let tls = Tls::self_signed(&["127.0.0.1"]).unwrap();
+    let ca = tls.ca_pem().unwrap().to_owned();
+    let stop = CancellationToken::new();
+    let (addr, task) = server()
+        .serve("127.0.0.1:0".parse().unwrap(), tls, stop.clone())
+        .await
+        .unwrap();
+    let (mut send, conn) = connect(addr, &ca).await;
+    let (status, _) = request(&mut send, "/healthz", json!({})).await;
+    assert_eq!(status, 200);
+    // The connection stays open and idle (`send` is alive) while the server stops.
+    stop.cancel();
+    // A guard against a hang, not a speed check: before the fix the task waited for the
+    // client to drop the connection, which this one never does.
+    tokio::time::timeout(std::time::Duration::from_secs(30), task)
+        .await
+        .expect("the server's task ends with an idle keep-alive connection open")
+        .unwrap();
+    let closed = tokio::time::timeout(std::time::Duration::from_secs(30), conn)
+        .await
+        .expect("the server closed the idle connection");
+    assert!(closed.unwrap().is_ok(), "closed cleanly, not reset");
+    assert!(send.is_closed() || send.ready().await.is_err());
 }
 
 #[tokio::test]
