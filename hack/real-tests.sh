@@ -10,12 +10,12 @@
 # CARGO_MANIFEST_DIR and CARGO_PKG_NAME set), its output kept and printed in full.
 #
 # Environment: REAL_TEST_JOBS (binaries at once, default 3), REAL_TEST_THREADS (tests at
-# once per binary, default 3), KUBEGEN_ENVTEST_ASSETS (the control plane's binaries).
+# once per binary, default 6), KUBEGEN_ENVTEST_ASSETS (the control plane's binaries).
 # Exits 1 when any test fails; prints one line per binary with its result and time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${REAL_TEST_JOBS:-3}
-THREADS=${REAL_TEST_THREADS:-3}
+THREADS=${REAL_TEST_THREADS:-6}
 out=$(mktemp -d "${TMPDIR:-/tmp}/kubegen-real-tests.XXXXXX")
 trap 'rm -rf "$out"' EXIT
 

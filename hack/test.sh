@@ -73,7 +73,7 @@ if [ "$what" = real ] || [ "$what" = all ]; then
   # The tests that need a control plane are #[ignore]d in a plain `cargo test` and are
   # exactly the ignored ones: each starts its own (testing::envtest). They mostly wait
   # on their control planes (webhook configurations picked up, CRDs established), so
-  # hack/real-tests.sh runs three test binaries at once, three tests at a time in each
+  # hack/real-tests.sh runs three test binaries at once, six tests at a time in each
   # (cargo test runs binaries one after another: 275 s with four threads per binary).
   stage "end-to-end suites on a real kube-apiserver (hack/real-tests.sh)" \
     hack/real-tests.sh --locked --features "$FEATURES"
