@@ -61,7 +61,7 @@ use generated::apis::$GROUP_MOD::$VMOD::$KIND;
 use generated::clientset::Clientset;
 use generated::informers::SharedInformerFactory;
 use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
-use kubegen_runtime::client::WriteParams;
+use kubegen_runtime::client::WriteOptions;
 use kubegen_runtime::object::{object_key, split_meta_namespace_key};
 use kubegen_runtime::workqueue::RateLimitingQueue;
 
@@ -82,7 +82,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
         let (ns, name) = split_meta_namespace_key(&key)?;
         if let Ok(obj) = lister.$ACCESSOR(ns).get(name) {
             let updated = $KIND::clone(&obj);
-            cs.${GROUP_MOD}_$VMOD().$ACCESSOR(ns).update_status(&updated, &WriteParams::default()).await?;
+            cs.${GROUP_MOD}_$VMOD().$ACCESSOR(ns).update_status(&updated, &WriteOptions::default()).await?;
         }
         queue.forget(&key);
         queue.done(&key);

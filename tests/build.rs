@@ -222,7 +222,7 @@ fn readme_snippets(out: &str) {
         } else {
             format!(
                 "use std::time::Duration;\n\
-                 use kubegen_runtime::client::WriteParams;\n\
+                 use kubegen_runtime::client::WriteOptions;\n\
                  use kubegen_tests::golden as generated;\n\
                  use generated::apis::samplecontroller::v1alpha1::Foo;\n\
                  use generated::clientset::Clientset;\n\

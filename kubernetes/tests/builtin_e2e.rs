@@ -14,7 +14,7 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kubegen_kubernetes::clientset::Clientset;
 use kubegen_kubernetes::informers::SharedInformerFactory;
-use kubegen_runtime::client::{DeleteOptions, ListOptions, Patch, PatchParams, WriteParams};
+use kubegen_runtime::client::{DeleteOptions, ListOptions, Patch, PatchOptions, WriteOptions};
 use kubegen_runtime::labels::Selector;
 use kubegen_runtime::testing::transport::{Connection, Transport};
 use kubegen_runtime::testing::ApiServer;
@@ -62,7 +62,7 @@ fn deployment(name: &str, replicas: i32) -> Deployment {
 
 /// What every transport must do: the same assertions over tower and TCP.
 async fn exercise(cs: Clientset) {
-    let wp = WriteParams::default();
+    let wp = WriteOptions::default();
 
     // core/v1: namespaced CRUD and a cluster-scoped kind.
     let cms = cs.core_v1().config_maps("ns");
@@ -83,7 +83,7 @@ async fn exercise(cs: Clientset) {
         .patch(
             "settings",
             &Patch::Merge(serde_json::json!({"data": {"c": "3"}})),
-            &PatchParams::default(),
+            &PatchOptions::default(),
         )
         .await
         .unwrap();
@@ -253,7 +253,7 @@ async fn connect(transport: Transport) -> (Connection, ApiServer) {
         Clientset::new(conn.client())
             .core_v1()
             .namespaces()
-            .create(&ns, &WriteParams::default())
+            .create(&ns, &WriteOptions::default())
             .await
             .unwrap();
     }

@@ -31,7 +31,7 @@ use kubegen_runtime::cache::lister::Lister;
 use kubegen_runtime::client::ResourceClient;
 use kubegen_runtime::object::object_key;
 use kubegen_runtime::testing::ApiServer;
-use kubegen_runtime::workqueue::{QueueConfig, RateLimitingQueue};
+use kubegen_runtime::workqueue::{QueueOptions, RateLimitingQueue};
 use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
@@ -198,7 +198,7 @@ async fn main() -> Result<(), BoxError> {
         FactoryOptions::new(Duration::ZERO).namespace(NAMESPACE),
     );
     let informer = factory.informer::<ConfigMap>();
-    let queue = RateLimitingQueue::with_config(QueueConfig::default().name("configmaps"));
+    let queue = RateLimitingQueue::with_config(QueueOptions::default().name("configmaps"));
     let (q1, q2, q3) = (queue.clone(), queue.clone(), queue.clone());
     informer.add_event_handler(
         ResourceEventHandlerFuncs::<ConfigMap>::new()

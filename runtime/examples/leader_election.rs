@@ -13,7 +13,7 @@
 use std::time::Duration;
 
 use kubegen_runtime::leaderelection::{
-    LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock,
+    LeaderCallbacks, LeaderElectionOptions, LeaderElector, LeaseLock,
 };
 use kubegen_runtime::testing::ApiServer;
 use tokio::sync::mpsc;
@@ -64,7 +64,7 @@ fn candidate(
             };
             log(start, id, &format!("observes leader {holder}"));
         });
-    let config = LeaderElectionConfig::new(lock)
+    let config = LeaderElectionOptions::new(lock)
         .callbacks(callbacks)
         .release_on_cancel(release_on_cancel);
     let elector = LeaderElector::new(config).expect("the default durations are valid");

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kubegen_runtime::cache::informer::{InformerConfig, SharedIndexInformer};
+use kubegen_runtime::cache::informer::{InformerOptions, SharedIndexInformer};
 use kubegen_runtime::client::{ResourceClient, RestConfig};
 use kubegen_runtime::leaderelection::{
-    LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock,
+    LeaderCallbacks, LeaderElectionOptions, LeaderElector, LeaseLock,
 };
 use kubegen_runtime::metrics::prometheus::{register, serve};
 use kubegen_runtime::testing::ApiServer;
@@ -44,7 +44,7 @@ async fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
 
     let informer = SharedIndexInformer::new(
         Arc::new(ResourceClient::<ConfigMap>::all(client.clone())),
-        InformerConfig::default(),
+        InformerOptions::default(),
     );
     tokio::spawn({
         let (informer, stop) = (informer.clone(), stop.clone());
@@ -53,7 +53,7 @@ async fn main() -> Result<(), Box<dyn Error + Send + Sync>> {
     informer.wait_for_sync(&stop).await;
 
     let lock = LeaseLock::new(client, "default", "metrics-demo", "me");
-    let config = LeaderElectionConfig::new(lock)
+    let config = LeaderElectionOptions::new(lock)
         .name("metrics-demo")
         .callbacks(
             LeaderCallbacks::new()

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kubegen_runtime::cache::informer::{
-    InformerConfig, ResourceEventHandlerFuncs, SharedIndexInformer,
+    InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kubegen_runtime::cache::store::Indexers;
 use kubegen_runtime::client::ResourceClient;
@@ -90,7 +90,7 @@ async fn main() -> Result<(), BoxError> {
     );
     let informer = SharedIndexInformer::with_indexers(
         Arc::new(ResourceClient::<PodPlacement>::all(client.clone())),
-        InformerConfig::default(),
+        InformerOptions::default(),
         indexers,
     );
     let (moved_tx, mut moved) = mpsc::unbounded_channel();

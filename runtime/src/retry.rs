@@ -169,7 +169,7 @@ where
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), kubegen_runtime::client::Error> {
 /// use k8s_openapi::api::core::v1::ConfigMap;
-/// use kubegen_runtime::client::{ResourceClient, WriteParams};
+/// use kubegen_runtime::client::{ResourceClient, WriteOptions};
 /// use kubegen_runtime::retry::{retry_on_conflict, DEFAULT_RETRY};
 /// use kubegen_runtime::testing::ApiServer;
 ///
@@ -179,7 +179,7 @@ where
 /// retry_on_conflict(DEFAULT_RETRY, async || {
 ///     let mut cm = cms.get("c").await?;
 ///     cm.data.get_or_insert_default().insert("k".into(), "v".into());
-///     cms.update(&cm, &WriteParams::default()).await
+///     cms.update(&cm, &WriteOptions::default()).await
 /// })
 /// .await?;
 /// # Ok(())

@@ -40,7 +40,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::delta_fifo::DeltaObject;
-use crate::cache::informer::{InformerConfig, ResourceEventHandler, SharedIndexInformer};
+use crate::cache::informer::{InformerOptions, ResourceEventHandler, SharedIndexInformer};
 use crate::cache::reflector::ListerWatcher;
 use crate::cache::store::ReadOnlyIndexer;
 use crate::client::{ListOptions, WatchEvent};
@@ -420,7 +420,7 @@ pub async fn until_with_sync<K: Object + serde::de::DeserializeOwned>(
     precondition: Option<Precondition<K>>,
     conditions: Vec<Condition<K>>,
 ) -> Result<Option<WatchEvent<K>>, UntilError<K>> {
-    let informer = SharedIndexInformer::new(lw, InformerConfig::default());
+    let informer = SharedIndexInformer::new(lw, InformerOptions::default());
     let (tx, rx) = mpsc::unbounded_channel();
     // The informer has not started, so the registration cannot fail.
     if let Err(e) = informer.add_event_handler(Forward(tx)) {

@@ -14,8 +14,8 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::core::{ApiResource, DynamicObject, GroupVersionKind};
 use kubegen_runtime::client::{
-    DeleteOptions, Deleted, ListOptions, Patch, PatchParams, PropagationPolicy, ResourceClient,
-    WatchEvent, WriteParams,
+    DeleteOptions, Deleted, ListOptions, Patch, PatchOptions, PropagationPolicy, ResourceClient,
+    WatchEvent, WriteOptions,
 };
 use kubegen_runtime::errors::{cause, StatusError};
 use kubegen_runtime::testing::{ApiServer, Reactor};
@@ -108,7 +108,7 @@ fn widget(name: &str, spec: Value) -> DynamicObject {
 async fn create_update_conflict_generate_name() {
     both(async |env: Env| {
         let cms = ResourceClient::<ConfigMap>::namespaced(env.client.clone(), "default");
-        let w = WriteParams::default();
+        let w = WriteOptions::default();
         let a = cms.create(&cm("a", &[("k", "1")]), &w).await.unwrap();
         let meta = &a.metadata;
         assert!(meta.uid.as_deref().is_some_and(|u| u.len() == 36));
@@ -178,7 +178,7 @@ async fn create_update_conflict_generate_name() {
         assert!(name.starts_with(&"a".repeat(58)));
 
         // Dry run: answered, not stored.
-        let dry = WriteParams {
+        let dry = WriteOptions {
             dry_run: true,
             ..Default::default()
         };
@@ -194,7 +194,7 @@ async fn invalid_objects_get_422_with_causes() {
         let cms = ResourceClient::<ConfigMap>::namespaced(env.client.clone(), "default");
         // SEMANTICS 9.14
         let e = api_err(
-            cms.create(&cm("Not_A_Name", &[]), &WriteParams::default())
+            cms.create(&cm("Not_A_Name", &[]), &WriteOptions::default())
                 .await,
         );
         assert!(e.is_invalid());
@@ -206,7 +206,7 @@ async fn invalid_objects_get_422_with_causes() {
             .message()
             .starts_with("ConfigMap \"Not_A_Name\" is invalid: metadata.name"));
         let e = api_err(
-            cms.create(&from(json!({"metadata": {}})), &WriteParams::default())
+            cms.create(&from(json!({"metadata": {}})), &WriteOptions::default())
                 .await,
         );
         assert_eq!(
@@ -221,7 +221,7 @@ async fn invalid_objects_get_422_with_causes() {
 async fn status_subresource_and_generation() {
     both(async |env: Env| {
         let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
-        let w = WriteParams::default();
+        let w = WriteOptions::default();
         let d = deps.create(&deployment("web", 1), &w).await.unwrap();
         assert_eq!(d.metadata.generation, Some(1));
 
@@ -254,7 +254,7 @@ async fn status_subresource_and_generation() {
             .patch_status(
                 "web",
                 &Patch::Merge(json!({"spec": {"replicas": 5}, "status": {"readyReplicas": 2}})),
-                &PatchParams::default(),
+                &PatchOptions::default(),
             )
             .await
             .unwrap();
@@ -268,8 +268,8 @@ async fn status_subresource_and_generation() {
 async fn patches_of_each_type() {
     both(async |env: Env| {
         let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
-        let pp = PatchParams::default();
-        deps.create(&deployment("web", 1), &WriteParams::default())
+        let pp = PatchOptions::default();
+        deps.create(&deployment("web", 1), &WriteOptions::default())
             .await
             .unwrap();
 
@@ -367,7 +367,7 @@ async fn patches_of_each_type() {
 
         // Strategic merge on a custom resource: 415.
         let ws = widgets(&env);
-        ws.create(&widget("w", json!({"size": 1})), &WriteParams::default())
+        ws.create(&widget("w", json!({"size": 1})), &WriteOptions::default())
             .await
             .unwrap();
         let e = api_err(
@@ -386,7 +386,7 @@ async fn patches_of_each_type() {
         deps.apply(
             "web",
             &deployment("web", 1),
-            &PatchParams::apply("t").force(),
+            &PatchOptions::apply("t").force(),
         )
         .await
         .unwrap();
@@ -418,14 +418,14 @@ async fn server_side_apply_create_update_conflict_force() {
         let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
         // fieldManager is required: 422 naming it, as kube-apiserver answers.
         let e = api_err(
-            deps.apply("web", &deployment("web", 1), &PatchParams::default())
+            deps.apply("web", &deployment("web", 1), &PatchOptions::default())
                 .await,
         );
         assert!(e.is_invalid(), "{e:?}");
 
         // Create if absent, with a managedFields entry.
         let d = deps
-            .apply("web", &deployment("web", 1), &PatchParams::apply("alice"))
+            .apply("web", &deployment("web", 1), &PatchOptions::apply("alice"))
             .await
             .unwrap();
         assert_eq!(d.spec.replicas, Some(1));
@@ -438,7 +438,7 @@ async fn server_side_apply_create_update_conflict_force() {
 
         // Another manager changing alice's field conflicts.
         let e = api_err(
-            deps.apply("web", &deployment("web", 5), &PatchParams::apply("bob"))
+            deps.apply("web", &deployment("web", 5), &PatchOptions::apply("bob"))
                 .await,
         );
         assert!(e.is_conflict());
@@ -456,7 +456,7 @@ async fn server_side_apply_create_update_conflict_force() {
             .apply(
                 "web",
                 &deployment("web", 5),
-                &PatchParams::apply("bob").force(),
+                &PatchOptions::apply("bob").force(),
             )
             .await
             .unwrap();
@@ -474,7 +474,7 @@ async fn server_side_apply_create_update_conflict_force() {
         let mut no_replicas = deployment("web", 1);
         no_replicas.spec.replicas = None;
         let d = deps
-            .apply("web", &no_replicas, &PatchParams::apply("alice"))
+            .apply("web", &no_replicas, &PatchOptions::apply("alice"))
             .await
             .unwrap();
         assert_eq!(d.spec.replicas, Some(5));
@@ -485,7 +485,7 @@ async fn server_side_apply_create_update_conflict_force() {
         let l = leases
             .create(
                 &l,
-                &WriteParams {
+                &WriteOptions {
                     field_manager: Some("elector".into()),
                     ..Default::default()
                 },
@@ -500,7 +500,7 @@ async fn server_side_apply_create_update_conflict_force() {
         );
         let e = api_err(
             leases
-                .apply("lock", &applied, &PatchParams::apply("other"))
+                .apply("lock", &applied, &PatchOptions::apply("other"))
                 .await,
         );
         assert!(e.is_conflict());
@@ -513,7 +513,7 @@ async fn finalizers_and_delete_options() {
     both(async |env: Env| {
         let pods = ResourceClient::<Pod>::namespaced(env.client.clone(), "default");
         let cms = ResourceClient::<ConfigMap>::namespaced(env.client.clone(), "default");
-        let w = WriteParams::default();
+        let w = WriteOptions::default();
 
         // SEMANTICS 9.16
         let p: Pod = from(json!({"metadata": {"name": "f", "finalizers": ["x"]},
@@ -640,7 +640,7 @@ async fn garbage_collection_by_propagation_policy() {
     both(async |env: Env| {
         let rss = ResourceClient::<ReplicaSet>::namespaced(env.client.clone(), "default");
         let pods = ResourceClient::<Pod>::namespaced(env.client.clone(), "default");
-        let w = WriteParams::default();
+        let w = WriteOptions::default();
         let names = async || -> Vec<String> {
             pods.list(&ListOptions::default())
                 .await
@@ -711,7 +711,7 @@ async fn delete_collection_with_selectors() {
         let cms = ResourceClient::<ConfigMap>::namespaced(env.client.clone(), "default");
         for (n, app) in [("a", "web"), ("b", "web"), ("c", "db")] {
             let c: ConfigMap = from(json!({"metadata": {"name": n, "labels": {"app": app}}}));
-            cms.create(&c, &WriteParams::default()).await.unwrap();
+            cms.create(&c, &WriteOptions::default()).await.unwrap();
         }
         let gone = cms
             .delete_collection(
@@ -740,13 +740,13 @@ async fn delete_collection_with_selectors() {
 async fn strict_namespaces_reject_writes_into_missing_namespaces() {
     both_with(true, async |env: Env| {
         let cms = ResourceClient::<ConfigMap>::namespaced(env.client.clone(), "x");
-        let e = api_err(cms.create(&cm("a", &[]), &WriteParams::default()).await);
+        let e = api_err(cms.create(&cm("a", &[]), &WriteOptions::default()).await);
         assert!(e.is_not_found());
         assert_eq!(e.message(), "namespaces \"x\" not found");
         env.server
             .create("namespaces", json!({"metadata": {"name": "x"}}))
             .unwrap();
-        cms.create(&cm("a", &[]), &WriteParams::default())
+        cms.create(&cm("a", &[]), &WriteOptions::default())
             .await
             .unwrap();
     })
@@ -757,7 +757,7 @@ async fn strict_namespaces_reject_writes_into_missing_namespaces() {
 async fn concurrent_updates_have_one_winner_per_version() {
     both(async |env: Env| {
         let cms = ResourceClient::<ConfigMap>::namespaced(env.client.clone(), "default");
-        cms.create(&cm("counter", &[("n", "0")]), &WriteParams::default())
+        cms.create(&cm("counter", &[("n", "0")]), &WriteOptions::default())
             .await
             .unwrap();
         let tasks = 8;
@@ -776,7 +776,7 @@ async fn concurrent_updates_have_one_winner_per_version() {
                     let read_rv = cur.metadata.resource_version.clone().unwrap();
                     let mut next = cur.clone();
                     next.data = Some([("n".to_owned(), (n + 1).to_string())].into());
-                    match cms.update(&next, &WriteParams::default()).await {
+                    match cms.update(&next, &WriteOptions::default()).await {
                         Ok(_) => {
                             wins.lock().push(read_rv);
                             done += 1;
@@ -813,7 +813,7 @@ async fn concurrent_updates_have_one_winner_per_version() {
 async fn custom_resources_are_pruned_defaulted_and_validated() {
     both(async |env: Env| {
         let ws = widgets(&env);
-        let w = WriteParams::default();
+        let w = WriteOptions::default();
         let created = ws
             .create(
                 &widget(
@@ -897,7 +897,7 @@ async fn custom_resources_are_pruned_defaulted_and_validated() {
 async fn request_log_and_reactors() {
     both(async |env: Env| {
         let cms = ResourceClient::<ConfigMap>::namespaced(env.client.clone(), "default");
-        let w = WriteParams::default();
+        let w = WriteOptions::default();
         env.server.clear_requests();
         cms.create(&cm("a", &[("k", "v")]), &w).await.unwrap();
         cms.get("a").await.unwrap();
@@ -958,7 +958,7 @@ async fn dropped_and_expired_watches() {
 
         // Watches started after the drop are unaffected.
         let mut w2 = cms.watch(&ListOptions::default()).await.unwrap();
-        cms.create(&cm("a", &[]), &WriteParams::default())
+        cms.create(&cm("a", &[]), &WriteOptions::default())
             .await
             .unwrap();
         assert!(matches!(next_change(&mut w2).await, WatchEvent::Added(_)));
@@ -989,7 +989,7 @@ async fn dropped_and_expired_watches() {
             .watch(&ListOptions::default().resource_version(&rv))
             .await
             .unwrap();
-        cms.create(&cm("b", &[]), &WriteParams::default())
+        cms.create(&cm("b", &[]), &WriteOptions::default())
             .await
             .unwrap();
         assert!(matches!(next_change(&mut w4).await, WatchEvent::Added(_)));
@@ -1001,13 +1001,13 @@ async fn dropped_and_expired_watches() {
 async fn apply_status_and_leases() {
     both(async |env: Env| {
         let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
-        deps.apply("web", &deployment("web", 2), &PatchParams::apply("user"))
+        deps.apply("web", &deployment("web", 2), &PatchOptions::apply("user"))
             .await
             .unwrap();
         let status: Deployment = from(json!({"apiVersion": "apps/v1", "kind": "Deployment",
             "metadata": {"name": "web"}, "spec": {"replicas": 9}, "status": {"replicas": 2}}));
         let d = deps
-            .apply_status("web", &status, &PatchParams::apply("controller"))
+            .apply_status("web", &status, &PatchOptions::apply("controller"))
             .await
             .unwrap();
         assert_eq!(d.status.unwrap().replicas, Some(2));
@@ -1024,7 +1024,7 @@ async fn apply_status_and_leases() {
         let l: Lease = from(json!({"metadata": {"name": "lock"}, "spec": {
             "holderIdentity": "a", "leaseDurationSeconds": 10,
             "renewTime": "2024-01-01T00:00:00.123456Z", "leaseTransitions": 0}}));
-        let l = leases.create(&l, &WriteParams::default()).await.unwrap();
+        let l = leases.create(&l, &WriteOptions::default()).await.unwrap();
         let raw = env
             .server
             .get("leases.coordination.k8s.io", "default", "lock")
@@ -1033,10 +1033,10 @@ async fn apply_status_and_leases() {
         assert_eq!(raw["spec"]["renewTime"], "2024-01-01T00:00:00.123456Z");
         let mut a = l.clone();
         a.spec.as_mut().unwrap().holder_identity = Some("b".into());
-        leases.update(&a, &WriteParams::default()).await.unwrap();
+        leases.update(&a, &WriteOptions::default()).await.unwrap();
         let mut b = l.clone();
         b.spec.as_mut().unwrap().holder_identity = Some("c".into());
-        assert!(api_err(leases.update(&b, &WriteParams::default()).await).is_conflict());
+        assert!(api_err(leases.update(&b, &WriteOptions::default()).await).is_conflict());
     })
     .await;
 }
@@ -1045,7 +1045,7 @@ async fn apply_status_and_leases() {
 async fn scale_subresource_of_builtin_and_custom_resources() {
     both(async |env: Env| {
         let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
-        deps.create(&deployment("web", 2), &WriteParams::default())
+        deps.create(&deployment("web", 2), &WriteOptions::default())
             .await
             .unwrap();
         let api: kube::Api<Deployment> = kube::Api::namespaced(env.client.clone(), "default");
@@ -1075,12 +1075,12 @@ async fn scale_subresource_of_builtin_and_custom_resources() {
         // A custom resource's scale follows the CRD's paths.
         let ws = widgets(&env);
         let w = ws
-            .create(&widget("w", json!({"size": 1})), &WriteParams::default())
+            .create(&widget("w", json!({"size": 1})), &WriteOptions::default())
             .await
             .unwrap();
         let mut st = w.clone();
         st.data["status"] = json!({"replicas": 1, "selector": "app=w"});
-        ws.update_status(&st, &WriteParams::default())
+        ws.update_status(&st, &WriteOptions::default())
             .await
             .unwrap();
         let ar = ApiResource::from_gvk_with_plural(
@@ -1108,7 +1108,7 @@ async fn scale_subresource_of_builtin_and_custom_resources() {
 async fn resource_client_scale_verbs() {
     both(async |env: Env| {
         let deps = ResourceClient::<Deployment>::namespaced(env.client.clone(), "default");
-        let w = WriteParams::default();
+        let w = WriteOptions::default();
         let d = deps.create(&deployment("web", 2), &w).await.unwrap();
         let mut st = d.clone();
         st.status = Some(from(json!({"replicas": 2})));
@@ -1159,7 +1159,7 @@ async fn resource_client_scale_verbs() {
         blind.spec.as_mut().unwrap().replicas = Some(-1);
         assert!(api_err(deps.update_scale("web", &blind, &w).await).is_invalid());
         blind.spec.as_mut().unwrap().replicas = Some(8);
-        let dry = WriteParams {
+        let dry = WriteOptions {
             dry_run: true,
             ..Default::default()
         };
@@ -1168,7 +1168,7 @@ async fn resource_client_scale_verbs() {
         assert_eq!(deps.get("web").await.unwrap().spec.replicas, Some(1));
 
         // PATCH, merge and JSON.
-        let p = PatchParams::default();
+        let p = PatchOptions::default();
         let s6 = deps
             .patch_scale("web", &Patch::Merge(json!({"spec": {"replicas": 6}})), &p)
             .await

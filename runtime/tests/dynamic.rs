@@ -15,7 +15,7 @@ use kubegen_runtime::client::discovery::RestMapper;
 use kubegen_runtime::client::dynamic::DynamicClient;
 use kubegen_runtime::client::metadata::{MetadataClient, PartialObjectMetadata};
 use kubegen_runtime::client::{
-    DeleteOptions, ListOptions, Patch, PatchParams, WatchEvent, WriteParams,
+    DeleteOptions, ListOptions, Patch, PatchOptions, WatchEvent, WriteOptions,
 };
 use kubegen_runtime::labels::Selector;
 use kubegen_runtime::object::{DynamicObject, GroupVersionKind, GroupVersionResource};
@@ -91,7 +91,7 @@ async fn create_crd(client: &kube::Client) {
             "v1",
             "customresourcedefinitions",
         ))
-        .create(&dynamic(crd()), &WriteParams::default())
+        .create(&dynamic(crd()), &WriteOptions::default())
         .await
         .expect("CRD created");
 }
@@ -103,7 +103,7 @@ async fn dynamic_client_has_every_verb() {
         let gadgets = DynamicClient::new(env.client.clone())
             .resource(&gvr("example.kubegen.dev", "v1", "gadgets"));
         let ns = gadgets.namespace("ns");
-        let wp = WriteParams::default();
+        let wp = WriteOptions::default();
 
         let created = ns.create(&gadget("ns", "a", 1), &wp).await.expect("create");
         assert_eq!(created.types.as_ref().map(|t| t.kind.as_str()), Some("Gadget"));
@@ -129,13 +129,13 @@ async fn dynamic_client_has_every_verb() {
         assert_eq!(st.data["spec"]["size"], 3, "update_status leaves the spec");
 
         let patched = ns
-            .patch("a", &Patch::Merge(json!({"spec": {"size": 5}})), &PatchParams::default())
+            .patch("a", &Patch::Merge(json!({"spec": {"size": 5}})), &PatchOptions::default())
             .await
             .expect("patch");
         assert_eq!(patched.data["spec"]["size"], 5);
 
         let applied = ns
-            .apply("c", &gadget("ns", "c", 7), &PatchParams::apply("dynamic-test"))
+            .apply("c", &gadget("ns", "c", 7), &PatchOptions::apply("dynamic-test"))
             .await
             .expect("apply");
         assert_eq!(applied.data["spec"]["size"], 7);
@@ -252,7 +252,7 @@ async fn dynamic_informer_for_a_crd_created_at_run_time() {
         let client = DynamicClient::new(env.client.clone()).resource(&gadgets_gvr);
         client
             .namespace("ns")
-            .create(&gadget("ns", "a", 1), &WriteParams::default())
+            .create(&gadget("ns", "a", 1), &WriteOptions::default())
             .await
             .expect("create");
         let gadgets = factory
@@ -300,7 +300,7 @@ async fn dynamic_informer_for_a_crd_created_at_run_time() {
 
         client
             .namespace("ns")
-            .create(&gadget("ns", "b", 2), &WriteParams::default())
+            .create(&gadget("ns", "b", 2), &WriteOptions::default())
             .await
             .expect("create b");
         assert_eq!(added.recv().await.as_deref(), Some("b"));

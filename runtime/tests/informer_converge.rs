@@ -25,8 +25,10 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
 use kubegen_runtime::cache::delta_fifo::DeltaObject;
-use kubegen_runtime::cache::informer::{InformerConfig, ResourceEventHandler, SharedIndexInformer};
-use kubegen_runtime::cache::reflector::{Backoff, ReflectorConfig};
+use kubegen_runtime::cache::informer::{
+    InformerOptions, ResourceEventHandler, SharedIndexInformer,
+};
+use kubegen_runtime::cache::reflector::{Backoff, ReflectorOptions};
 use kubegen_runtime::client::ResourceClient;
 use kubegen_runtime::errors::StatusError;
 use kubegen_runtime::testing::{ApiServer, Reactor};
@@ -475,7 +477,7 @@ async fn scenario(seed: u64, transport: Transport) {
     // Small pages in some runs, so that relists paginate from snapshots and continuation
     // pages can expire under compaction (SEMANTICS 3.4, 3.7).
     let page_size = [None, Some(5), Some(17)][rng.random_range(0..3)];
-    let mut reflector = ReflectorConfig::default().backoff(Backoff::new(
+    let mut reflector = ReflectorOptions::default().backoff(Backoff::new(
         Duration::from_millis(1),
         2.0,
         1.0,
@@ -489,7 +491,7 @@ async fn scenario(seed: u64, transport: Transport) {
     // converge under the same faults (SEMANTICS 3.18, 3.20).
     let watch_list = rng.random_bool(0.3);
     reflector = reflector.use_watch_list(watch_list);
-    let mut config = InformerConfig::default()
+    let mut config = InformerOptions::default()
         .resync_period(Duration::from_secs(1))
         .reflector(reflector);
     if selective {

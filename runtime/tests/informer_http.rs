@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kubegen_runtime::cache::delta_fifo::DeltaObject;
 use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
 use kubegen_runtime::cache::informer::{
-    InformerConfig, ResourceEventHandlerFuncs, SharedIndexInformer,
+    InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kubegen_runtime::client::ResourceClient;
 use kubegen_runtime::labels::Selector;
@@ -101,7 +101,7 @@ async fn informer_syncs_lists_and_hears_changes() {
 
         let informer = SharedIndexInformer::new(
             Arc::new(ResourceClient::<Pod>::all(env.client.clone())),
-            InformerConfig::default(),
+            InformerOptions::default(),
         );
         let (tx, mut rx) = mpsc::unbounded_channel();
         informer.add_event_handler(forwarding_handler(tx)).unwrap();

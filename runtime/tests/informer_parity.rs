@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
-use kubegen_runtime::cache::informer::{InformerConfig, SharedIndexInformer};
-use kubegen_runtime::cache::reflector::{ReflectorConfig, ReflectorError};
+use kubegen_runtime::cache::informer::{InformerOptions, SharedIndexInformer};
+use kubegen_runtime::cache::reflector::{ReflectorError, ReflectorOptions};
 use kubegen_runtime::client::ResourceClient;
 use kubegen_runtime::testing::errors::StatusError;
 use kubegen_runtime::testing::transport::{Connection, Transport};
@@ -111,7 +111,7 @@ async fn watch_list_is_the_default(transport: Transport) {
     }
     let informer = SharedIndexInformer::new(
         Arc::new(ResourceClient::<Pod>::all(conn.client())),
-        InformerConfig::default(),
+        InformerOptions::default(),
     );
     let checker = informer.done_checker();
     let stop = run(&informer);
@@ -160,7 +160,7 @@ async fn rejected_watch_list_falls_back_to_list_and_watch(transport: Transport) 
     );
     let informer = SharedIndexInformer::new(
         Arc::new(ResourceClient::<Pod>::all(conn.client())),
-        InformerConfig::default(),
+        InformerOptions::default(),
     );
     let stop = run(&informer);
     informer.done_checker().done().await;
@@ -216,8 +216,8 @@ async fn consistency_detector_reports_the_keys_that_differ(transport: Transport)
     );
     let informer = SharedIndexInformer::new(
         Arc::new(ResourceClient::<Pod>::all(conn.client())),
-        InformerConfig::default()
-            .reflector(ReflectorConfig::default().check_watch_list_consistency(true)),
+        InformerOptions::default()
+            .reflector(ReflectorOptions::default().check_watch_list_consistency(true)),
     );
     let reported: Arc<Mutex<Vec<String>>> = Arc::default();
     informer
@@ -264,8 +264,8 @@ async fn consistent_server_reports_nothing() {
     server.create("pods", pod("a")).unwrap();
     let informer = SharedIndexInformer::new(
         Arc::new(ResourceClient::<Pod>::all(conn.client())),
-        InformerConfig::default()
-            .reflector(ReflectorConfig::default().check_watch_list_consistency(true)),
+        InformerOptions::default()
+            .reflector(ReflectorOptions::default().check_watch_list_consistency(true)),
     );
     let reported: Arc<Mutex<Vec<String>>> = Arc::default();
     informer
@@ -298,7 +298,7 @@ async fn watch_list_is_the_default_on_a_real_apiserver() {
     let registry = prometheus::Registry::new();
     kubegen_runtime::metrics::prometheus::register(&registry).unwrap();
     let pods = ResourceClient::<Pod>::namespaced(conn.client(), NS);
-    let informer = SharedIndexInformer::new(Arc::new(pods), InformerConfig::default())
+    let informer = SharedIndexInformer::new(Arc::new(pods), InformerOptions::default())
         .with_kind_name("wl-real");
     let stop = run(&informer);
     let synced =

@@ -12,7 +12,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::coordination::v1::Lease;
 use kubegen_runtime::errors::{GroupResource, StatusError};
 use kubegen_runtime::leaderelection::{
-    ConfigError, LeaderCallbacks, LeaderElectionConfig, LeaderElectionRecord, LeaderElector,
+    ConfigError, LeaderCallbacks, LeaderElectionOptions, LeaderElectionRecord, LeaderElector,
     LeaseLock, LockError, ResourceLock,
 };
 use kubegen_runtime::testing::{ApiServer, Reactor};
@@ -97,9 +97,9 @@ fn callbacks(id: &str) -> (LeaderCallbacks, Events) {
 }
 
 /// The test configuration of SEMANTICS 10: LeaseDuration 10 s.
-fn config(lock: impl ResourceLock + 'static, id: &str) -> (LeaderElectionConfig, Events) {
+fn config(lock: impl ResourceLock + 'static, id: &str) -> (LeaderElectionOptions, Events) {
     let (cbs, events) = callbacks(id);
-    let config = LeaderElectionConfig::new(lock)
+    let config = LeaderElectionOptions::new(lock)
         .lease_duration(secs(10))
         .renew_deadline(secs(5))
         .retry_period(secs(2))
@@ -131,7 +131,7 @@ impl Env {
     fn elector_with(
         &self,
         id: &str,
-        f: impl FnOnce(LeaderElectionConfig) -> LeaderElectionConfig,
+        f: impl FnOnce(LeaderElectionOptions) -> LeaderElectionOptions,
     ) -> (LeaderElector, Events) {
         let (config, events) = config(self.lock(id), id);
         (LeaderElector::new(f(config)).unwrap(), events)
@@ -249,7 +249,7 @@ fn validate(
     retry: u64,
     cbs: LeaderCallbacks,
 ) -> Result<(), ConfigError> {
-    let config = LeaderElectionConfig::new(lock)
+    let config = LeaderElectionOptions::new(lock)
         .lease_duration(secs(lease))
         .renew_deadline(secs(renew))
         .retry_period(secs(retry))
@@ -291,7 +291,7 @@ fn config_validation() {
     assert_eq!(validate(fake("baz"), 15, 10, 2, no_new), Ok(()));
 
     // The conventional defaults.
-    let config = LeaderElectionConfig::new(fake("baz"));
+    let config = LeaderElectionOptions::new(fake("baz"));
     assert_eq!(
         (
             config.lease_duration,
@@ -730,7 +730,7 @@ async fn two_electors(client: kube::Client, t: Timing) {
                 }
             })
             .on_stopped_leading(|| {});
-        let config = LeaderElectionConfig::new(lock)
+        let config = LeaderElectionOptions::new(lock)
             .lease_duration(t.lease)
             .renew_deadline(t.renew)
             .retry_period(t.retry)

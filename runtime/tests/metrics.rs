@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
-use kubegen_runtime::cache::informer::{InformerConfig, SharedIndexInformer};
-use kubegen_runtime::cache::reflector::ReflectorConfig;
+use kubegen_runtime::cache::informer::{InformerOptions, SharedIndexInformer};
+use kubegen_runtime::cache::reflector::ReflectorOptions;
 use kubegen_runtime::client::{ResourceClient, RestConfig};
 use kubegen_runtime::errors::StatusError;
 use kubegen_runtime::leaderelection::{
-    LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock,
+    LeaderCallbacks, LeaderElectionOptions, LeaderElector, LeaseLock,
 };
 use kubegen_runtime::metrics::prometheus::{register, serve};
 use kubegen_runtime::testing::{ApiServer, Reactor};
@@ -80,7 +80,7 @@ async fn metrics_endpoint_serves_client_go_metric_names() {
     // to count.
     let informer = SharedIndexInformer::new(
         Arc::new(cms.clone()),
-        InformerConfig::default().reflector(ReflectorConfig::default().use_watch_list(false)),
+        InformerOptions::default().reflector(ReflectorOptions::default().use_watch_list(false)),
     );
     let running = tokio::spawn({
         let (informer, stop) = (informer.clone(), stop.clone());
@@ -89,7 +89,7 @@ async fn metrics_endpoint_serves_client_go_metric_names() {
     assert!(informer.wait_for_sync(&stop).await);
 
     let lock = LeaseLock::new(client, "ns", "metrics-test", "me");
-    let config = LeaderElectionConfig::new(lock)
+    let config = LeaderElectionOptions::new(lock)
         .name("metrics-test")
         .callbacks(
             LeaderCallbacks::new()

@@ -13,7 +13,7 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::Resource;
-use kubegen_runtime::client::{protobuf, ListOptions, ResourceClient, WatchEvent, WriteParams};
+use kubegen_runtime::client::{protobuf, ListOptions, ResourceClient, WatchEvent, WriteOptions};
 use kubegen_runtime::object::DynamicObject;
 use kubegen_runtime::testing::transport::Transport;
 use kubegen_runtime::testing::ApiServer;
@@ -65,7 +65,7 @@ fn from<K: DeserializeOwned>(v: serde_json::Value) -> K {
 
 /// Creates the fixtures through the client (the same way on every transport).
 async fn seed(client: &kube::Client, n: usize) {
-    let wp = WriteParams::default();
+    let wp = WriteOptions::default();
     for i in 0..n {
         let (pod, cm, secret, svc, deploy) = fixtures(i);
         ResourceClient::<Pod>::namespaced(client.clone(), NS)
@@ -271,7 +271,7 @@ async fn watch_events(pb: &kube::Client) {
         .get_or_insert_with(Default::default)
         .insert("changed".into(), "yes".into());
     let updated = pods
-        .update(&p, &WriteParams::default())
+        .update(&p, &WriteOptions::default())
         .await
         .expect("update");
     pods.delete("p1", &Default::default())

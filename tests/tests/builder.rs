@@ -49,7 +49,7 @@ fn single_file_nests_every_module() {
 async fn single_file_clientset_factory_and_fake_behave_like_the_tree() {
     use generated::apis::samplecontroller::v1alpha1::FooSpec;
     use generated::informers::SharedInformerFactory;
-    use kubegen_runtime::client::WriteParams;
+    use kubegen_runtime::client::WriteOptions;
     use kubegen_runtime::labels::Selector;
 
     let cs = generated::fake::new_simple_clientset(Vec::new())
@@ -60,7 +60,7 @@ async fn single_file_clientset_factory_and_fake_behave_like_the_tree() {
     let created = cs
         .samplecontroller_v1alpha1()
         .foos("ns")
-        .create(&obj, &WriteParams::default())
+        .create(&obj, &WriteOptions::default())
         .await
         .unwrap();
     let factory = SharedInformerFactory::new(cs.clientset().clone(), Default::default());

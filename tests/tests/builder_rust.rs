@@ -16,7 +16,7 @@ mod generated {
 use apis::documents::v1::{Document, DocumentSpec};
 use apis::samplecontroller::v1alpha1::{Foo, FooSpec};
 use k8s_openapi::Resource;
-use kubegen_runtime::client::WriteParams;
+use kubegen_runtime::client::WriteOptions;
 
 #[tokio::test]
 async fn build_script_tree_serves_the_user_types() {
@@ -36,7 +36,7 @@ async fn build_script_tree_serves_the_user_types() {
     let created = cs
         .samplecontroller_v1alpha1()
         .foos("default")
-        .create(&obj, &WriteParams::default())
+        .create(&obj, &WriteOptions::default())
         .await
         .unwrap();
     // The fake registers the schema derived from the types, so the server applies the
@@ -58,7 +58,7 @@ async fn build_script_tree_serves_the_user_types() {
     let created = cs
         .documents_v1()
         .documents("default")
-        .create(&doc, &WriteParams::default())
+        .create(&doc, &WriteOptions::default())
         .await
         .unwrap();
     assert_eq!(created.spec, doc.spec);

@@ -9,7 +9,7 @@ use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
-use kubegen_runtime::client::{ResourceClient, WriteParams};
+use kubegen_runtime::client::{ResourceClient, WriteOptions};
 use kubegen_runtime::object::{object_key, split_meta_namespace_key};
 use kubegen_runtime::workqueue::RateLimitingQueue;
 use kubegen_tests::golden::apis::samplecontroller::v1alpha1::{Foo, FooSpec, FooStatus};
@@ -65,7 +65,7 @@ async fn reconcile(cs: &Clientset, lister: &FooLister, key: &str) -> Result<(), 
         Ok(d) => d,
         Err(e) if e.is_not_found() => {
             let d = new_deployment(&obj, &deployment_name, spec.replicas);
-            deployments.create(&d, &WriteParams::default()).await?
+            deployments.create(&d, &WriteOptions::default()).await?
         }
         Err(e) => return Err(e.into()),
     };
@@ -77,7 +77,7 @@ async fn reconcile(cs: &Clientset, lister: &FooLister, key: &str) -> Result<(), 
         });
         cs.samplecontroller_v1alpha1()
             .foos(namespace)
-            .update_status(&updated, &WriteParams::default())
+            .update_status(&updated, &WriteOptions::default())
             .await?;
     }
     Ok(())

@@ -4,7 +4,7 @@
 //! objects the generated types serialize are stored, and the markers' validation is
 //! enforced (a violating object gets 422 naming the field), as is the marker default.
 
-use kubegen_runtime::client::WriteParams;
+use kubegen_runtime::client::WriteOptions;
 use kubegen_runtime::testing::transport::Transport;
 use kubegen_runtime::testing::ApiServer;
 use kubegen_tests::apis::samplecontroller::v1alpha1::{Foo, FooSpec};
@@ -53,7 +53,7 @@ async fn enforce(transport: Transport) {
     let foos = Clientset::new(conn.client())
         .samplecontroller_v1alpha1()
         .foos("default");
-    let params = WriteParams::default();
+    let params = WriteOptions::default();
 
     // Valid, and defaulted by the marker default (`+kubebuilder:default=1`).
     let created = foos

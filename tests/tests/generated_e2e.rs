@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use kubegen_runtime::cache::factory::FactoryOptions;
 use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
-use kubegen_runtime::client::{DeleteOptions, ListOptions, Patch, PatchParams, WriteParams};
+use kubegen_runtime::client::{DeleteOptions, ListOptions, Patch, PatchOptions, WriteOptions};
 use kubegen_runtime::errors::StatusError;
 use kubegen_runtime::labels::Selector;
 use kubegen_runtime::testing::transport::Transport;
@@ -79,7 +79,7 @@ async fn foo_crud(transport: Transport) {
         .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
     let cs = Clientset::new(conn.client());
     let foos = cs.samplecontroller_v1alpha1().foos("default");
-    let params = WriteParams::default();
+    let params = WriteOptions::default();
 
     let created = foos
         .create(&new_foo("default", "web", &[("app", "web")]), &params)
@@ -117,7 +117,7 @@ async fn foo_crud(transport: Transport) {
         .patch(
             "db",
             &Patch::Merge(serde_json::json!({"spec": {"replicas": 5}})),
-            &PatchParams::default(),
+            &PatchOptions::default(),
         )
         .await
         .unwrap();
@@ -127,7 +127,7 @@ async fn foo_crud(transport: Transport) {
         .apply(
             "cache",
             &new_foo("default", "cache", &[]),
-            &PatchParams::apply("e2e"),
+            &PatchOptions::apply("e2e"),
         )
         .await
         .unwrap();
@@ -203,7 +203,7 @@ async fn factory_syncs_and_its_listers_see_objects_by_namespace() {
     // cache has it).
     cs.samplecontroller_v1alpha1()
         .foos("b")
-        .create(&new_foo("b", "three", &[]), &WriteParams::default())
+        .create(&new_foo("b", "three", &[]), &WriteOptions::default())
         .await
         .unwrap();
     while rx.recv().await.as_deref() != Some("three") {}
@@ -283,12 +283,12 @@ async fn fake_clientset_records_actions_and_reactor_errors_reach_the_caller() {
     let foos = cs.samplecontroller_v1alpha1().foos("default");
     let web = foos.get("web").await.unwrap();
     let err = foos
-        .update(&web, &WriteParams::default())
+        .update(&web, &WriteOptions::default())
         .await
         .unwrap_err();
     assert_eq!(err.status().unwrap().code(), 429, "{err}");
     // The reactor acted once; the retry goes through.
-    foos.update(&web, &WriteParams::default()).await.unwrap();
+    foos.update(&web, &WriteOptions::default()).await.unwrap();
 
     let actions: Vec<(String, String, String, String)> = cs
         .actions()
@@ -401,7 +401,10 @@ async fn fake_clientset_reactors_answer_with_typed_objects() {
     );
     let mut change = web.clone();
     change.spec.get_or_insert_with(Default::default).replicas = Some(3);
-    let got = foos.update(&change, &WriteParams::default()).await.unwrap();
+    let got = foos
+        .update(&change, &WriteOptions::default())
+        .await
+        .unwrap();
     assert_eq!(got.spec.and_then(|s| s.replicas), Some(42));
     assert_eq!(
         foos.get("web").await.unwrap().spec.and_then(|s| s.replicas),
@@ -409,7 +412,10 @@ async fn fake_clientset_reactors_answer_with_typed_objects() {
     );
     // Another body does not match: the server stores it.
     change.spec.get_or_insert_with(Default::default).replicas = Some(2);
-    let got = foos.update(&change, &WriteParams::default()).await.unwrap();
+    let got = foos
+        .update(&change, &WriteOptions::default())
+        .await
+        .unwrap();
     assert_eq!(got.spec.and_then(|s| s.replicas), Some(2));
 }
 
@@ -417,7 +423,7 @@ async fn fake_clientset_reactors_answer_with_typed_objects() {
 async fn scale_subresource_through_the_generated_client() {
     let cs = new_simple_clientset(Vec::new()).await.unwrap();
     let sets = cs.scaling_v1().replica_sets("default");
-    let params = WriteParams::default();
+    let params = WriteOptions::default();
     let created = sets
         .create(
             &ReplicaSet::new(
@@ -469,7 +475,7 @@ async fn scale_subresource_through_the_generated_client() {
         .patch_scale(
             "web",
             &Patch::Merge(serde_json::json!({"spec": {"replicas": 4}})),
-            &PatchParams::default(),
+            &PatchOptions::default(),
         )
         .await
         .unwrap();
@@ -512,7 +518,7 @@ async fn cluster_scoped_kind_end_to_end() {
     let created = widgets
         .create(
             &ClusterWidget::new("blue", ClusterWidgetSpec::default()),
-            &WriteParams::default(),
+            &WriteOptions::default(),
         )
         .await
         .unwrap();
@@ -558,7 +564,7 @@ async fn each_version_of_a_multi_version_kind_has_its_own_client_and_informer() 
     let stored = cs
         .multi_v2()
         .gadgets("default")
-        .create(&v2, &WriteParams::default())
+        .create(&v2, &WriteOptions::default())
         .await
         .unwrap();
     assert_eq!(stored.spec, v2.spec);
@@ -570,7 +576,7 @@ async fn each_version_of_a_multi_version_kind_has_its_own_client_and_informer() 
     );
     cs.multi_v1()
         .gadgets("default")
-        .create(&v1, &WriteParams::default())
+        .create(&v1, &WriteOptions::default())
         .await
         .unwrap();
     let factory = SharedInformerFactory::new(cs.clientset().clone(), Duration::ZERO);
@@ -627,7 +633,7 @@ async fn the_fake_clientset_validates_and_prunes_with_the_crd_schema() {
     let err = cs
         .samplecontroller_v1alpha1()
         .foos("ns")
-        .create(&foo, &WriteParams::default())
+        .create(&foo, &WriteOptions::default())
         .await
         .unwrap_err();
     let status = err.status().expect("an API error");

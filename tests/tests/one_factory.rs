@@ -11,7 +11,7 @@ use k8s_openapi::api::core::v1::{Container, Namespace, PodSpec, PodTemplateSpec}
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kubegen_kubernetes::clientset::Clientset as KubeClientset;
 use kubegen_kubernetes::informers::SharedInformerFactory as KubeInformerFactory;
-use kubegen_runtime::client::WriteParams;
+use kubegen_runtime::client::WriteOptions;
 use kubegen_runtime::labels::Selector;
 use kubegen_runtime::testing::transport::Transport;
 use kubegen_tests::golden::apis::samplecontroller::v1alpha1::{Foo, FooSpec};
@@ -31,7 +31,7 @@ async fn one_factory_for_foos_and_deployments(client: kube::Client) {
     kube_cs
         .core_v1()
         .namespaces()
-        .create(&ns, &WriteParams::default())
+        .create(&ns, &WriteOptions::default())
         .await
         .unwrap();
     let mut example = Foo::new(
@@ -44,7 +44,7 @@ async fn one_factory_for_foos_and_deployments(client: kube::Client) {
     example.metadata.namespace = Some("ns".into());
     cs.samplecontroller_v1alpha1()
         .foos("ns")
-        .create(&example, &WriteParams::default())
+        .create(&example, &WriteOptions::default())
         .await
         .unwrap();
     let deployment = Deployment {
@@ -81,7 +81,7 @@ async fn one_factory_for_foos_and_deployments(client: kube::Client) {
     kube_cs
         .apps_v1()
         .deployments("ns")
-        .create(&deployment, &WriteParams::default())
+        .create(&deployment, &WriteOptions::default())
         .await
         .unwrap();
 

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use kubegen_runtime::cache::delta_fifo::DeltaObject;
 use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
-use kubegen_runtime::client::{DeleteOptions, Patch, PatchParams, WriteParams};
+use kubegen_runtime::client::{DeleteOptions, Patch, PatchOptions, WriteOptions};
 use kubegen_runtime::labels::Selector;
 use kubegen_runtime::testing::transport::{Connection, Transport};
 use kubegen_tests::apis::documents::v1::{Document, DocumentSpec, DocumentStatus};
@@ -77,7 +77,7 @@ async fn foo_lifecycle(transport: Transport) {
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
 
     let foos = cs.samplecontroller_v1alpha1().foos("default");
-    let params = WriteParams::default();
+    let params = WriteOptions::default();
     let created = foos.create(&new_foo("web"), &params).await.unwrap();
     assert!(created.metadata.resource_version.is_some());
     assert_eq!(
@@ -128,7 +128,7 @@ async fn document_lifecycle(transport: Transport) {
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
 
     let docs = cs.documents_v1().documents("default");
-    let params = WriteParams::default();
+    let params = WriteOptions::default();
     let mut doc = Document::new(
         "guide",
         DocumentSpec {
@@ -153,7 +153,7 @@ async fn document_lifecycle(transport: Transport) {
         .patch(
             "guide",
             &Patch::Merge(serde_json::json!({"spec": {"pages": 4}})),
-            &PatchParams::default(),
+            &PatchOptions::default(),
         )
         .await
         .unwrap();
@@ -249,7 +249,7 @@ async fn cluster_scoped_kind_has_no_namespace_and_no_status_verbs() {
     };
     gizmo.metadata.name = Some("g".to_owned());
     let created = gizmos
-        .create(&gizmo, &WriteParams::default())
+        .create(&gizmo, &WriteOptions::default())
         .await
         .unwrap();
     assert_eq!(created.metadata.namespace, None);
@@ -271,7 +271,7 @@ async fn cluster_scoped_kind_has_no_namespace_and_no_status_verbs() {
 async fn scale_methods_read_and_write_the_declared_paths() {
     let fake = new_simple_clientset(Vec::new()).await.unwrap();
     let pools = fake.scaling_v1().pools("default");
-    let params = WriteParams::default();
+    let params = WriteOptions::default();
     let mut pool = Pool {
         spec: PoolSpec { replicas: Some(2) },
         ..Pool::default()
@@ -312,7 +312,7 @@ async fn fake_from_rust_types_validates_and_defaults(transport: Transport) {
         _ => Clientset::new(conn.client()),
     };
     let foos = cs.samplecontroller_v1alpha1().foos("default");
-    let params = WriteParams::default();
+    let params = WriteOptions::default();
 
     // `+kubebuilder:default=1` on replicas.
     let mut unset = new_foo("defaulted");

@@ -37,7 +37,7 @@ use kubegen_benchmarks::{
 use kubegen_runtime::cache::dynamic::MetadataSharedInformerFactory;
 use kubegen_runtime::cache::factory::FactoryOptions;
 use kubegen_runtime::cache::informer::{
-    InformerConfig, ResourceEventHandlerFuncs, SharedIndexInformer,
+    InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
 use kubegen_runtime::client::metadata::PartialObjectMetadata;
 use kubegen_runtime::client::ResourceClient;
@@ -143,7 +143,7 @@ where
 {
     let informer = SharedIndexInformer::new(
         Arc::new(ResourceClient::<K>::all(client)),
-        InformerConfig::default(),
+        InformerOptions::default(),
     );
     informer.add_event_handler(
         ResourceEventHandlerFuncs::new()

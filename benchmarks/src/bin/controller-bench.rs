@@ -223,7 +223,7 @@ async fn kubegen_controller(
 ) -> Result<(), Error> {
     use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
     use kubegen_runtime::cache::informer::FifoKind;
-    use kubegen_runtime::cache::reflector::ReflectorConfig;
+    use kubegen_runtime::cache::reflector::ReflectorOptions;
     use kubegen_runtime::cache::SharedIndexInformer;
     use kubegen_runtime::client::ResourceClient;
     use kubegen_runtime::controller::child::create_or_update;
@@ -232,12 +232,12 @@ async fn kubegen_controller(
     let factory = InformerFactory::new(client.clone(), FactoryOptions::new(Duration::ZERO));
     if informers.delta_fifo || informers.no_watch_list {
         // The builder takes the factory's informers: made here first, with the variant.
-        let variant = |mut config: kubegen_runtime::cache::informer::InformerConfig| {
+        let variant = |mut config: kubegen_runtime::cache::informer::InformerOptions| {
             if informers.delta_fifo {
                 config = config.fifo(FifoKind::Delta);
             }
             if informers.no_watch_list {
-                config = config.reflector(ReflectorConfig::default().use_watch_list(false));
+                config = config.reflector(ReflectorOptions::default().use_watch_list(false));
             }
             config
         };

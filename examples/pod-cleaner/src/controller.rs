@@ -17,7 +17,7 @@ use kubegen_kubernetes::clientset::Clientset;
 use kubegen_kubernetes::informers::SharedInformerFactory;
 use kubegen_kubernetes::listers::core::v1::PodLister;
 use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;
-use kubegen_runtime::client::{DeleteOptions, Patch, PatchParams, WriteParams};
+use kubegen_runtime::client::{DeleteOptions, Patch, PatchOptions, WriteOptions};
 use kubegen_runtime::object::{object_key, split_meta_namespace_key};
 use kubegen_runtime::record::{
     reference, ClientEventSink, EventBroadcaster, EventRecorder, EventSource, ObjectReference,
@@ -278,7 +278,7 @@ impl Worker {
                     {
                         let patch =
                             Patch::Merge(serde_json::json!({"metadata": {"finalizers": null}}));
-                        ignore_not_found(pods.patch(name, &patch, &PatchParams::default()).await)?;
+                        ignore_not_found(pods.patch(name, &patch, &PatchOptions::default()).await)?;
                     }
                     let opts = DeleteOptions {
                         grace_period_seconds: Some(0),
@@ -307,7 +307,7 @@ impl Worker {
                         spec.replicas = Some(0);
                     }
                     deployments
-                        .update_scale(&deployment, &scale, &WriteParams::default())
+                        .update_scale(&deployment, &scale, &WriteOptions::default())
                         .await?;
                     let target = ObjectReference {
                         api_version: Some("apps/v1".into()),

@@ -7,7 +7,7 @@
 use k8s_openapi::api::apps::v1::{Deployment, ReplicaSet};
 use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kubegen_kubernetes::clientset::Clientset;
-use kubegen_runtime::client::{DeleteOptions, WriteParams};
+use kubegen_runtime::client::{DeleteOptions, WriteOptions};
 
 use crate::config::Config;
 
@@ -37,7 +37,7 @@ fn from_json<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> Result<T, 
 /// finalizer nobody removes), a Deployment whose Pod cannot pull its image, and a Pod
 /// that restarted 7 times.
 pub async fn create(cs: &Clientset) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
-    let wp = WriteParams::default();
+    let wp = WriteOptions::default();
     let ns: Namespace = from_json(serde_json::json!({"metadata": {"name": NAMESPACE}}))?;
     let _ = cs.core_v1().namespaces().create(&ns, &wp).await;
     let pods = cs.core_v1().pods(NAMESPACE);

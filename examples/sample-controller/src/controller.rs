@@ -22,7 +22,7 @@ use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
 use kubegen_kubernetes::listers::apps::v1::DeploymentLister;
 use kubegen_runtime::cache::informer::{DeltaObject, ResourceEventHandlerFuncs};
-use kubegen_runtime::client::WriteParams;
+use kubegen_runtime::client::WriteOptions;
 use kubegen_runtime::object::{object_key, split_meta_namespace_key};
 use kubegen_runtime::record::{
     reference, ClientEventSink, EventBroadcaster, EventRecorder, EventSource,
@@ -218,7 +218,7 @@ impl Controller {
                     "{key}: creating Deployment {namespace}/{deployment_name}"
                 ));
                 deployments
-                    .create(&new_deployment(&foo), &WriteParams::default())
+                    .create(&new_deployment(&foo), &WriteOptions::default())
                     .await?
             }
             Err(e) => return Err(e.into()),
@@ -242,7 +242,7 @@ impl Controller {
                 ));
                 deployment.spec.replicas = Some(want);
                 deployment = deployments
-                    .update(&deployment, &WriteParams::default())
+                    .update(&deployment, &WriteOptions::default())
                     .await?;
             }
         }
@@ -275,7 +275,7 @@ impl Controller {
             .foos
             .samplecontroller_v1alpha1()
             .foos(namespace)
-            .update_status(&copy, &WriteParams::default())
+            .update_status(&copy, &WriteOptions::default())
             .await?;
         Ok(())
     }

@@ -9,9 +9,9 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use clap::Parser;
-use kubegen_runtime::client::{ListOptions, WriteParams};
+use kubegen_runtime::client::{ListOptions, WriteOptions};
 use kubegen_runtime::leaderelection::{
-    LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock,
+    LeaderCallbacks, LeaderElectionOptions, LeaderElector, LeaseLock,
 };
 use sample_controller::apis::samplecontroller::v1alpha1::{Foo, FooSpec};
 use sample_controller::controller::{self, log, Clients};
@@ -139,7 +139,7 @@ async fn control(
         })
         .on_stopped_leading(|| log("no longer leading"));
     let elector = LeaderElector::new(
-        LeaderElectionConfig::new(lock)
+        LeaderElectionOptions::new(lock)
             .callbacks(callbacks)
             .release_on_cancel(true),
     )?;
@@ -152,7 +152,7 @@ async fn control(
 async fn demo(clients: &Clients, stop: &CancellationToken) -> Result<(), Error> {
     let foos = clients.foos.samplecontroller_v1alpha1().foos("default");
     let deployments = clients.kube.apps_v1().deployments("default");
-    let wp = WriteParams::default();
+    let wp = WriteOptions::default();
     let mut example = Foo {
         spec: FooSpec {
             deployment_name: "example-foo".into(),

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::DeploymentStatus;
 use kubegen_kubernetes::clientset::Clientset;
-use kubegen_runtime::client::{ListOptions, WriteParams};
+use kubegen_runtime::client::{ListOptions, WriteOptions};
 use tokio_util::sync::CancellationToken;
 
 /// Runs until `stop` fires.
@@ -38,7 +38,7 @@ pub async fn run(cs: Clientset, period: Duration, stop: CancellationToken) {
             let _ = cs
                 .apps_v1()
                 .deployments(&ns)
-                .update_status(&d, &WriteParams::default())
+                .update_status(&d, &WriteOptions::default())
                 .await;
         }
     }

@@ -11,7 +11,7 @@
 
 use std::time::Duration;
 
-use kubegen_runtime::client::{ListOptions, WriteParams};
+use kubegen_runtime::client::{ListOptions, WriteOptions};
 use kubegen_runtime::testing::transport::Transport;
 use kubegen_runtime::testing::ApiServer;
 use sample_controller::apis::samplecontroller::v1alpha1::{Foo, FooSpec};
@@ -56,7 +56,7 @@ async fn scenario(client: kube::Client) {
     let run = tokio::spawn(controller::run(clients.clone(), 2, stop.clone()));
     let foos = clients.foos.samplecontroller_v1alpha1().foos("ns");
     let deployments = clients.kube.apps_v1().deployments("ns");
-    let wp = WriteParams::default();
+    let wp = WriteOptions::default();
 
     let created = foos
         .create(&foo("web", "web-deploy", 2), &wp)
@@ -168,7 +168,7 @@ async fn run(transport: Transport) {
         kubegen_kubernetes::clientset::Clientset::new(conn.client())
             .core_v1()
             .namespaces()
-            .create(&ns, &WriteParams::default())
+            .create(&ns, &WriteOptions::default())
             .await
             .unwrap();
     }

@@ -58,8 +58,8 @@ impl ApplyOptions {
     }
 
     /// The same options as the runtime's patch parameters.
-    pub fn to_patch_params(&self) -> crate::client::PatchParams {
-        crate::client::PatchParams {
+    pub fn to_patch_params(&self) -> crate::client::PatchOptions {
+        crate::client::PatchOptions {
             field_manager: Some(self.field_manager.clone()),
             force: self.force,
             dry_run: self.dry_run,

@@ -40,7 +40,7 @@ use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::factory::{spawn_informer, FactoryOptions};
-use crate::cache::informer::{InformerConfig, SharedIndexInformer};
+use crate::cache::informer::{InformerOptions, SharedIndexInformer};
 use crate::cache::lister::{Lister, NamespaceLister};
 use crate::client::discovery::{DiscoveryError, RestMapper, RestMapping};
 use crate::client::metadata::PartialObjectMetadata;
@@ -279,7 +279,7 @@ impl<K: ResourceObject> ResourceInformerFactory<K> {
             Some(ns) if mapping.namespaced => ResourceClient::<K>::namespaced_with(client, ns, &ar),
             _ => ResourceClient::<K>::all_with(client, &ar),
         };
-        let mut config = InformerConfig::default()
+        let mut config = InformerOptions::default()
             .resync_period(self.options.default_resync)
             .api_resource(ar);
         config.tweak_list_options = self.options.tweak_list_options.clone();

@@ -38,7 +38,7 @@ use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
 use crate::cache::done::DoneChecker;
-use crate::cache::informer::{InformerConfig, SharedIndexInformer};
+use crate::cache::informer::{InformerOptions, SharedIndexInformer};
 use crate::cache::keys::{AnyTransformFunc, TransformError};
 use crate::cache::lister::Lister;
 use crate::cache::reflector::Tweaked;
@@ -340,7 +340,7 @@ impl InformerFactory {
     /// factory's tweak and its objects pass the factory's transform).
     pub fn informer_for<K>(
         &self,
-        new_informer: impl FnOnce(InformerConfig) -> SharedIndexInformer<K>,
+        new_informer: impl FnOnce(InformerOptions) -> SharedIndexInformer<K>,
     ) -> SharedIndexInformer<K>
     where
         K: Object + kube::Resource<DynamicType = ()>,
@@ -353,7 +353,7 @@ impl InformerFactory {
         }
         // The factory's transform goes in the configuration, before the informer exists:
         // nothing can refuse it, and it does not replace a transform the constructor set.
-        let mut config = InformerConfig::default().resync_period(self.resync_period_for::<K>());
+        let mut config = InformerOptions::default().resync_period(self.resync_period_for::<K>());
         config.transform = self.options.transform.clone();
         let gr = (
             K::group(&()).into_owned(),

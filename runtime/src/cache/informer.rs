@@ -7,7 +7,7 @@
 //!   *before* a handler hears of the change. A second `run` logs a warning and returns.
 //! - The FIFO is a [`RealFifo`](crate::cache::real_fifo::RealFifo) by default (client-go
 //!   1.36's locked `InOrderInformers`): handlers see every change in the order the watch
-//!   delivered it, across keys. [`InformerConfig::fifo`] picks the
+//!   delivered it, across keys. [`InformerOptions::fifo`] picks the
 //!   [`DeltaFifo`] instead (see [`FifoKind`] for when).
 //! - Each informer has a name (its kind's by default, [`SharedIndexInformer::with_kind_name`]),
 //!   a [`DoneChecker`] completing the moment it has synced
@@ -28,7 +28,7 @@
 //!   period lowers the informer's check period, after `run` it is raised to it; with a
 //!   check period of 0 no handler resyncs.
 //! - `managedFields` are dropped from every cached object by default, before any user
-//!   transform ([`InformerConfig::keep_managed_fields`] opts out). Typed objects carry
+//!   transform ([`InformerOptions::keep_managed_fields`] opts out). Typed objects carry
 //!   their apiVersion and kind in their type; a [`DynamicObject`](kube::core::DynamicObject)
 //!   gets its `types` filled in from its [`ApiResource`](kube::core::ApiResource) when
 //!   a list left them out.
@@ -69,7 +69,7 @@ use crate::cache::keys::{AnyTransformFunc, TransformError, TransformFunc};
 use crate::cache::lister::Lister;
 use crate::cache::real_fifo::{RealFifo, RealFifoOptions};
 use crate::cache::reflector::{
-    ListerWatcher, Reflector, ReflectorConfig, ReflectorError, ReflectorStore, TweakListOptions,
+    ListerWatcher, Reflector, ReflectorError, ReflectorOptions, ReflectorStore, TweakListOptions,
     Tweaked,
 };
 use crate::cache::store::{
@@ -97,23 +97,27 @@ pub enum InformerError {
     Indexer(String),
 }
 
+/// The earlier name of [`InformerOptions`]: the runtime names every options type `*Options`.
+#[deprecated(since = "0.1.0", note = "renamed to `InformerOptions`")]
+pub type InformerConfig = InformerOptions;
+
 /// An informer's configuration: a plain struct with builder methods.
 ///
 /// ```
 /// use std::time::Duration;
-/// use kubegen_runtime::cache::informer::InformerConfig;
+/// use kubegen_runtime::cache::informer::InformerOptions;
 ///
-/// let config = InformerConfig::default().resync_period(Duration::from_secs(30));
+/// let config = InformerOptions::default().resync_period(Duration::from_secs(30));
 /// assert_eq!(config.resync_period, Duration::from_secs(30));
 /// ```
 #[derive(Clone, Default)]
-pub struct InformerConfig {
+pub struct InformerOptions {
     /// The default resync period of handlers, and the initial check period (0 = never).
     pub resync_period: Duration,
     /// Keep `managedFields` in cached objects (dropped by default).
     pub keep_managed_fields: bool,
     /// The reflector's configuration (its resync period is set by the informer).
-    pub reflector: ReflectorConfig,
+    pub reflector: ReflectorOptions,
     /// For [`DynamicObject`](kube::core::DynamicObject) informers: the resource, whose
     /// apiVersion and kind fill in objects that arrive without them.
     pub api_resource: Option<kube::core::ApiResource>,
@@ -127,9 +131,9 @@ pub struct InformerConfig {
     pub transform: Option<AnyTransformFunc>,
 }
 
-impl fmt::Debug for InformerConfig {
+impl fmt::Debug for InformerOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("InformerConfig")
+        f.debug_struct("InformerOptions")
             .field("resync_period", &self.resync_period)
             .field("keep_managed_fields", &self.keep_managed_fields)
             .field("reflector", &self.reflector)
@@ -141,7 +145,7 @@ impl fmt::Debug for InformerConfig {
     }
 }
 
-impl InformerConfig {
+impl InformerOptions {
     /// Sets the default resync period.
     pub fn resync_period(mut self, period: Duration) -> Self {
         self.resync_period = period;
@@ -153,12 +157,12 @@ impl InformerConfig {
         self
     }
     /// Sets the reflector's configuration.
-    pub fn reflector(mut self, config: ReflectorConfig) -> Self {
+    pub fn reflector(mut self, config: ReflectorOptions) -> Self {
         self.reflector = config;
         self
     }
     /// Tweaks the options of every list and watch, e.g. a label selector:
-    /// `InformerConfig::default().tweak_list_options(|o| o.label_selector = Some("app=web".into()))`.
+    /// `InformerOptions::default().tweak_list_options(|o| o.label_selector = Some("app=web".into()))`.
     pub fn tweak_list_options(
         mut self,
         f: impl Fn(&mut ListOptions) + Send + Sync + 'static,
@@ -206,7 +210,7 @@ struct Inner<K: Object> {
     id: u64,
     kind: String,
     lw: Mutex<Arc<dyn ListerWatcher<K>>>,
-    config: InformerConfig,
+    config: InformerOptions,
     indexer: Indexer<K>,
     processor: Processor<K>,
     state: Mutex<State<K>>,
@@ -227,13 +231,13 @@ struct Inner<K: Object> {
 /// use std::sync::Arc;
 /// use k8s_openapi::api::core::v1::Pod;
 /// use kubegen_runtime::cache::informer::{
-///     InformerConfig, ResourceEventHandlerFuncs, SharedIndexInformer,
+///     InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer,
 /// };
 /// use kubegen_runtime::client::ResourceClient;
 /// use tokio_util::sync::CancellationToken;
 ///
 /// let pods = ResourceClient::<Pod>::all(client);
-/// let informer = SharedIndexInformer::new(Arc::new(pods), InformerConfig::default());
+/// let informer = SharedIndexInformer::new(Arc::new(pods), InformerOptions::default());
 /// informer
 ///     .add_event_handler(ResourceEventHandlerFuncs::<Pod>::new().add_func(|pod, _| {
 ///         println!("pod {:?}", pod.metadata.name);
@@ -350,14 +354,14 @@ fn fill_type_meta<K: Object>(obj: &mut K, dt: Option<&kube::core::ApiResource>) 
 
 impl<K: Object> SharedIndexInformer<K> {
     /// An informer listing and watching through `lw`, with the namespace index installed.
-    pub fn new(lw: Arc<dyn ListerWatcher<K>>, config: InformerConfig) -> Self {
+    pub fn new(lw: Arc<dyn ListerWatcher<K>>, config: InformerOptions) -> Self {
         Self::with_indexers(lw, config, Indexers::new())
     }
 
     /// An informer with extra indexers besides the namespace index.
     pub fn with_indexers(
         lw: Arc<dyn ListerWatcher<K>>,
-        config: InformerConfig,
+        config: InformerOptions,
         indexers: Indexers<K>,
     ) -> Self {
         let mut all = namespace_indexers::<K>();
@@ -492,7 +496,7 @@ impl<K: Object> SharedIndexInformer<K> {
     }
 
     /// Sets a transform applied to every object before it enters the cache (after
-    /// `managedFields` are dropped and after [`InformerConfig::transform`]). Only before
+    /// `managedFields` are dropped and after [`InformerOptions::transform`]). Only before
     /// `run`; the last call wins. An object the transform rejects is not cached (the
     /// reflector logs the error; a rejected list fails the round and is retried).
     pub fn set_transform(
@@ -675,7 +679,7 @@ impl<K: Object> SharedIndexInformer<K> {
             if let Some(t) = &any_transform {
                 obj = t(obj)?.downcast::<K>().map_err(|_| {
                     TransformError::new(format!(
-                        "the transform of InformerConfig (a factory's transform) returned \
+                        "the transform of InformerOptions (a factory's transform) returned \
                          another type than {kind}: return the object it was given"
                     ))
                 })?;

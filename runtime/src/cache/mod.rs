@@ -44,15 +44,20 @@ pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, Deltas};
 pub use done::{wait_for, DoneChecker, DoneSignal, NotDone};
 pub use factory::{FactoryOptions, GenericInformer, InformerFactory};
 pub use informer::{
-    FifoKind, FilteringResourceEventHandler, InformerConfig, InformerError, InformerMetrics,
+    FifoKind, FilteringResourceEventHandler, InformerError, InformerMetrics, InformerOptions,
     ResourceEventHandler, ResourceEventHandlerFuncs, ResourceEventHandlerRegistration,
     SharedIndexInformer,
 };
 pub use keys::{AnyTransformFunc, KeyError, KeyFunc, KnownObjects, TransformError, TransformFunc};
 pub use lister::{GenericLister, Lister, NamespaceLister};
 pub use real_fifo::RealFifo;
-pub use reflector::{ListerWatcher, Reflector, ReflectorConfig, ReflectorError};
+pub use reflector::{ListerWatcher, Reflector, ReflectorError, ReflectorOptions};
 pub use store::{IndexFunc, Indexer, Indexers, ReadOnlyIndexer, StoreError, ThreadSafeStore};
+// The earlier names, deprecated (every options type is `*Options` now).
+#[allow(deprecated)]
+pub use informer::InformerConfig;
+#[allow(deprecated)]
+pub use reflector::ReflectorConfig;
 
 /// The last known state of an object whose deletion was missed (client-go's
 /// `DeletedFinalStateUnknown`): the watch that would have reported it was lost, and a

@@ -67,7 +67,7 @@
 //!
 //! An informer over it is the usual one:
 //! `SharedIndexInformer::new(Arc::new(ResourceClient::<PodPlacement>::all(client)),
-//! InformerConfig::default())` (see `examples/projection.rs`).
+//! InformerOptions::default())` (see `examples/projection.rs`).
 
 /// Makes `$projection` (a struct with a `metadata: ObjectMeta` field) a
 /// [`kube::Resource`] of the same kind as `$source`, for informers that cache only the

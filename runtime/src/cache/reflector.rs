@@ -23,14 +23,14 @@
 //!   watch"). A watch silent for longer than its idle deadline (no event, no bookmark:
 //!   something between client and server dropped it) is abandoned and restarted.
 //! - The WatchList client is on by default (client-go 1.35; `KUBE_FEATURE_WatchListClient=false`
-//!   in the environment turns the default off, [`ReflectorConfig::use_watch_list`] sets it):
+//!   in the environment turns the default off, [`ReflectorOptions::use_watch_list`] sets it):
 //!   when the lister-watcher speaks the protocol ([`ListerWatcher::supports_watch_list`];
 //!   [`ResourceClient`] does), the initial list is streamed: a watch with
 //!   `sendInitialEvents=true`, `resourceVersionMatch=NotOlderThan` and bookmarks fills a
 //!   temporary store until the bookmark annotated `k8s.io/initial-events-end`, then
 //!   replaces the store and continues on the same stream. A server that rejects the
 //!   request (any non-retriable failure) gets a classic LIST + WATCH in the same round.
-//! - The consistency detector ([`ReflectorConfig::check_watch_list_consistency`], on when
+//! - The consistency detector ([`ReflectorOptions::check_watch_list_consistency`], on when
 //!   `KUBE_WATCHLIST_INCONSISTENCY_DETECTOR` is true in the environment) lists at the
 //!   streamed list's resourceVersion (`resourceVersionMatch=Exact`) after each streamed
 //!   list and reports any key missing on one side or at another resourceVersion as
@@ -351,19 +351,23 @@ impl Backoff {
     }
 }
 
+/// The earlier name of [`ReflectorOptions`]: the runtime names every options type `*Options`.
+#[deprecated(since = "0.1.0", note = "renamed to `ReflectorOptions`")]
+pub type ReflectorConfig = ReflectorOptions;
+
 /// A reflector's configuration: a plain struct with builder methods.
 ///
 /// ```
 /// use std::time::Duration;
-/// use kubegen_runtime::cache::reflector::ReflectorConfig;
+/// use kubegen_runtime::cache::reflector::ReflectorOptions;
 ///
-/// let config = ReflectorConfig::default()
+/// let config = ReflectorOptions::default()
 ///     .resync_period(Duration::from_secs(30))
 ///     .page_size(100);
 /// assert_eq!(config.page_size, Some(100));
 /// ```
 #[derive(Debug, Clone)]
-pub struct ReflectorConfig {
+pub struct ReflectorOptions {
     /// How often to resync the store (0 = never).
     pub resync_period: Duration,
     /// The page size of lists; `None` follows client-go's rules (500 when paginating).
@@ -390,9 +394,9 @@ pub struct ReflectorConfig {
     pub without_managed_fields: bool,
 }
 
-impl Default for ReflectorConfig {
+impl Default for ReflectorOptions {
     fn default() -> Self {
-        ReflectorConfig {
+        ReflectorOptions {
             resync_period: Duration::ZERO,
             page_size: None,
             min_watch_timeout: MIN_WATCH_TIMEOUT,
@@ -412,7 +416,7 @@ const DEFAULT_PAGE_SIZE: i64 = 500;
 /// How many listed pages may be decoding while the next one is fetched.
 const PAGES_IN_FLIGHT: usize = 2;
 
-impl ReflectorConfig {
+impl ReflectorOptions {
     /// Sets the resync period.
     pub fn resync_period(mut self, period: Duration) -> Self {
         self.resync_period = period;
@@ -478,7 +482,7 @@ pub struct Reflector<K> {
     kind: String,
     lw: Arc<dyn ListerWatcher<K>>,
     store: Arc<dyn ReflectorStore<K>>,
-    config: Mutex<ReflectorConfig>,
+    config: Mutex<ReflectorOptions>,
     should_resync: Option<ShouldResync>,
     error_handler: ErrorHandler,
     rv_observer: Option<ResourceVersionObserver>,
@@ -522,7 +526,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         kind: impl Into<String>,
         lw: Arc<dyn ListerWatcher<K>>,
         store: Arc<dyn ReflectorStore<K>>,
-        config: ReflectorConfig,
+        config: ReflectorOptions,
     ) -> Self {
         Reflector {
             kind: kind.into(),
@@ -617,7 +621,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         self.watch_loop(&config, first_stream, cancel).await
     }
 
-    fn base_options(&self, config: &ReflectorConfig) -> ListOptions {
+    fn base_options(&self, config: &ReflectorOptions) -> ListOptions {
         ListOptions {
             without_managed_fields: config.without_managed_fields,
             ..Default::default()
@@ -635,7 +639,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         }
     }
 
-    async fn list(&self, config: &ReflectorConfig) -> Result<(), ReflectorError> {
+    async fn list(&self, config: &ReflectorOptions) -> Result<(), ReflectorError> {
         loop {
             let rv = self.relist_resource_version();
             let limit = match config.page_size {
@@ -744,7 +748,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         );
     }
 
-    fn watch_options(&self, config: &ReflectorConfig) -> ListOptions {
+    fn watch_options(&self, config: &ReflectorOptions) -> ListOptions {
         let min = config
             .min_watch_timeout
             .max(MIN_WATCH_TIMEOUT)
@@ -758,7 +762,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         opts
     }
 
-    fn idle_deadline(config: &ReflectorConfig, opts: &ListOptions) -> Duration {
+    fn idle_deadline(config: &ReflectorOptions, opts: &ListOptions) -> Duration {
         config.watch_idle_timeout.unwrap_or_else(|| {
             Duration::from_secs(u64::from(opts.timeout_seconds.unwrap_or(600)))
                 + Duration::from_secs(30)
@@ -767,7 +771,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
 
     async fn watch_loop(
         &self,
-        config: &ReflectorConfig,
+        config: &ReflectorOptions,
         mut first_stream: Option<(BoxStream<'static, WatchEvent<K>>, Duration)>,
         cancel: &CancellationToken,
     ) -> Result<(), ReflectorError> {
@@ -824,7 +828,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
     /// Resyncs the store every resync period; only returns on a store error.
     async fn resync_loop(
         &self,
-        config: &ReflectorConfig,
+        config: &ReflectorOptions,
         cancel: &CancellationToken,
     ) -> Result<(), ReflectorError> {
         if config.resync_period.is_zero() {
@@ -851,7 +855,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         &self,
         mut stream: BoxStream<'static, WatchEvent<K>>,
         idle: Duration,
-        config: &ReflectorConfig,
+        config: &ReflectorOptions,
         internal_errors_since: &mut Option<Instant>,
     ) -> Result<WatchOutcome, ReflectorError> {
         let started = Instant::now();

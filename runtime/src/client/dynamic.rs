@@ -49,7 +49,7 @@ pub(crate) fn api_resource_of(gvr: &GroupVersionResource, kind: &str) -> ApiReso
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use kubegen_runtime::client::dynamic::DynamicClient;
-/// use kubegen_runtime::client::WriteParams;
+/// use kubegen_runtime::client::WriteOptions;
 /// use kubegen_runtime::object::{DynamicObject, GroupVersionResource};
 /// use kubegen_runtime::testing::ApiServer;
 ///
@@ -60,7 +60,7 @@ pub(crate) fn api_resource_of(gvr: &GroupVersionResource, kind: &str) -> ApiReso
 ///     "apiVersion": "v1", "kind": "ConfigMap",
 ///     "metadata": {"name": "c"}, "data": {"k": "v"},
 /// })).unwrap();
-/// let created = cms.namespace("ns").create(&cm, &WriteParams::default()).await.unwrap();
+/// let created = cms.namespace("ns").create(&cm, &WriteOptions::default()).await.unwrap();
 /// assert_eq!(created.data["data"]["k"], "v");
 /// # }
 /// ```

@@ -66,8 +66,11 @@ pub use rest::{
 };
 pub use watch::{Bookmark, WatchEvent, WatchStream};
 pub use write::{
-    DeleteOptions, Deleted, Patch, PatchParams, Preconditions, PropagationPolicy, WriteParams,
+    DeleteOptions, Deleted, Patch, PatchOptions, Preconditions, PropagationPolicy, WriteOptions,
 };
+// The earlier names, deprecated (every options type is `*Options` now).
+#[allow(deprecated)]
+pub use write::{PatchParams, WriteParams};
 
 /// An error of a [`ResourceClient`] call.
 #[derive(Debug, thiserror::Error)]

@@ -9,7 +9,7 @@
 //!   replicas live at the CRD's `specReplicasPath` and `statusReplicasPath`).
 //! - A resource that does not serve the subresource, or a missing object, answers
 //!   404 NotFound ([`Error::Api`]); other errors, options and Content-Types are the
-//!   write path's ([`WriteParams`], [`PatchParams`], [`Patch::content_type`]).
+//!   write path's ([`WriteOptions`], [`PatchOptions`], [`Patch::content_type`]).
 //! - [`ResourceClient::update_scale`] is a PUT that changes only the object's desired
 //!   replicas; the object gets a new resourceVersion, which the answered Scale carries.
 //!   The Scale's `metadata.resourceVersion` is the object's: a stale one is 409
@@ -25,7 +25,7 @@
 use k8s_openapi::api::autoscaling::v1::Scale;
 use kube::Resource;
 
-use super::{Error, Patch, PatchParams, ResourceClient, WriteParams};
+use super::{Error, Patch, PatchOptions, ResourceClient, WriteOptions};
 use crate::apply::{ApplyOptions, ScaleApplyConfiguration};
 
 const SCALE: &str = "scale";
@@ -38,7 +38,7 @@ impl<K: Resource> ResourceClient<K> {
     /// # #[tokio::main(flavor = "current_thread")]
     /// # async fn main() {
     /// use k8s_openapi::api::apps::v1::Deployment;
-    /// use kubegen_runtime::client::{ResourceClient, WriteParams};
+    /// use kubegen_runtime::client::{ResourceClient, WriteOptions};
     /// use kubegen_runtime::testing::ApiServer;
     ///
     /// let server = ApiServer::new();
@@ -62,7 +62,7 @@ impl<K: Resource> ResourceClient<K> {
     ///
     /// scale.spec.as_mut().unwrap().replicas = Some(5);
     /// deployments
-    ///     .update_scale("web", &scale, &WriteParams::default())
+    ///     .update_scale("web", &scale, &WriteOptions::default())
     ///     .await
     ///     .unwrap();
     /// let web = deployments.get("web").await.unwrap();
@@ -80,7 +80,7 @@ impl<K: Resource> ResourceClient<K> {
         &self,
         name: &str,
         scale: &Scale,
-        params: &WriteParams,
+        params: &WriteOptions,
     ) -> Result<Scale, Error> {
         self.update_subresource(name, SCALE, scale, params).await
     }
@@ -91,7 +91,7 @@ impl<K: Resource> ResourceClient<K> {
         &self,
         name: &str,
         patch: &Patch,
-        params: &PatchParams,
+        params: &PatchOptions,
     ) -> Result<Scale, Error> {
         self.patch_subresource(name, SCALE, patch, params).await
     }

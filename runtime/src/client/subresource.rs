@@ -7,8 +7,8 @@
 //! - Each call speaks to `<object URL>/<subresource>` and decodes the answer into the
 //!   caller's result type, whatever the object's own type (a Pod's `eviction` answers a
 //!   `Status`-like body, a `scale` an `autoscaling/v1` `Scale`).
-//! - Errors, options and Content-Types are the write path's ([`WriteParams`],
-//!   [`PatchParams`], [`Patch::content_type`]); a resource that does not serve the
+//! - Errors, options and Content-Types are the write path's ([`WriteOptions`],
+//!   [`PatchOptions`], [`Patch::content_type`]); a resource that does not serve the
 //!   subresource answers 404 NotFound ([`Error::Api`]).
 //!
 //! It does not retry, and does not check that the server serves the subresource first.
@@ -18,7 +18,7 @@ use serde::de::DeserializeOwned;
 use serde::Serialize;
 
 use super::write::with_query;
-use super::{read_all, Error, Patch, PatchParams, ResourceClient, WriteParams};
+use super::{read_all, Error, Patch, PatchOptions, ResourceClient, WriteOptions};
 
 impl<K: Resource> ResourceClient<K> {
     /// `GET <name>/<subresource>`, decoded as `R`.
@@ -38,7 +38,7 @@ impl<K: Resource> ResourceClient<K> {
         name: &str,
         subresource: &str,
         input: &I,
-        params: &WriteParams,
+        params: &WriteOptions,
     ) -> Result<R, Error> {
         self.send_subresource(http::Method::POST, name, subresource, input, params)
             .await
@@ -50,7 +50,7 @@ impl<K: Resource> ResourceClient<K> {
         name: &str,
         subresource: &str,
         input: &I,
-        params: &WriteParams,
+        params: &WriteOptions,
     ) -> Result<R, Error> {
         self.send_subresource(http::Method::PUT, name, subresource, input, params)
             .await
@@ -62,7 +62,7 @@ impl<K: Resource> ResourceClient<K> {
         name: &str,
         subresource: &str,
         patch: &Patch,
-        params: &PatchParams,
+        params: &PatchOptions,
     ) -> Result<R, Error> {
         let uri = with_query(self.subresource_url(name, subresource), &params.query());
         let body = serde_json::to_vec(patch.body()).map_err(Error::Decode)?;
@@ -78,7 +78,7 @@ impl<K: Resource> ResourceClient<K> {
         name: &str,
         subresource: &str,
         input: &I,
-        params: &WriteParams,
+        params: &WriteOptions,
     ) -> Result<R, Error> {
         let uri = with_query(self.subresource_url(name, subresource), &params.query());
         let body = serde_json::to_vec(input).map_err(Error::Decode)?;

@@ -63,9 +63,13 @@ impl Patch {
     }
 }
 
+/// The earlier name of [`PatchOptions`]: the runtime names every options type `*Options`.
+#[deprecated(since = "0.1.0", note = "renamed to `PatchOptions`")]
+pub type PatchParams = PatchOptions;
+
 /// Options of a patch or apply (`PatchOptions`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct PatchParams {
+pub struct PatchOptions {
     /// `fieldManager`; required for apply.
     pub field_manager: Option<String>,
     /// `force`: take ownership of conflicting fields (apply only).
@@ -74,10 +78,10 @@ pub struct PatchParams {
     pub dry_run: bool,
 }
 
-impl PatchParams {
+impl PatchOptions {
     /// Options for server-side apply as `manager`.
     pub fn apply(manager: &str) -> Self {
-        PatchParams {
+        PatchOptions {
             field_manager: Some(manager.into()),
             ..Default::default()
         }
@@ -112,18 +116,22 @@ impl PatchParams {
     }
 }
 
+/// The earlier name of [`WriteOptions`]: the runtime names every options type `*Options`.
+#[deprecated(since = "0.1.0", note = "renamed to `WriteOptions`")]
+pub type WriteParams = WriteOptions;
+
 /// Options of create and update (`CreateOptions`/`UpdateOptions`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WriteParams {
+pub struct WriteOptions {
     /// `fieldManager`: who owns the fields this write sets.
     pub field_manager: Option<String>,
     /// `dryRun=All`: validate without storing.
     pub dry_run: bool,
 }
 
-impl WriteParams {
+impl WriteOptions {
     pub(super) fn query(&self) -> String {
-        PatchParams {
+        PatchOptions {
             field_manager: self.field_manager.clone(),
             force: false,
             dry_run: self.dry_run,
@@ -309,7 +317,7 @@ where
 
     /// Creates an object (POST to the collection); its namespace defaults to the
     /// client's.
-    pub async fn create(&self, obj: &K, params: &WriteParams) -> Result<K, Error> {
+    pub async fn create(&self, obj: &K, params: &WriteOptions) -> Result<K, Error> {
         let uri = with_query(self.path.clone(), &params.query());
         self.write(http::Method::POST, uri, "application/json", obj)
             .await
@@ -317,7 +325,7 @@ where
 
     /// Replaces an object (PUT); a stale `metadata.resourceVersion` gets 409 Conflict,
     /// an empty one updates unconditionally.
-    pub async fn update(&self, obj: &K, params: &WriteParams) -> Result<K, Error> {
+    pub async fn update(&self, obj: &K, params: &WriteOptions) -> Result<K, Error> {
         let name = obj.meta().name.clone().unwrap_or_default();
         let uri = with_query(self.object_url(&name), &params.query());
         self.write(http::Method::PUT, uri, "application/json", obj)
@@ -325,7 +333,7 @@ where
     }
 
     /// Replaces an object's status (PUT to `<name>/status`); everything else is ignored.
-    pub async fn update_status(&self, obj: &K, params: &WriteParams) -> Result<K, Error> {
+    pub async fn update_status(&self, obj: &K, params: &WriteOptions) -> Result<K, Error> {
         let name = obj.meta().name.clone().unwrap_or_default();
         let uri = with_query(self.subresource_url(&name, "status"), &params.query());
         self.write(http::Method::PUT, uri, "application/json", obj)
@@ -333,7 +341,12 @@ where
     }
 
     /// Patches an object.
-    pub async fn patch(&self, name: &str, patch: &Patch, params: &PatchParams) -> Result<K, Error> {
+    pub async fn patch(
+        &self,
+        name: &str,
+        patch: &Patch,
+        params: &PatchOptions,
+    ) -> Result<K, Error> {
         let uri = with_query(self.object_url(name), &params.query());
         self.write(http::Method::PATCH, uri, patch.content_type(), patch.body())
             .await
@@ -344,7 +357,7 @@ where
         &self,
         name: &str,
         patch: &Patch,
-        params: &PatchParams,
+        params: &PatchOptions,
     ) -> Result<K, Error> {
         let uri = with_query(self.subresource_url(name, "status"), &params.query());
         self.write(http::Method::PATCH, uri, patch.content_type(), patch.body())
@@ -352,7 +365,7 @@ where
     }
 
     /// Server-side apply of `obj` (created if absent); `params.field_manager` is required.
-    pub async fn apply(&self, name: &str, obj: &K, params: &PatchParams) -> Result<K, Error> {
+    pub async fn apply(&self, name: &str, obj: &K, params: &PatchOptions) -> Result<K, Error> {
         let v = serde_json::to_value(obj).map_err(Error::Decode)?;
         self.patch(name, &Patch::Apply(v), params).await
     }
@@ -362,7 +375,7 @@ where
         &self,
         name: &str,
         obj: &K,
-        params: &PatchParams,
+        params: &PatchOptions,
     ) -> Result<K, Error> {
         let v = serde_json::to_value(obj).map_err(Error::Decode)?;
         self.patch_status(name, &Patch::Apply(v), params).await
@@ -465,4 +478,37 @@ fn apply_body<A: crate::apply::ApplyConfiguration>(cfg: &A) -> Result<(String, P
         .to_owned();
     let v = serde_json::to_value(cfg).map_err(Error::Decode)?;
     Ok((name, Patch::Apply(v)))
+}
+
+#[cfg(test)]
+mod earlier_names {
+    /// Code written against the earlier names keeps compiling (with a deprecation
+    /// warning) and means the same types.
+    #[test]
+    #[allow(deprecated)]
+    fn the_earlier_names_are_the_options_types() {
+        let patch: crate::client::PatchParams = super::PatchOptions::apply("manager");
+        assert_eq!(patch.field_manager.as_deref(), Some("manager"));
+        let write: crate::client::WriteParams = super::WriteOptions::default();
+        assert_eq!(write, super::WriteOptions::default());
+        let informer: crate::cache::InformerConfig = crate::cache::InformerOptions::default();
+        let _: crate::cache::ReflectorConfig = crate::cache::ReflectorOptions::default();
+        assert_eq!(
+            format!("{informer:?}"),
+            format!("{:?}", crate::cache::InformerOptions::default())
+        );
+        // The same type under both names (this compiles only if it is).
+        fn same(
+            o: crate::leaderelection::LeaderElectionConfig,
+        ) -> crate::leaderelection::LeaderElectionOptions {
+            o
+        }
+        let _ = same;
+        fn same_queue(
+            o: crate::workqueue::QueueConfig<String>,
+        ) -> crate::workqueue::QueueOptions<String> {
+            o
+        }
+        let _ = same_queue;
+    }
 }

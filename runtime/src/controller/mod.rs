@@ -101,10 +101,10 @@ pub use predicate::Predicate;
 
 use crate::cache::factory::InformerFactory;
 use crate::cache::informer::{InformerError, SharedIndexInformer};
-use crate::leaderelection::{ConfigError, LeaderCallbacks, LeaderElectionConfig, LeaderElector};
+use crate::leaderelection::{ConfigError, LeaderCallbacks, LeaderElectionOptions, LeaderElector};
 use crate::object::{Object, ObjectRef};
 use crate::record::EventRecorder;
-use crate::workqueue::{MetricsProvider, QueueConfig, RateLimitingQueue};
+use crate::workqueue::{MetricsProvider, QueueOptions, RateLimitingQueue};
 use owner::OwnerKind;
 use sources::{register, MapFn, MapHandler, PrimaryHandler, Registered, Source};
 use worker::{Gate, Runner};
@@ -213,7 +213,7 @@ pub struct Builder<K: Object> {
     sources: Vec<Source>,
     workers: usize,
     timeout: Option<Duration>,
-    leader: Option<LeaderElectionConfig>,
+    leader: Option<LeaderElectionOptions>,
     recorder: Option<Arc<dyn EventRecorder>>,
     queue_metrics: Option<Arc<dyn MetricsProvider>>,
     metrics: Arc<ReconcileMetrics>,
@@ -335,7 +335,7 @@ impl<K: Object> Builder<K> {
     /// Runs the workers only while this process leads `config`'s lock; the informers sync
     /// before the election (warm standby). The controller sets the config's
     /// `on_started_leading` and `on_stopped_leading`; `on_new_leader` is kept.
-    pub fn leader_election(mut self, config: LeaderElectionConfig) -> Self {
+    pub fn leader_election(mut self, config: LeaderElectionOptions) -> Self {
         self.leader = Some(config);
         self
     }
@@ -395,7 +395,7 @@ impl<K: Object> Builder<K> {
             health,
             owner: _,
         } = self;
-        let mut config = QueueConfig::default().name(name.clone());
+        let mut config = QueueOptions::default().name(name.clone());
         if let Some(provider) = queue_metrics {
             config = config.metrics_provider(provider);
         }

@@ -66,7 +66,7 @@ pub const DEFAULT_RENEW_DEADLINE: Duration = Duration::from_secs(10);
 /// Core components' retry period.
 pub const DEFAULT_RETRY_PERIOD: Duration = Duration::from_secs(2);
 
-/// An invalid [`LeaderElectionConfig`]; the messages are client-go's.
+/// An invalid [`LeaderElectionOptions`]; the messages are client-go's.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigError {
     /// `lease_duration <= renew_deadline`.
@@ -99,7 +99,7 @@ pub enum ConfigError {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("failed election to renew leadership on lease {name}")]
 pub struct CheckError {
-    /// The election's name ([`LeaderElectionConfig::name`]).
+    /// The election's name ([`LeaderElectionOptions::name`]).
     pub name: String,
 }
 
@@ -172,17 +172,21 @@ impl LeaderCallbacks {
     }
 }
 
-/// How an election runs (client-go's `LeaderElectionConfig`): a plain struct with builder
+/// The earlier name of [`LeaderElectionOptions`]: the runtime names every options type `*Options`.
+#[deprecated(since = "0.1.0", note = "renamed to `LeaderElectionOptions`")]
+pub type LeaderElectionConfig = LeaderElectionOptions;
+
+/// How an election runs (client-go's `LeaderElectionOptions`): a plain struct with builder
 /// methods, validated by [`LeaderElector::new`].
 ///
 /// ```
 /// use std::time::Duration;
-/// use kubegen_runtime::leaderelection::{LeaderCallbacks, LeaderElectionConfig, LeaseLock};
+/// use kubegen_runtime::leaderelection::{LeaderCallbacks, LeaderElectionOptions, LeaseLock};
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// # let client = kube::Client::new(kubegen_runtime::testing::ApiServer::new().service(), "default");
 ///
-/// let config = LeaderElectionConfig::new(LeaseLock::new(client, "kube-system", "ctrl", "pod-a"))
+/// let config = LeaderElectionOptions::new(LeaseLock::new(client, "kube-system", "ctrl", "pod-a"))
 ///     .renew_deadline(Duration::from_secs(2))
 ///     .retry_period(Duration::from_secs(1))
 ///     .callbacks(LeaderCallbacks::new().on_started_leading(|_token| async {}));
@@ -195,7 +199,7 @@ impl LeaderCallbacks {
 /// # }
 /// ```
 #[derive(Clone)]
-pub struct LeaderElectionConfig {
+pub struct LeaderElectionOptions {
     /// The lock candidates compete for.
     pub lock: Arc<dyn ResourceLock>,
     /// How long a standby waits, after it last saw the record change, before taking over.
@@ -217,9 +221,9 @@ pub struct LeaderElectionConfig {
     pub name: String,
 }
 
-impl fmt::Debug for LeaderElectionConfig {
+impl fmt::Debug for LeaderElectionOptions {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("LeaderElectionConfig")
+        f.debug_struct("LeaderElectionOptions")
             .field("lock", &self.lock.describe())
             .field("identity", &self.lock.identity())
             .field("lease_duration", &self.lease_duration)
@@ -232,17 +236,17 @@ impl fmt::Debug for LeaderElectionConfig {
     }
 }
 
-impl LeaderElectionConfig {
+impl LeaderElectionOptions {
     /// An election on `lock` with the conventional durations (15 s / 10 s / 2 s), no
     /// callbacks and no release on cancel.
     pub fn new(lock: impl ResourceLock + 'static) -> Self {
         Self::with_lock(Arc::new(lock))
     }
 
-    /// Like [`LeaderElectionConfig::new`], for a lock already shared.
+    /// Like [`LeaderElectionOptions::new`], for a lock already shared.
     pub fn with_lock(lock: Arc<dyn ResourceLock>) -> Self {
         let name = lock.describe();
-        LeaderElectionConfig {
+        LeaderElectionOptions {
             lock,
             lease_duration: DEFAULT_LEASE_DURATION,
             renew_deadline: DEFAULT_RENEW_DEADLINE,
@@ -373,7 +377,7 @@ impl Observed {
 }
 
 struct Inner {
-    config: LeaderElectionConfig,
+    config: LeaderElectionOptions,
     observed: Mutex<Observed>,
     clock: WallClock,
     /// True from acquiring the lock until leadership ends (renewal fails, `run` is
@@ -418,7 +422,7 @@ impl Drop for LeadingFlag<'_> {
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
 /// use kubegen_runtime::leaderelection::{
-///     LeaderCallbacks, LeaderElectionConfig, LeaderElector, LeaseLock,
+///     LeaderCallbacks, LeaderElectionOptions, LeaderElector, LeaseLock,
 /// };
 /// use kubegen_runtime::testing::ApiServer;
 /// use tokio_util::sync::CancellationToken;
@@ -442,7 +446,7 @@ impl Drop for LeadingFlag<'_> {
 ///     })
 ///     .on_stopped_leading(|| println!("stopped leading"))
 ///     .on_new_leader(|id| println!("new leader: {id}"));
-/// let config = LeaderElectionConfig::new(lock)
+/// let config = LeaderElectionOptions::new(lock)
 ///     .callbacks(callbacks)
 ///     .release_on_cancel(true);
 /// let elector = LeaderElector::new(config).unwrap();
@@ -495,7 +499,7 @@ impl Drop for StoppedGuard {
 
 impl LeaderElector {
     /// An elector for a validated configuration.
-    pub fn new(config: LeaderElectionConfig) -> Result<Self, ConfigError> {
+    pub fn new(config: LeaderElectionOptions) -> Result<Self, ConfigError> {
         config.validate()?;
         Ok(LeaderElector {
             inner: Arc::new(Inner {
@@ -508,7 +512,7 @@ impl LeaderElector {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &LeaderElectionConfig {
+    pub fn config(&self) -> &LeaderElectionOptions {
         &self.inner.config
     }
 

@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use parking_lot::Mutex;
 use serde::{Deserialize, Serialize};
 
-use crate::client::{self, ResourceClient, WriteParams};
+use crate::client::{self, ResourceClient, WriteOptions};
 use crate::errors::StatusError;
 
 /// The election state stored in the lock (client-go's `LeaderElectionRecord`).
@@ -242,7 +242,7 @@ impl ResourceLock for LeaseLock {
                 },
                 spec: Some(record.to_lease_spec()),
             };
-            let created = self.client.create(&lease, &WriteParams::default()).await?;
+            let created = self.client.create(&lease, &WriteOptions::default()).await?;
             *self.lease.lock() = Some(created);
             Ok(())
         })
@@ -252,7 +252,7 @@ impl ResourceLock for LeaseLock {
         Box::pin(async move {
             let mut lease = self.lease.lock().clone().ok_or(LockError::NotInitialized)?;
             lease.spec = Some(record.to_lease_spec());
-            let updated = self.client.update(&lease, &WriteParams::default()).await?;
+            let updated = self.client.update(&lease, &WriteOptions::default()).await?;
             *self.lease.lock() = Some(updated);
             Ok(())
         })

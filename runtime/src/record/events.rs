@@ -60,7 +60,7 @@ use tokio_util::sync::CancellationToken;
 use super::reference::{generate_event_name, Clock};
 use super::sink::SinkError;
 use super::{DEFAULT_MAX_TRIES, DEFAULT_SLEEP, EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING};
-use crate::client::{Patch, PatchParams, ResourceClient, WriteParams};
+use crate::client::{Patch, PatchOptions, ResourceClient, WriteOptions};
 use crate::errors::StatusError;
 use crate::fields;
 use crate::object::{GroupVersion, GroupVersionKind};
@@ -102,7 +102,7 @@ impl EventSink for kube::Client {
     fn create<'a>(&'a self, event: &'a Event) -> BoxFuture<'a, Result<Event, SinkError>> {
         Box::pin(async move {
             Ok(namespaced(self, event)?
-                .create(event, &WriteParams::default())
+                .create(event, &WriteOptions::default())
                 .await?)
         })
     }
@@ -116,7 +116,7 @@ impl EventSink for kube::Client {
             let name = event.metadata.name.as_deref().unwrap_or_default();
             let p = Patch::Strategic(patch.clone());
             Ok(namespaced(self, event)?
-                .patch(name, &p, &PatchParams::default())
+                .patch(name, &p, &PatchOptions::default())
                 .await?)
         })
     }

@@ -5,7 +5,7 @@ use futures::future::BoxFuture;
 use k8s_openapi::api::core::v1::Event;
 use serde_json::Value;
 
-use crate::client::{self, Patch, PatchParams, ResourceClient, WriteParams};
+use crate::client::{self, Patch, PatchOptions, ResourceClient, WriteOptions};
 use crate::errors::StatusError;
 
 /// Why a sink write failed; the variant decides whether it is retried.
@@ -94,7 +94,7 @@ impl EventSink for ClientEventSink {
         Box::pin(async move {
             Ok(self
                 .events(event)
-                .create(event, &WriteParams::default())
+                .create(event, &WriteOptions::default())
                 .await?)
         })
     }
@@ -109,7 +109,7 @@ impl EventSink for ClientEventSink {
             let p = Patch::Strategic(patch.clone());
             Ok(self
                 .events(event)
-                .patch(name, &p, &PatchParams::default())
+                .patch(name, &p, &PatchOptions::default())
                 .await?)
         })
     }

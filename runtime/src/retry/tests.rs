@@ -312,7 +312,7 @@ fn client_error_classifiers_follow_the_status() {
 async fn retry_on_conflict_against_the_server_with_a_concurrent_writer() {
     use k8s_openapi::api::core::v1::ConfigMap;
 
-    use crate::client::{ResourceClient, WriteParams};
+    use crate::client::{ResourceClient, WriteOptions};
     use crate::testing::ApiServer;
 
     let server = ApiServer::new();
@@ -335,12 +335,12 @@ async fn retry_on_conflict_against_the_server_with_a_concurrent_writer() {
                 .data
                 .get_or_insert_default()
                 .insert("theirs".into(), "1".into());
-            theirs.update(&other, &WriteParams::default()).await?;
+            theirs.update(&other, &WriteOptions::default()).await?;
         }
         cm.data
             .get_or_insert_default()
             .insert("mine".into(), calls.to_string());
-        mine.update(&cm, &WriteParams::default()).await
+        mine.update(&cm, &WriteOptions::default()).await
     })
     .await
     .expect("the second try wins");

@@ -22,7 +22,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::{Queue, QueueConfig};
+use super::{Queue, QueueOptions};
 
 /// Delays are capped here so that `now + delay` never overflows: about 30 years, which is
 /// "never" for a workqueue (a rate limiter that asks for `Duration::MAX` gets this).
@@ -161,11 +161,11 @@ where
 {
     /// An unnamed delaying queue without metrics.
     pub fn new() -> Self {
-        Self::with_config(QueueConfig::default())
+        Self::with_config(QueueOptions::default())
     }
 
     /// A delaying queue built from `config` (its rate limiter, if any, is ignored).
-    pub fn with_config(config: QueueConfig<T>) -> Self {
+    pub fn with_config(config: QueueOptions<T>) -> Self {
         Self {
             queue: Queue::with_config(config),
         }

@@ -1,6 +1,6 @@
 //! Workqueue metrics: client-go's `MetricsProvider` and the seven metrics of a queue.
 //!
-//! A queue keeps metrics only when its [`QueueConfig`](super::QueueConfig) has both a name
+//! A queue keeps metrics only when its [`QueueOptions`](super::QueueOptions) has both a name
 //! and a [`MetricsProvider`]; the provider makes one metric of each kind per queue name,
 //! once, when the queue is built. Every method of the provider has a no-op default, so a
 //! provider implements only what it records; [`NoopMetricsProvider`] records nothing.
@@ -66,7 +66,7 @@ pub trait HistogramMetric: Send + Sync {
 /// use std::sync::atomic::{AtomicU64, Ordering};
 /// use std::sync::Arc;
 /// use kubegen_runtime::workqueue::metrics::{CounterMetric, MetricsProvider};
-/// use kubegen_runtime::workqueue::{Queue, QueueConfig};
+/// use kubegen_runtime::workqueue::{Queue, QueueOptions};
 ///
 /// /// Counts the adds of every queue, and nothing else.
 /// #[derive(Default)]
@@ -84,7 +84,7 @@ pub trait HistogramMetric: Send + Sync {
 ///
 /// let adds = Adds::default();
 /// let count = adds.0.clone();
-/// let queue = Queue::with_config(QueueConfig::default().name("q").metrics_provider(Arc::new(adds)));
+/// let queue = Queue::with_config(QueueOptions::default().name("q").metrics_provider(Arc::new(adds)));
 /// queue.add(1);
 /// queue.add(1);
 /// assert_eq!(count.load(Ordering::Relaxed), 1);
@@ -272,11 +272,11 @@ pub mod prometheus {
     /// ```
     /// use std::sync::Arc;
     /// use kubegen_runtime::workqueue::metrics::prometheus::PrometheusMetricsProvider;
-    /// use kubegen_runtime::workqueue::{Queue, QueueConfig};
+    /// use kubegen_runtime::workqueue::{Queue, QueueOptions};
     ///
     /// let registry = prometheus::Registry::new();
     /// let provider = Arc::new(PrometheusMetricsProvider::new(&registry).unwrap());
-    /// let queue = Queue::with_config(QueueConfig::default().name("foos").metrics_provider(provider));
+    /// let queue = Queue::with_config(QueueOptions::default().name("foos").metrics_provider(provider));
     /// queue.add("default/a");
     /// let families = registry.gather();
     /// assert!(families.iter().any(|family| family.name() == "workqueue_adds_total"));

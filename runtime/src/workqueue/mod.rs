@@ -35,14 +35,14 @@
 //! shutdown or when the last handle is dropped.
 //!
 //! Metrics (client-go's names, see [`metrics`]) are reported only for queues that have a
-//! name *and* a [`MetricsProvider`] in their [`QueueConfig`].
+//! name *and* a [`MetricsProvider`] in their [`QueueOptions`].
 //!
 //! ```
-//! use kubegen_runtime::workqueue::{QueueConfig, RateLimitingQueue};
+//! use kubegen_runtime::workqueue::{QueueOptions, RateLimitingQueue};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
 //! # async fn main() {
-//! let queue = RateLimitingQueue::with_config(QueueConfig::default().name("foos"));
+//! let queue = RateLimitingQueue::with_config(QueueOptions::default().name("foos"));
 //! queue.add("default/foo".to_string());
 //!
 //! let worker = {
@@ -84,6 +84,10 @@ pub use rate_limiter::{
 };
 pub use rate_limiting::RateLimitingQueue;
 
+/// The earlier name of [`QueueOptions`]: the runtime names every options type `*Options`.
+#[deprecated(since = "0.1.0", note = "renamed to `QueueOptions`")]
+pub type QueueConfig<T> = QueueOptions<T>;
+
 /// How to build a queue: name, metrics provider, rate limiter and storage.
 ///
 /// A plain value with builder methods; every part is optional. [`Queue::with_config`] and
@@ -96,10 +100,10 @@ pub use rate_limiting::RateLimitingQueue;
 /// use std::time::Duration;
 /// use kubegen_runtime::workqueue::metrics::NoopMetricsProvider;
 /// use kubegen_runtime::workqueue::{
-///     ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue,
+///     ItemExponentialFailureRateLimiter, QueueOptions, RateLimitingQueue,
 /// };
 ///
-/// let config = QueueConfig::default()
+/// let config = QueueOptions::default()
 ///     .name("foos")
 ///     .metrics_provider(Arc::new(NoopMetricsProvider))
 ///     .rate_limiter(ItemExponentialFailureRateLimiter::new(
@@ -109,14 +113,14 @@ pub use rate_limiting::RateLimitingQueue;
 /// let queue: RateLimitingQueue<String> = RateLimitingQueue::with_config(config);
 /// assert_eq!(queue.len(), 0);
 /// ```
-pub struct QueueConfig<T> {
+pub struct QueueOptions<T> {
     pub(crate) name: Option<String>,
     pub(crate) metrics_provider: Option<Arc<dyn MetricsProvider>>,
     pub(crate) rate_limiter: Option<Arc<dyn RateLimiter<T>>>,
     pub(crate) storage: Option<Box<dyn QueueStorage<T>>>,
 }
 
-impl<T> Default for QueueConfig<T> {
+impl<T> Default for QueueOptions<T> {
     fn default() -> Self {
         Self {
             name: None,
@@ -127,7 +131,7 @@ impl<T> Default for QueueConfig<T> {
     }
 }
 
-impl<T> QueueConfig<T> {
+impl<T> QueueOptions<T> {
     /// Names the queue: the `name` label of its metrics. An unnamed queue has no metrics.
     #[must_use]
     pub fn name(mut self, name: impl Into<String>) -> Self {
@@ -159,9 +163,9 @@ impl<T> QueueConfig<T> {
     }
 }
 
-impl<T> fmt::Debug for QueueConfig<T> {
+impl<T> fmt::Debug for QueueOptions<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("QueueConfig")
+        f.debug_struct("QueueOptions")
             .field("name", &self.name)
             .field("metrics_provider", &self.metrics_provider.is_some())
             .field("rate_limiter", &self.rate_limiter.is_some())

@@ -30,7 +30,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 
 use super::delaying::Waiting;
 use super::metrics::QueueMetrics;
-use super::QueueConfig;
+use super::QueueOptions;
 
 /// How often a named queue refreshes its unfinished-work gauges (client-go: 500 ms).
 const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
@@ -43,7 +43,7 @@ const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 ///
 /// ```
 /// use std::collections::VecDeque;
-/// use kubegen_runtime::workqueue::{Queue, QueueConfig, QueueStorage};
+/// use kubegen_runtime::workqueue::{Queue, QueueOptions, QueueStorage};
 ///
 /// /// Hands out the most recently added item first.
 /// #[derive(Default)]
@@ -57,7 +57,7 @@ const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() {
-/// let queue = Queue::with_config(QueueConfig::default().storage(Lifo::default()));
+/// let queue = Queue::with_config(QueueOptions::default().storage(Lifo::default()));
 /// queue.add(1);
 /// queue.add(2);
 /// assert_eq!(queue.get().await, Some(2));
@@ -379,11 +379,11 @@ where
 {
     /// An unnamed queue without metrics, on a `VecDeque`.
     pub fn new() -> Self {
-        Self::with_config(QueueConfig::default())
+        Self::with_config(QueueOptions::default())
     }
 
     /// A queue built from `config` (its rate limiter, if any, is ignored).
-    pub fn with_config(config: QueueConfig<T>) -> Self {
+    pub fn with_config(config: QueueOptions<T>) -> Self {
         let metrics = match (&config.name, &config.metrics_provider) {
             (Some(name), Some(provider)) if !name.is_empty() => {
                 Some(QueueMetrics::new(provider.as_ref(), name))

@@ -11,7 +11,7 @@ use std::hash::Hash;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use super::{default_controller_rate_limiter, DelayingQueue, QueueConfig, RateLimiter};
+use super::{default_controller_rate_limiter, DelayingQueue, QueueOptions, RateLimiter};
 
 /// The queue a controller holds (client-go's `RateLimitingInterface`): the basic queue,
 /// [`add_after`](DelayingQueue::add_after), and per-item retries through a
@@ -23,12 +23,12 @@ use super::{default_controller_rate_limiter, DelayingQueue, QueueConfig, RateLim
 /// ```
 /// use std::time::Duration;
 /// use kubegen_runtime::workqueue::{
-///     ItemExponentialFailureRateLimiter, QueueConfig, RateLimitingQueue,
+///     ItemExponentialFailureRateLimiter, QueueOptions, RateLimitingQueue,
 /// };
 ///
 /// # #[tokio::main(flavor = "current_thread", start_paused = true)]
 /// # async fn main() {
-/// let queue = RateLimitingQueue::with_config(QueueConfig::default().rate_limiter(
+/// let queue = RateLimitingQueue::with_config(QueueOptions::default().rate_limiter(
 ///     ItemExponentialFailureRateLimiter::new(Duration::from_millis(5), Duration::from_secs(60)),
 /// ));
 /// queue.add("default/foo");
@@ -90,12 +90,12 @@ where
 {
     /// An unnamed queue with [`default_controller_rate_limiter`].
     pub fn new() -> Self {
-        Self::with_config(QueueConfig::default())
+        Self::with_config(QueueOptions::default())
     }
 
     /// A queue built from `config`; [`default_controller_rate_limiter`] when it names no
     /// rate limiter.
-    pub fn with_config(mut config: QueueConfig<T>) -> Self {
+    pub fn with_config(mut config: QueueOptions<T>) -> Self {
         let rate_limiter = config
             .rate_limiter
             .take()

@@ -76,7 +76,7 @@ async fn add_of_waiting_item_collapses_and_touches() {
     // SEMANTICS 7.3
     let storage = TouchRecorder::default();
     let touched = storage.touched.clone();
-    let q = Queue::with_config(QueueConfig::default().storage(storage));
+    let q = Queue::with_config(QueueOptions::default().storage(storage));
     q.add("bar");
     q.add("bar");
     assert_eq!(q.get().await, Some("bar"));
@@ -89,7 +89,7 @@ async fn item_is_never_on_two_workers() {
     // SEMANTICS 7.4
     let storage = TouchRecorder::default();
     let touched = storage.touched.clone();
-    let q = Queue::with_config(QueueConfig::default().storage(storage));
+    let q = Queue::with_config(QueueOptions::default().storage(storage));
     q.add("foo");
     let held = q.get().await;
     assert_eq!(held, Some("foo"));
@@ -678,7 +678,7 @@ async fn bucket_limiter_has_no_requeues() {
 #[tokio::test(start_paused = true)]
 async fn rate_limiting_queue_delays_by_limiter() {
     // SEMANTICS 7.26
-    let q = RateLimitingQueue::with_config(QueueConfig::default().rate_limiter(
+    let q = RateLimitingQueue::with_config(QueueOptions::default().rate_limiter(
         ItemExponentialFailureRateLimiter::new(MS, Duration::from_secs(1)),
     ));
     let now = Instant::now();
@@ -832,7 +832,7 @@ async fn named_queue_records_metrics() {
     // SEMANTICS 7.27
     let recorder = Recorder::default();
     let q = DelayingQueue::with_config(
-        QueueConfig::default()
+        QueueOptions::default()
             .name("q")
             .metrics_provider(Arc::new(recorder.clone())),
     );
@@ -894,7 +894,7 @@ async fn unnamed_queue_has_no_metrics() {
     // SEMANTICS 7.28
     let recorder = Recorder::default();
     let q = DelayingQueue::with_config(
-        QueueConfig::default().metrics_provider(Arc::new(recorder.clone())),
+        QueueOptions::default().metrics_provider(Arc::new(recorder.clone())),
     );
     q.add("a");
     assert_eq!(q.get().await, Some("a"));
@@ -904,7 +904,7 @@ async fn unnamed_queue_has_no_metrics() {
     assert!(recorder.0.lock().values.is_empty());
 
     let empty_name = Queue::with_config(
-        QueueConfig::default()
+        QueueOptions::default()
             .name("")
             .metrics_provider(Arc::new(recorder.clone())),
     );
@@ -922,7 +922,7 @@ async fn prometheus_provider_exports_client_go_names() {
     let provider =
         Arc::new(metrics::prometheus::PrometheusMetricsProvider::new(&registry).unwrap());
     let q = DelayingQueue::with_config(
-        QueueConfig::default()
+        QueueOptions::default()
             .name("q")
             .metrics_provider(provider.clone()),
     );
@@ -968,7 +968,7 @@ async fn metrics_refresher_ends_at_shutdown_or_drop() {
     };
     let recorder = Recorder::default();
     let config = || {
-        QueueConfig::default()
+        QueueOptions::default()
             .name("q")
             .metrics_provider(Arc::new(recorder.clone()))
     };

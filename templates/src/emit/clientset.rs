@@ -252,24 +252,24 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
         },
         Verb::Create => quote! {
             /// Creates an object.
-            pub async fn create(&self, obj: &#obj, params: &#c::WriteParams) -> #r_obj {
+            pub async fn create(&self, obj: &#obj, params: &#c::WriteOptions) -> #r_obj {
                 self.inner.create(obj, params).await
             }
         },
         Verb::Update => quote! {
             /// Replaces an object; a stale resourceVersion is a 409 Conflict.
-            pub async fn update(&self, obj: &#obj, params: &#c::WriteParams) -> #r_obj {
+            pub async fn update(&self, obj: &#obj, params: &#c::WriteOptions) -> #r_obj {
                 self.inner.update(obj, params).await
             }
         },
         Verb::UpdateStatus => quote! {
             /// Replaces the object's status (`PUT <name>/status`); other changes are ignored.
-            pub async fn update_status(&self, obj: &#obj, params: &#c::WriteParams) -> #r_obj {
+            pub async fn update_status(&self, obj: &#obj, params: &#c::WriteOptions) -> #r_obj {
                 self.inner.update_status(obj, params).await
             }
 
             /// Patches the object's status.
-            pub async fn patch_status(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_obj {
+            pub async fn patch_status(&self, name: &str, patch: &#c::Patch, params: &#c::PatchOptions) -> #r_obj {
                 self.inner.patch_status(name, patch, params).await
             }
         },
@@ -284,7 +284,7 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
             });
             quote! {
                 /// Server-side apply of `obj`'s status (`params.field_manager` is required).
-                pub async fn apply_status(&self, name: &str, obj: &#obj, params: &#c::PatchParams) -> #r_obj {
+                pub async fn apply_status(&self, name: &str, obj: &#obj, params: &#c::PatchOptions) -> #r_obj {
                     self.inner.apply_status(name, obj, params).await
                 }
 
@@ -293,7 +293,7 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
         }
         Verb::Patch => quote! {
             /// Patches an object (merge, JSON or apply patch).
-            pub async fn patch(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_obj {
+            pub async fn patch(&self, name: &str, patch: &#c::Patch, params: &#c::PatchOptions) -> #r_obj {
                 self.inner.patch(name, patch, params).await
             }
         },
@@ -314,7 +314,7 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
             };
             quote! {
                 #[doc = #doc]
-                pub async fn apply(&self, name: &str, obj: &#obj, params: &#c::PatchParams) -> #r_obj {
+                pub async fn apply(&self, name: &str, obj: &#obj, params: &#c::PatchOptions) -> #r_obj {
                     self.inner.apply(name, obj, params).await
                 }
 
@@ -407,13 +407,13 @@ pub fn extension_method(m: &ExtensionMethod, obj: &TokenStream) -> TokenStream {
         (Verb::Update, true) => quote! {
             /// Sets the object's desired replicas (`PUT <name>/scale`); a stale
             /// resourceVersion in `scale` is a 409 Conflict.
-            pub async fn #name(&self, name: &str, scale: &#input, params: &#c::WriteParams) -> #r_out {
+            pub async fn #name(&self, name: &str, scale: &#input, params: &#c::WriteOptions) -> #r_out {
                 self.inner.update_scale(name, scale, params).await
             }
         },
         (Verb::Patch, true) => quote! {
             /// Patches the object's `Scale` (`PATCH <name>/scale`).
-            pub async fn #name(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_out {
+            pub async fn #name(&self, name: &str, patch: &#c::Patch, params: &#c::PatchOptions) -> #r_out {
                 self.inner.patch_scale(name, patch, params).await
             }
         },
@@ -430,7 +430,7 @@ pub fn extension_method(m: &ExtensionMethod, obj: &TokenStream) -> TokenStream {
             let doc = format!(" `POST` {target}.");
             quote! {
                 #[doc = #doc]
-                pub async fn #name(&self, name: &str, input: &#input, params: &#c::WriteParams) -> #r_out {
+                pub async fn #name(&self, name: &str, input: &#input, params: &#c::WriteOptions) -> #r_out {
                     self.inner.create_subresource(name, #sub, input, params).await
                 }
             }
@@ -439,7 +439,7 @@ pub fn extension_method(m: &ExtensionMethod, obj: &TokenStream) -> TokenStream {
             let doc = format!(" `PUT` {target}.");
             quote! {
                 #[doc = #doc]
-                pub async fn #name(&self, name: &str, input: &#input, params: &#c::WriteParams) -> #r_out {
+                pub async fn #name(&self, name: &str, input: &#input, params: &#c::WriteOptions) -> #r_out {
                     self.inner.update_subresource(name, #sub, input, params).await
                 }
             }
@@ -448,7 +448,7 @@ pub fn extension_method(m: &ExtensionMethod, obj: &TokenStream) -> TokenStream {
             let doc = format!(" `PATCH` {target}.");
             quote! {
                 #[doc = #doc]
-                pub async fn #name(&self, name: &str, patch: &#c::Patch, params: &#c::PatchParams) -> #r_out {
+                pub async fn #name(&self, name: &str, patch: &#c::Patch, params: &#c::PatchOptions) -> #r_out {
                     self.inner.patch_subresource(name, #sub, patch, params).await
                 }
             }

@@ -13,7 +13,7 @@ use crate::cache::test_support::{pod, settle, FakeSource, Rec, Recorder};
 fn informer(source: &Arc<FakeSource<Pod>>, fifo: FifoKind) -> SharedIndexInformer<Pod> {
     SharedIndexInformer::new(
         Arc::clone(source) as Arc<dyn ListerWatcher<Pod>>,
-        InformerConfig::default().fifo(fifo),
+        InformerOptions::default().fifo(fifo),
     )
 }
 
@@ -162,5 +162,5 @@ async fn real_fifo_informer_delivers_a_watch_burst_in_order_across_keys() {
 
 #[test]
 fn informers_default_to_the_real_fifo() {
-    assert_eq!(InformerConfig::default().fifo, FifoKind::Real);
+    assert_eq!(InformerOptions::default().fifo, FifoKind::Real);
 }

@@ -28,7 +28,7 @@ fn secs(s: u64) -> Duration {
 fn informer(source: &Arc<FakeSource<Pod>>, resync: Duration) -> SharedIndexInformer<Pod> {
     SharedIndexInformer::new(
         Arc::clone(source) as Arc<dyn ListerWatcher<Pod>>,
-        InformerConfig::default().resync_period(resync),
+        InformerOptions::default().resync_period(resync),
     )
 }
 
@@ -579,7 +579,7 @@ async fn relist_with_deltafifo_updates_and_adds_in_list_order_then_deletes() {
     ]);
     let inf = SharedIndexInformer::new(
         Arc::clone(&source) as Arc<dyn ListerWatcher<Pod>>,
-        InformerConfig::default().fifo(FifoKind::Delta),
+        InformerOptions::default().fifo(FifoKind::Delta),
     );
     let rec = Recorder::new();
     inf.add_event_handler(Rec(Arc::clone(&rec))).unwrap();
@@ -666,7 +666,7 @@ async fn managed_fields_are_dropped_unless_kept() {
         let source = FakeSource::new(vec![p.clone()]);
         let inf = SharedIndexInformer::new(
             Arc::clone(&source) as Arc<dyn ListerWatcher<Pod>>,
-            InformerConfig::default().keep_managed_fields(keep),
+            InformerOptions::default().keep_managed_fields(keep),
         );
         let seen = Arc::new(Mutex::new(None));
         let s = Arc::clone(&seen);
@@ -748,7 +748,7 @@ async fn tweak_list_options_applies_to_every_list_and_watch() {
     let source = FakeSource::new(vec![pod("pod1", "1")]);
     let informer = SharedIndexInformer::new(
         Arc::clone(&source) as Arc<dyn ListerWatcher<Pod>>,
-        InformerConfig::default().tweak_list_options(|o| {
+        InformerOptions::default().tweak_list_options(|o| {
             o.label_selector = Some("app=web".into());
             o.field_selector = Some("spec.nodeName=n1".into());
         }),

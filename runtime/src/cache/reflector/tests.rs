@@ -192,7 +192,7 @@ impl ReflectorStore<Pod> for RecStore {
 fn reflector(
     lw: &Arc<FakeLw>,
     store: &Arc<RecStore>,
-    config: ReflectorConfig,
+    config: ReflectorOptions,
 ) -> Arc<Reflector<Pod>> {
     Arc::new(Reflector::new(
         "Pod",
@@ -233,7 +233,7 @@ async fn list_then_watch_with_client_go_options() {
         ])],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default());
+    let r = reflector(&lw, &store, ReflectorOptions::default());
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
     wait_until("two watch events applied", || store.ops().len() == 3).await;
@@ -263,7 +263,7 @@ async fn relist_uses_last_resource_version_unpaginated() {
         vec![WatchScript::Events(vec![WatchEvent::Error(expired)])],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default());
+    let r = reflector(&lw, &store, ReflectorOptions::default());
     let cancel = CancellationToken::new();
     // The watch ends with 410 Expired: the round ends without error.
     assert!(r.list_and_watch(&cancel).await.is_ok());
@@ -290,7 +290,7 @@ async fn expired_relist_retries_at_newest() {
         )])],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default());
+    let r = reflector(&lw, &store, ReflectorOptions::default());
     let cancel = CancellationToken::new();
     r.list_and_watch(&cancel).await.unwrap();
     let task = spawn_round(&r, &cancel);
@@ -321,7 +321,7 @@ async fn expired_continuation_falls_back_to_a_full_list() {
         )])],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default().page_size(4));
+    let r = reflector(&lw, &store, ReflectorOptions::default().page_size(4));
     let cancel = CancellationToken::new();
     r.list_and_watch(&cancel).await.unwrap();
     let task = spawn_round(&r, &cancel);
@@ -353,7 +353,7 @@ async fn too_large_resource_version_relists_at_newest() {
         )])],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default());
+    let r = reflector(&lw, &store, ReflectorOptions::default());
     let cancel = CancellationToken::new();
     r.list_and_watch(&cancel).await.unwrap();
     let task = spawn_round(&r, &cancel);
@@ -377,7 +377,7 @@ async fn paginated_first_list_keeps_paginating() {
         )])],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default());
+    let r = reflector(&lw, &store, ReflectorOptions::default());
     let cancel = CancellationToken::new();
     r.list_and_watch(&cancel).await.unwrap();
     let task = spawn_round(&r, &cancel);
@@ -403,7 +403,7 @@ async fn pages_are_accumulated_with_the_configured_size() {
         vec![],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default().page_size(4));
+    let r = reflector(&lw, &store, ReflectorOptions::default().page_size(4));
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
     wait_until("watch started", || !lw.watch_calls.lock().is_empty()).await;
@@ -438,7 +438,7 @@ async fn resource_versions_follow_events_and_bookmarks_touch_nothing() {
             "Pod",
             Arc::clone(&lw) as Arc<dyn ListerWatcher<Pod>>,
             Arc::clone(&store) as Arc<dyn ReflectorStore<Pod>>,
-            ReflectorConfig::default(),
+            ReflectorOptions::default(),
         )
         .with_resource_version_observer(move |rv| s.lock().push(rv.to_owned())),
     );
@@ -470,7 +470,7 @@ async fn too_many_requests_at_watch_start_backs_off_without_relisting() {
         ],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default());
+    let r = reflector(&lw, &store, ReflectorOptions::default());
     let cancel = CancellationToken::new();
     let start = tokio::time::Instant::now();
     let task = spawn_round(&r, &cancel);
@@ -505,7 +505,7 @@ async fn connection_refused_rewatches_with_backoff_and_never_relists() {
         Duration::from_millis(50),
         Duration::from_secs(120),
     );
-    let r = reflector(&lw, &store, ReflectorConfig::default().backoff(backoff));
+    let r = reflector(&lw, &store, ReflectorOptions::default().backoff(backoff));
     let cancel = CancellationToken::new();
     let start = tokio::time::Instant::now();
     let task = spawn_round(&r, &cancel);
@@ -564,7 +564,7 @@ async fn normal_close_rewatches_from_the_last_event_without_listing() {
         ],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default());
+    let r = reflector(&lw, &store, ReflectorOptions::default());
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
     wait_until("second watch", || lw.watch_calls.lock().len() == 2).await;
@@ -585,7 +585,7 @@ async fn very_short_watch_is_an_error() {
         vec![WatchScript::Events(vec![])],
     );
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default());
+    let r = reflector(&lw, &store, ReflectorOptions::default());
     let err = r
         .list_and_watch(&CancellationToken::new())
         .await
@@ -605,7 +605,7 @@ async fn resync_runs_only_when_allowed() {
                 "Pod",
                 Arc::clone(&lw) as Arc<dyn ListerWatcher<Pod>>,
                 Arc::clone(&store) as Arc<dyn ReflectorStore<Pod>>,
-                ReflectorConfig::default().resync_period(Duration::from_secs(1)),
+                ReflectorOptions::default().resync_period(Duration::from_secs(1)),
             )
             .with_should_resync(move || allow),
         );
@@ -633,7 +633,7 @@ async fn watch_timeouts_follow_the_minimum() {
     ] {
         let lw = FakeLw::new(vec![list("1", vec![], None)], vec![]);
         let store = Arc::new(RecStore::default());
-        let mut config = ReflectorConfig::default();
+        let mut config = ReflectorOptions::default();
         if let Some(m) = min {
             config = config.min_watch_timeout(m);
         }
@@ -663,7 +663,11 @@ async fn streaming_list_replaces_then_continues_on_the_same_stream() {
     let store = Arc::new(RecStore::default());
     lw.streaming
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
+    let r = reflector(
+        &lw,
+        &store,
+        ReflectorOptions::default().use_watch_list(true),
+    );
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
     wait_until("events after the list", || store.ops().len() == 3).await;
@@ -695,7 +699,11 @@ async fn streaming_list_failure_falls_back_to_list() {
     let store = Arc::new(RecStore::default());
     lw.streaming
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
+    let r = reflector(
+        &lw,
+        &store,
+        ReflectorOptions::default().use_watch_list(true),
+    );
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
     wait_until("watch after list", || lw.watch_calls.lock().len() == 2).await;
@@ -723,7 +731,11 @@ async fn streaming_list_closed_early_is_retried_without_replacing() {
     let store = Arc::new(RecStore::default());
     lw.streaming
         .store(true, std::sync::atomic::Ordering::Relaxed);
-    let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
+    let r = reflector(
+        &lw,
+        &store,
+        ReflectorOptions::default().use_watch_list(true),
+    );
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
     wait_until("second streaming request", || {
@@ -764,7 +776,7 @@ async fn decode_error_ends_the_round_and_the_next_relists() {
             "Pod",
             Arc::clone(&lw) as Arc<dyn ListerWatcher<Pod>>,
             Arc::clone(&store) as Arc<dyn ReflectorStore<Pod>>,
-            ReflectorConfig::default(),
+            ReflectorOptions::default(),
         )
         .with_error_handler(move |err| e.lock().push(err.to_string())),
     );
@@ -796,7 +808,7 @@ async fn stop_during_list_or_watch_returns_promptly() {
         };
         let lw = FakeLw::new(lists, vec![]);
         let store = Arc::new(RecStore::default());
-        let r = reflector(&lw, &store, ReflectorConfig::default());
+        let r = reflector(&lw, &store, ReflectorOptions::default());
         let cancel = CancellationToken::new();
         let task = spawn_round(&r, &cancel);
         wait_until("request made", || {
@@ -825,7 +837,7 @@ async fn silent_watch_is_restarted_after_its_idle_deadline() {
     let r = reflector(
         &lw,
         &store,
-        ReflectorConfig::default().watch_idle_timeout(Duration::from_secs(60)),
+        ReflectorOptions::default().watch_idle_timeout(Duration::from_secs(60)),
     );
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
@@ -843,7 +855,7 @@ async fn silent_watch_is_restarted_after_its_idle_deadline() {
 async fn list_errors_name_the_kind() {
     let lw = FakeLw::new(vec![Err(api_err(403, "Forbidden"))], vec![]);
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default());
+    let r = reflector(&lw, &store, ReflectorOptions::default());
     let err = r
         .list_and_watch(&CancellationToken::new())
         .await
@@ -905,7 +917,7 @@ async fn a_relist_hands_the_store_its_own_copy_of_unchanged_objects() {
         "Pod",
         Arc::clone(&lw) as Arc<dyn ListerWatcher<Pod>>,
         Arc::clone(&store) as Arc<dyn ReflectorStore<Pod>>,
-        ReflectorConfig::default(),
+        ReflectorOptions::default(),
     ));
     let cancel = CancellationToken::new();
     assert!(r.list_and_watch(&cancel).await.is_ok());
@@ -965,7 +977,11 @@ async fn streaming_list_closed_at_once_without_events_falls_back_to_list() {
     lw.streaming
         .store(true, std::sync::atomic::Ordering::Relaxed);
     let store = Arc::new(RecStore::default());
-    let r = reflector(&lw, &store, ReflectorConfig::default().use_watch_list(true));
+    let r = reflector(
+        &lw,
+        &store,
+        ReflectorOptions::default().use_watch_list(true),
+    );
     let cancel = CancellationToken::new();
     let task = spawn_round(&r, &cancel);
     wait_until("watch after list", || lw.watch_calls.lock().len() == 2).await;

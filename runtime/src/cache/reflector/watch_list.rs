@@ -13,7 +13,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    is_retriable_watch_start, Reflector, ReflectorConfig, ReflectorError, DEFAULT_PAGE_SIZE,
+    is_retriable_watch_start, Reflector, ReflectorError, ReflectorOptions, DEFAULT_PAGE_SIZE,
 };
 use crate::client::{Bookmark, ResourceVersionMatch, WatchEvent};
 
@@ -52,7 +52,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
     /// `Err` (why): fall back to LIST.
     pub(super) async fn watch_list(
         &self,
-        config: &ReflectorConfig,
+        config: &ReflectorOptions,
         cancel: &CancellationToken,
     ) -> Result<Option<(BoxStream<'static, WatchEvent<K>>, Duration)>, String> {
         // Between attempts whose stream ended before the initial-events-end bookmark, as
@@ -159,7 +159,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
     /// handler, every key whose presence or resourceVersion differs from `streamed`.
     async fn check_consistency(
         &self,
-        config: &ReflectorConfig,
+        config: &ReflectorOptions,
         streamed: HashMap<String, String>,
         rv: &str,
     ) {

@@ -152,7 +152,7 @@ mod server {
     use tokio::time::Instant;
 
     use super::*;
-    use crate::client::{ListOptions, ResourceClient, WriteParams};
+    use crate::client::{ListOptions, ResourceClient, WriteOptions};
     use crate::errors::{StatusDetails, StatusError};
     use crate::testing::{ApiServer, Reactor};
 
@@ -261,7 +261,7 @@ mod server {
         }))
         .expect("configmap");
         let created = cms
-            .create(&cm, &WriteParams::default())
+            .create(&cm, &WriteOptions::default())
             .await
             .expect("created");
         assert_eq!(created.metadata.name.as_deref(), Some("big"));

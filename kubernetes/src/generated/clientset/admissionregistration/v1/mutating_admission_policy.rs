@@ -36,7 +36,7 @@ impl MutatingAdmissionPolicyClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
         ::kubegen_runtime::client::Error,
@@ -48,7 +48,7 @@ impl MutatingAdmissionPolicyClient {
     pub async fn update(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
         ::kubegen_runtime::client::Error,
@@ -128,7 +128,7 @@ impl MutatingAdmissionPolicyClient {
         &self,
         name: &str,
         patch: &::kubegen_runtime::client::Patch,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
         ::kubegen_runtime::client::Error,
@@ -141,7 +141,7 @@ impl MutatingAdmissionPolicyClient {
         &self,
         name: &str,
         obj: &::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
         ::kubegen_runtime::client::Error,

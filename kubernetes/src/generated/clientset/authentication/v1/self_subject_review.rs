@@ -36,7 +36,7 @@ impl SelfSubjectReviewClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::authentication::v1::SelfSubjectReview,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::authentication::v1::SelfSubjectReview,
         ::kubegen_runtime::client::Error,

@@ -39,7 +39,7 @@ impl LocalSubjectAccessReviewClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::authorization::v1::LocalSubjectAccessReview,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::authorization::v1::LocalSubjectAccessReview,
         ::kubegen_runtime::client::Error,

@@ -36,7 +36,7 @@ impl SelfSubjectRulesReviewClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::authorization::v1::SelfSubjectRulesReview,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::authorization::v1::SelfSubjectRulesReview,
         ::kubegen_runtime::client::Error,

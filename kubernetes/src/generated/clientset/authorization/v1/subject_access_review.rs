@@ -36,7 +36,7 @@ impl SubjectAccessReviewClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::authorization::v1::SubjectAccessReview,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::authorization::v1::SubjectAccessReview,
         ::kubegen_runtime::client::Error,

@@ -39,7 +39,7 @@ impl BindingClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::Binding,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::Binding,
         ::kubegen_runtime::client::Error,

@@ -36,7 +36,7 @@ impl NamespaceClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
         ::kubegen_runtime::client::Error,
@@ -48,7 +48,7 @@ impl NamespaceClient {
     pub async fn update(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
         ::kubegen_runtime::client::Error,
@@ -60,7 +60,7 @@ impl NamespaceClient {
     pub async fn update_status(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
         ::kubegen_runtime::client::Error,
@@ -73,7 +73,7 @@ impl NamespaceClient {
         &self,
         name: &str,
         patch: &::kubegen_runtime::client::Patch,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
         ::kubegen_runtime::client::Error,
@@ -137,7 +137,7 @@ impl NamespaceClient {
         &self,
         name: &str,
         patch: &::kubegen_runtime::client::Patch,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
         ::kubegen_runtime::client::Error,
@@ -150,7 +150,7 @@ impl NamespaceClient {
         &self,
         name: &str,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
         ::kubegen_runtime::client::Error,
@@ -178,7 +178,7 @@ impl NamespaceClient {
         &self,
         name: &str,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
         ::kubegen_runtime::client::Error,

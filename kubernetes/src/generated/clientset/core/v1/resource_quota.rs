@@ -39,7 +39,7 @@ impl ResourceQuotaClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
         ::kubegen_runtime::client::Error,
@@ -51,7 +51,7 @@ impl ResourceQuotaClient {
     pub async fn update(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
         ::kubegen_runtime::client::Error,
@@ -63,7 +63,7 @@ impl ResourceQuotaClient {
     pub async fn update_status(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
         ::kubegen_runtime::client::Error,
@@ -76,7 +76,7 @@ impl ResourceQuotaClient {
         &self,
         name: &str,
         patch: &::kubegen_runtime::client::Patch,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
         ::kubegen_runtime::client::Error,
@@ -156,7 +156,7 @@ impl ResourceQuotaClient {
         &self,
         name: &str,
         patch: &::kubegen_runtime::client::Patch,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
         ::kubegen_runtime::client::Error,
@@ -169,7 +169,7 @@ impl ResourceQuotaClient {
         &self,
         name: &str,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
         ::kubegen_runtime::client::Error,
@@ -197,7 +197,7 @@ impl ResourceQuotaClient {
         &self,
         name: &str,
         obj: &::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
         ::kubegen_runtime::client::Error,

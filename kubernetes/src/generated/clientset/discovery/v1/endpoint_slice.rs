@@ -39,7 +39,7 @@ impl EndpointSliceClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
         ::kubegen_runtime::client::Error,
@@ -51,7 +51,7 @@ impl EndpointSliceClient {
     pub async fn update(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
         ::kubegen_runtime::client::Error,
@@ -131,7 +131,7 @@ impl EndpointSliceClient {
         &self,
         name: &str,
         patch: &::kubegen_runtime::client::Patch,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
         ::kubegen_runtime::client::Error,
@@ -144,7 +144,7 @@ impl EndpointSliceClient {
         &self,
         name: &str,
         obj: &::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
         ::kubegen_runtime::client::Error,

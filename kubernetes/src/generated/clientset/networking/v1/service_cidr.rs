@@ -36,7 +36,7 @@ impl ServiceCIDRClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
         ::kubegen_runtime::client::Error,
@@ -48,7 +48,7 @@ impl ServiceCIDRClient {
     pub async fn update(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
         ::kubegen_runtime::client::Error,
@@ -60,7 +60,7 @@ impl ServiceCIDRClient {
     pub async fn update_status(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
         ::kubegen_runtime::client::Error,
@@ -73,7 +73,7 @@ impl ServiceCIDRClient {
         &self,
         name: &str,
         patch: &::kubegen_runtime::client::Patch,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
         ::kubegen_runtime::client::Error,
@@ -153,7 +153,7 @@ impl ServiceCIDRClient {
         &self,
         name: &str,
         patch: &::kubegen_runtime::client::Patch,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
         ::kubegen_runtime::client::Error,
@@ -166,7 +166,7 @@ impl ServiceCIDRClient {
         &self,
         name: &str,
         obj: &::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
         ::kubegen_runtime::client::Error,
@@ -194,7 +194,7 @@ impl ServiceCIDRClient {
         &self,
         name: &str,
         obj: &::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
         ::kubegen_runtime::client::Error,

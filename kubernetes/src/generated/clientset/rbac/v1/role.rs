@@ -39,7 +39,7 @@ impl RoleClient {
     pub async fn create(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
         ::kubegen_runtime::client::Error,
@@ -51,7 +51,7 @@ impl RoleClient {
     pub async fn update(
         &self,
         obj: &::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
-        params: &::kubegen_runtime::client::WriteParams,
+        params: &::kubegen_runtime::client::WriteOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
         ::kubegen_runtime::client::Error,
@@ -131,7 +131,7 @@ impl RoleClient {
         &self,
         name: &str,
         patch: &::kubegen_runtime::client::Patch,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
         ::kubegen_runtime::client::Error,
@@ -144,7 +144,7 @@ impl RoleClient {
         &self,
         name: &str,
         obj: &::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
-        params: &::kubegen_runtime::client::PatchParams,
+        params: &::kubegen_runtime::client::PatchOptions,
     ) -> ::std::result::Result<
         ::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
         ::kubegen_runtime::client::Error,
