@@ -589,3 +589,75 @@ pub(crate) fn go_duration(x: &str) -> Option<chrono::Duration> {
 
 #[cfg(test)]
 mod tests;
+
+/// The outcome of a webhook's `matchConditions`.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Matched {
+    /// Every condition is true (or there is none): the webhook is called.
+    Yes,
+    /// A condition is false: the webhook is skipped, whatever the others give.
+    No,
+    /// No condition is false and one could not be evaluated (or is not a bool): the
+    /// webhook's `failurePolicy` decides. The text names the expression and the error,
+    /// as kube-apiserver words it.
+    Error(String),
+}
+
+/// Evaluates `conditions` (name, CEL expression) with `variables` bound (`object`,
+/// `oldObject`, `request`; a missing value is `null`), as kube-apiserver evaluates a
+/// webhook's `matchConditions`: a false one wins over errors. Objects are seen whole
+/// and untyped (no schema), with the Kubernetes CEL libraries.
+pub(crate) fn match_conditions(
+    conditions: &[(String, String)],
+    variables: &[(&str, Option<&Value>)],
+) -> Matched {
+    if conditions.is_empty() {
+        return Matched::Yes;
+    }
+    BASE.with(|base| {
+        let mut scope = base.new_inner_scope();
+        for (name, v) in variables {
+            scope.add_variable_from_value(*name, v.map_or(Cel::Null, json_to_cel));
+        }
+        let mut error = None;
+        for (_, expression) in conditions {
+            let outcome = Program::compile(expression)
+                .map_err(|e| format!("compilation failed: {e}"))
+                .and_then(|p| p.execute(&scope).map_err(|e| error_text(&e)));
+            match outcome {
+                Ok(Cel::Bool(true)) => {}
+                Ok(Cel::Bool(false)) => return Matched::No,
+                Ok(other) => {
+                    error.get_or_insert(format!(
+                        "expression '{expression}' resulted in a {} value, not a bool",
+                        other.type_of()
+                    ));
+                }
+                Err(e) => {
+                    error
+                        .get_or_insert(format!("expression '{expression}' resulted in error: {e}"));
+                }
+            }
+        }
+        error.map_or(Matched::Yes, Matched::Error)
+    })
+}
+
+/// A JSON value as CEL sees it without a schema: integers as `int` (or `uint` past
+/// `i64`), other numbers as `double`, objects as maps with their keys unchanged.
+fn json_to_cel(v: &Value) -> Cel {
+    match v {
+        Value::Null => Cel::Null,
+        Value::Bool(b) => Cel::Bool(*b),
+        Value::Number(n) => match (n.as_i64(), n.as_u64()) {
+            (Some(i), _) => Cel::Int(i),
+            (None, Some(u)) => Cel::UInt(u),
+            _ => Cel::Float(n.as_f64().unwrap_or_default()),
+        },
+        Value::String(x) => Cel::String(Arc::new(x.clone())),
+        Value::Array(items) => Cel::List(Arc::new(items.iter().map(json_to_cel).collect())),
+        Value::Object(m) => Cel::Map(CelMap {
+            map: Arc::new(m.iter().map(|(k, x)| (key(k), json_to_cel(x))).collect()),
+        }),
+    }
+}

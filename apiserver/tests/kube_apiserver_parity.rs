@@ -159,7 +159,7 @@ async fn server_side_apply_errors_are_kube_apiservers() {
         let (code, out) = apply(None, body).await;
         assert_eq!(code, 422, "{out}");
         assert_eq!(causes(&out), [pair("fieldManager", "FieldValueRequired")]);
-        assert_eq!(out["details"]["kind"], "PatchParams");
+        assert_eq!(out["details"]["kind"], "PatchOptions");
         let (code, out) = apply(Some("m"), "kind: ConfigMap\nmetadata:\n  name: ssa\n").await;
         assert_eq!(
             (code, out["reason"].as_str()),

@@ -616,6 +616,126 @@ async fn failure_policy(transport: Transport) {
     conn.close().await;
 }
 
+/// `matchConditions`: CEL over `object`, `oldObject` and `request` decides whether the
+/// webhook is called; a false condition skips it even when another cannot be evaluated;
+/// a condition that cannot be evaluated is a failed call under `failurePolicy`.
+async fn match_conditions(transport: Transport) {
+    let server = ApiServer::new();
+    let conn = transport
+        .connect(&server, Vec::<PathBuf>::new())
+        .await
+        .unwrap();
+    let client = conn.client();
+    let hooks = serve_webhooks().await;
+    let condition = |name: &str, expression: &str| ar::MatchCondition {
+        name: name.into(),
+        expression: expression.into(),
+    };
+    let mut hook = validating_hook(
+        &hooks,
+        "conditions.example.com",
+        vec![rule(&["CREATE"], &["configmaps"])],
+    );
+    hook.match_conditions = Some(vec![
+        condition("checked", "object.metadata.name.startsWith('checked-')"),
+        condition(
+            "create",
+            "request.operation == 'CREATE' && oldObject == null",
+        ),
+    ]);
+    install(&client, validating("conditions", vec![hook]), None).await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    // kube-apiserver applies a new configuration a moment later: retry, bounded.
+    let mut denied = None;
+    for i in 0..100 {
+        let name = format!("checked-{i}");
+        match cms
+            .create(&PostParams::default(), &cm(&name, "forbidden", true))
+            .await
+        {
+            Err(kube::Error::Api(s)) => {
+                denied = Some(*s);
+                break;
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+        }
+    }
+    let st = denied.expect("the conditions hold for checked-*: the webhook denies");
+    assert!(st.message.contains(DENIED), "{}", st.message);
+
+    // A condition false: not called, so not denied.
+    cms.create(&PostParams::default(), &cm("other", "forbidden", true))
+        .await
+        .expect("a false condition skips the webhook");
+    let names: Vec<Value> = hooks
+        .calls("/validate")
+        .iter()
+        .map(|r| r["name"].clone())
+        .collect();
+    assert!(!names.contains(&json!("other")), "{names:?}");
+
+    // A condition that cannot be evaluated (ConfigMaps have no `spec`).
+    let configs = Api::<ar::ValidatingWebhookConfiguration>::all(client.clone());
+    let mut broken = configs.get("conditions").await.unwrap();
+    broken.webhooks.as_mut().unwrap()[0].match_conditions = Some(vec![
+        condition("checked", "object.metadata.name.startsWith('checked-')"),
+        condition("broken", "object.spec.replicas == 1"),
+    ]);
+    configs
+        .replace("conditions", &PostParams::default(), &broken)
+        .await
+        .unwrap();
+    let mut refused = None;
+    for i in 0..100 {
+        match cms
+            .create(
+                &PostParams::default(),
+                &cm(&format!("checked-ok-{i}"), "ok", true),
+            )
+            .await
+        {
+            Err(kube::Error::Api(s)) => {
+                refused = Some((i, *s));
+                break;
+            }
+            Err(e) => panic!("{e}"),
+            Ok(_) => tokio::time::sleep(std::time::Duration::from_millis(100)).await,
+        }
+    }
+    let (i, st) = refused.expect("failurePolicy Fail refuses when a condition cannot be evaluated");
+    assert_eq!((st.code, st.reason.as_str()), (403, "Forbidden"));
+    assert_eq!(
+        st.message,
+        format!(
+            "configmaps \"checked-ok-{i}\" is forbidden: expression 'object.spec.replicas == 1' resulted in error: no such key: spec"
+        )
+    );
+    // False wins over the error: a name the first condition rejects is let through.
+    cms.create(&PostParams::default(), &cm("unchecked", "forbidden", true))
+        .await
+        .expect("a false condition skips the webhook even when another fails");
+
+    hooks.stop().await;
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn match_conditions_pick_the_requests_a_webhook_sees() {
+    match_conditions(Transport::Tower).await;
+}
+
+#[tokio::test]
+async fn match_conditions_pick_the_requests_a_webhook_sees_over_tcp() {
+    match_conditions(Transport::Tcp).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn match_conditions_on_kube_apiserver() {
+    match_conditions(Transport::Real).await;
+}
+
 #[tokio::test]
 async fn failure_policy_fail_refuses_and_ignore_lets_through() {
     failure_policy(Transport::Tower).await;

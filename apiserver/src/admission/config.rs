@@ -42,6 +42,8 @@ pub(crate) struct Hook {
     pub rules: Vec<ar::RuleWithOperations>,
     pub namespace_selector: Option<LabelSelector>,
     pub object_selector: Option<LabelSelector>,
+    /// `matchConditions`: (name, CEL expression), all true for the webhook to be called.
+    pub match_conditions: Vec<(String, String)>,
     /// `failurePolicy: Ignore` (the default is `Fail`).
     pub ignore_failure: bool,
     pub side_effects: String,
@@ -80,6 +82,7 @@ pub(crate) fn load(inner: &Inner) -> (Vec<Hook>, Vec<Hook>) {
                 h.reinvoke = w.reinvocation_policy.as_deref() == Some("IfNeeded");
                 h.namespace_selector = w.namespace_selector;
                 h.object_selector = w.object_selector;
+                h.match_conditions = conditions(w.match_conditions);
                 h.equivalent = w.match_policy.as_deref() != Some("Exact");
                 h
             })
@@ -99,11 +102,19 @@ pub(crate) fn load(inner: &Inner) -> (Vec<Hook>, Vec<Hook>) {
                 );
                 h.namespace_selector = w.namespace_selector;
                 h.object_selector = w.object_selector;
+                h.match_conditions = conditions(w.match_conditions);
                 h.equivalent = w.match_policy.as_deref() != Some("Exact");
                 h
             })
             .collect(),
     )
+}
+
+fn conditions(c: Option<Vec<ar::MatchCondition>>) -> Vec<(String, String)> {
+    c.unwrap_or_default()
+        .into_iter()
+        .map(|c| (c.name, c.expression))
+        .collect()
 }
 
 /// The stored configurations of `plural`, in name order.
@@ -162,6 +173,7 @@ fn hook(
         rules: rules.unwrap_or_default(),
         namespace_selector: None,
         object_selector: None,
+        match_conditions: Vec::new(),
         ignore_failure: failure_policy.as_deref() == Some("Ignore"),
         side_effects,
         // v1's default, bounded to 1..=30 s as validation requires.

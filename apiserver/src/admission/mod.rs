@@ -26,8 +26,11 @@
 //!   version of the resource (a CRD's, or a built-in kind's served at several versions)
 //!   is called at that version, the objects converted to it and its patch converted
 //!   back; `requestKind` and `requestResource` keep the version asked for.
-//! - Not done: `matchConditions`, webhooks on `deletecollection` and on the POST
-//!   subresources (`eviction`, `binding`), ValidatingAdmissionPolicy.
+//! - `matchConditions` (CEL over `object`, `oldObject`, `request`) are evaluated after
+//!   the rules and selectors, on the objects at the webhook's version: a false one skips
+//!   the webhook, an error is a failed call (403 under `failurePolicy: Fail`).
+//! - Not done: the `authorizer` CEL variable, webhooks on `deletecollection` and on the
+//!   POST subresources (`eviction`, `binding`), ValidatingAdmissionPolicy.
 //!
 //! The whole of it wraps the HTTP handler (`http::handle`): it sees requests and
 //! responses only, and asks the server what it needs through further requests.

@@ -21,6 +21,7 @@
 //! - A dry-run request is refused (400) by a webhook whose `sideEffects` is neither
 //!   `None` nor `NoneOnDryRun`, before it is called.
 
+use crate::cel_rules::Matched;
 use serde_json::{json, Value};
 
 use super::config::Hook;
@@ -42,6 +43,38 @@ pub(crate) async fn call(
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> Result<Allowed, StatusError> {
+    // `matchConditions`, on the request as the webhook would see it: a false one skips
+    // the webhook; one that cannot be evaluated is a failed call (`failurePolicy`).
+    if !hook.match_conditions.is_empty() {
+        let review = request("v1", "", a, object, old);
+        let variables = [
+            ("object", object),
+            ("oldObject", old),
+            ("request", review.get("request")),
+        ];
+        match crate::cel_rules::match_conditions(&hook.match_conditions, &variables) {
+            Matched::Yes => {}
+            Matched::No => return Ok(Allowed::default()),
+            Matched::Error(_) if hook.ignore_failure => {
+                tracing::warn!(webhook = %hook.name, "match conditions failed to evaluate, failing open");
+                return Ok(Allowed::default());
+            }
+            // kube-apiserver answers 403, naming the resource, the object and the
+            // expression (checked against 1.36).
+            Matched::Error(why) => {
+                let resource = if a.group.is_empty() {
+                    a.resource.clone()
+                } else {
+                    format!("{}.{}", a.resource, a.group)
+                };
+                return Err(StatusError::new(
+                    403,
+                    "Forbidden",
+                    format!("{resource} {:?} is forbidden: {why}", a.name),
+                ));
+            }
+        }
+    }
     if a.dry_run && !matches!(hook.side_effects.as_str(), "None" | "NoneOnDryRun") {
         return Err(StatusError::bad_request(format!(
             "admission webhook {:?} does not support dry run",
