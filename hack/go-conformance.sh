@@ -104,6 +104,12 @@ seed=${PROTOBUF_CORPUS_SEED:-$(date +%s)}
 echo "--- protobuf corpus: $(wc -l <"$work/corpus.jsonl") random objects, seed $seed (PROTOBUF_CORPUS_SEED=$seed reproduces)"
 KUBEGEN_PROTOBUF_CORPUS="$work/corpus.jsonl" nice -n 10 cargo test --quiet --locked -p kubegen-apimachinery --lib \
   protobuf::tests::corpus -- --nocapture
+# The compact mirrors on the same fresh objects: lossless against k8s-openapi's types,
+# the same from protobuf as from JSON. The workspace's test features, so the test binary
+# the test stage built is reused.
+KUBEGEN_PROTOBUF_CORPUS="$work/corpus.jsonl" nice -n 10 cargo test --quiet --locked --workspace \
+  --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}" \
+  --test compact every_mirrored_kind_is_lossless -- --nocapture
 echo "go-conformance: protobuf table current, corpus decodes as kube-apiserver would"
 
 # Apply configurations on the wire: the same builder calls on client-go's

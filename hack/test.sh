@@ -29,7 +29,8 @@ stage() {
 }
 
 # Features: never --all-features (k8s-openapi would get two Kubernetes versions).
-FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook"
+FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact"
+export KUBEGEN_TEST_FEATURES="$FEATURES"
 # The crates published to the registry; every other member has `publish = false`.
 PUBLISHED="-p kubegen-apimachinery -p kubegen-apiserver -p kubegen-templates -p kubegen -p kubegen-runtime -p kubegen-kubernetes"
 

@@ -21,13 +21,11 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-/// k8s-openapi's core/v1 Pod types with every optional struct field boxed
-/// (`Option<Box<T>>`), generated from the OpenAPI definitions kubegen embeds by
-/// `benchmarks/gen_compact_pod.py`: the compact-cache candidate of issue 31 that the
-/// `ours-compact` client caches and `examples/pod-compact` measures.
-pub mod compact_pod;
-
-kubegen_runtime::projection!(compact_pod::Pod, k8s_openapi::api::core::v1::Pod);
+/// The compact mirrors of the core/v1 types that kubegen generates into
+/// kubegen-kubernetes (feature `compact`): k8s-openapi's types with every optional
+/// struct field boxed, cached by the `ours-compact` client and measured by
+/// `examples/pod-compact`.
+pub use kubegen_kubernetes::compact::core::v1 as compact_pod;
 
 /// The namespaces the Pods are spread over.
 pub const NAMESPACES: usize = 50;

@@ -15,6 +15,9 @@ pub mod apis;
 
 #[cfg(feature = "applyconfigurations")]
 pub mod applyconfigurations;
+
+#[cfg(feature = "compact")]
+pub mod compact;
 pub mod clientset;
 pub mod informers;
 pub mod listers;

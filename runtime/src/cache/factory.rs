@@ -372,6 +372,14 @@ impl InformerFactory {
             (false, false) => format!("{}.{}", gr.2, gr.0),
             (false, true) => format!("{}.{}.{}", gr.2, gr.1, gr.0),
         };
+        // A second type of the same resource and version (a compact mirror or a
+        // projection beside the full type) is named with its Rust type; the first keeps
+        // the resource's name and stays the one `for_resource` hands out.
+        let name = if st.by_resource.contains_key(&gr) {
+            format!("{name} ({})", std::any::type_name::<K>())
+        } else {
+            name
+        };
         let informer = new_informer(config).with_kind_name(name);
         let informer = match &self.options.tweak_list_options {
             Some(tweak) => informer.with_lister_watcher(|inner| {
@@ -395,7 +403,7 @@ impl InformerFactory {
             )),
             has_synced: Arc::new(move || synced.has_synced()),
         };
-        st.by_resource.insert(gr, TypeId::of::<K>());
+        st.by_resource.entry(gr).or_insert(TypeId::of::<K>());
         st.informers.insert(
             TypeId::of::<K>(),
             Entry {

@@ -24,6 +24,7 @@
 
 pub mod applyconfigurations;
 pub mod clientset;
+pub mod compact;
 pub mod conversion;
 pub mod crd;
 pub mod deepcopy;
@@ -159,6 +160,7 @@ pub fn module_tree(api: &Api) -> Module {
     modules::root(api)
         .children([modules::apis(api)])
         .children(applyconfigurations::applyconfigurations_module(api))
+        .children(compact::compact_module(api))
         .children([
             clientset::clientset_module(api),
             informers::informers_module(api),

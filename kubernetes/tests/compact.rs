@@ -1,0 +1,404 @@
+//! The compact mirrors (`kubegen_kubernetes::compact`, feature `compact`) are lossless
+//! against k8s-openapi's types on every built-in kind they mirror, from JSON and from
+//! protobuf, and the typed informers' `compact_informer()` caches them from the
+//! in-memory server over tower and over TCP.
+//!
+//! The objects are the protobuf corpus of kubegen-apimachinery (one random object of
+//! every built-in kind written by apimachinery's serializers in Go, with encoding/json's
+//! output beside it; `KUBEGEN_PROTOBUF_CORPUS` adds fresh corpora, as CI does).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::{Container, Pod, PodSpec, SecurityContext, Volume};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use kube::Resource;
+use kubegen_apimachinery::protobuf;
+use kubegen_kubernetes::clientset::Clientset;
+use kubegen_kubernetes::compact;
+use kubegen_kubernetes::informers::SharedInformerFactory;
+use kubegen_runtime::client::WriteOptions;
+use kubegen_runtime::testing::transport::Transport;
+use kubegen_runtime::testing::ApiServer;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+
+/// What one corpus object showed for one mirrored kind.
+enum Outcome {
+    /// Lossless both ways, and the same from protobuf.
+    Exact,
+    /// k8s-openapi's own type does not decode Go's JSON (random strings where a
+    /// quantity or a time is expected): nothing to compare against.
+    Undecodable,
+}
+
+/// The checks of one object: JSON into k8s-openapi's type `K` and into the mirror `C`
+/// give values that convert into each other exactly, serialize to the same JSON, and
+/// the mirror decodes the same from the protobuf.
+fn exact<C, K>(pb: &[u8], json: &Value) -> Result<Outcome, String>
+where
+    C: DeserializeOwned + Serialize + Clone + PartialEq + std::fmt::Debug + From<K>,
+    K: DeserializeOwned + Serialize + Clone + PartialEq + std::fmt::Debug + From<C>,
+{
+    let Ok(full) = serde_json::from_value::<K>(json.clone()) else {
+        return Ok(Outcome::Undecodable);
+    };
+    let mirror = serde_json::from_value::<C>(json.clone())
+        .map_err(|e| format!("the mirror does not decode what k8s-openapi's type does: {e}"))?;
+    let back = K::from(mirror.clone());
+    if back != full {
+        return Err(format!(
+            "mirror -> k8s-openapi differs:\n{back:?}\n{full:?}"
+        ));
+    }
+    let there = C::from(full.clone());
+    if there != mirror {
+        return Err(format!(
+            "k8s-openapi -> mirror differs:\n{there:?}\n{mirror:?}"
+        ));
+    }
+    let (a, b) = (
+        serde_json::to_value(&mirror).map_err(|e| e.to_string())?,
+        serde_json::to_value(&full).map_err(|e| e.to_string())?,
+    );
+    if a != b {
+        return Err(format!("the mirror serializes differently:\n{a}\n{b}"));
+    }
+    let from_pb = protobuf::from_envelope::<C>(pb).map_err(|e| format!("protobuf: {e}"))?;
+    if from_pb != mirror {
+        return Err(format!(
+            "protobuf and JSON decode differently:\n{from_pb:?}\n{mirror:?}"
+        ));
+    }
+    Ok(Outcome::Exact)
+}
+
+/// Checks `(apiVersion, kind)` if it has a mirror; `None` if it has none.
+fn check_kind(av: &str, kind: &str, pb: &[u8], json: &Value) -> Option<Result<Outcome, String>> {
+    macro_rules! kinds {
+        ($($c:path => $k:path,)*) => {{
+            $(
+                {
+                    use kubegen_kubernetes::compact;
+                    use k8s_openapi::api;
+                    type K = $k;
+                    if <K as Resource>::api_version(&()) == av && <K as Resource>::kind(&()) == kind {
+                        return Some(exact::<$c, $k>(pb, json));
+                    }
+                }
+            )*
+            None
+        }};
+    }
+    kinds! {
+        compact::admissionregistration::v1::MutatingAdmissionPolicy => api::admissionregistration::v1::MutatingAdmissionPolicy,
+        compact::admissionregistration::v1::MutatingAdmissionPolicyBinding => api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+        compact::admissionregistration::v1::MutatingWebhookConfiguration => api::admissionregistration::v1::MutatingWebhookConfiguration,
+        compact::admissionregistration::v1::ValidatingAdmissionPolicy => api::admissionregistration::v1::ValidatingAdmissionPolicy,
+        compact::admissionregistration::v1::ValidatingAdmissionPolicyBinding => api::admissionregistration::v1::ValidatingAdmissionPolicyBinding,
+        compact::admissionregistration::v1::ValidatingWebhookConfiguration => api::admissionregistration::v1::ValidatingWebhookConfiguration,
+        compact::admissionregistration::v1alpha1::MutatingAdmissionPolicy => api::admissionregistration::v1alpha1::MutatingAdmissionPolicy,
+        compact::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding => api::admissionregistration::v1alpha1::MutatingAdmissionPolicyBinding,
+        compact::admissionregistration::v1beta1::MutatingAdmissionPolicy => api::admissionregistration::v1beta1::MutatingAdmissionPolicy,
+        compact::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding => api::admissionregistration::v1beta1::MutatingAdmissionPolicyBinding,
+        compact::apps::v1::ControllerRevision => api::apps::v1::ControllerRevision,
+        compact::apps::v1::DaemonSet => api::apps::v1::DaemonSet,
+        compact::apps::v1::Deployment => api::apps::v1::Deployment,
+        compact::apps::v1::ReplicaSet => api::apps::v1::ReplicaSet,
+        compact::apps::v1::StatefulSet => api::apps::v1::StatefulSet,
+        compact::autoscaling::v1::HorizontalPodAutoscaler => api::autoscaling::v1::HorizontalPodAutoscaler,
+        compact::autoscaling::v2::HorizontalPodAutoscaler => api::autoscaling::v2::HorizontalPodAutoscaler,
+        compact::batch::v1::CronJob => api::batch::v1::CronJob,
+        compact::batch::v1::Job => api::batch::v1::Job,
+        compact::certificates::v1::CertificateSigningRequest => api::certificates::v1::CertificateSigningRequest,
+        compact::certificates::v1::ClusterTrustBundle => api::certificates::v1::ClusterTrustBundle,
+        compact::certificates::v1::PodCertificateRequest => api::certificates::v1::PodCertificateRequest,
+        compact::certificates::v1beta1::ClusterTrustBundle => api::certificates::v1beta1::ClusterTrustBundle,
+        compact::certificates::v1beta1::PodCertificateRequest => api::certificates::v1beta1::PodCertificateRequest,
+        compact::coordination::v1::Lease => api::coordination::v1::Lease,
+        compact::coordination::v1alpha2::LeaseCandidate => api::coordination::v1alpha2::LeaseCandidate,
+        compact::coordination::v1beta1::LeaseCandidate => api::coordination::v1beta1::LeaseCandidate,
+        compact::core::v1::ConfigMap => api::core::v1::ConfigMap,
+        compact::core::v1::Endpoints => api::core::v1::Endpoints,
+        compact::core::v1::Event => api::core::v1::Event,
+        compact::core::v1::LimitRange => api::core::v1::LimitRange,
+        compact::core::v1::Namespace => api::core::v1::Namespace,
+        compact::core::v1::Node => api::core::v1::Node,
+        compact::core::v1::PersistentVolume => api::core::v1::PersistentVolume,
+        compact::core::v1::PersistentVolumeClaim => api::core::v1::PersistentVolumeClaim,
+        compact::core::v1::Pod => api::core::v1::Pod,
+        compact::core::v1::PodTemplate => api::core::v1::PodTemplate,
+        compact::core::v1::ReplicationController => api::core::v1::ReplicationController,
+        compact::core::v1::ResourceQuota => api::core::v1::ResourceQuota,
+        compact::core::v1::Secret => api::core::v1::Secret,
+        compact::core::v1::Service => api::core::v1::Service,
+        compact::core::v1::ServiceAccount => api::core::v1::ServiceAccount,
+        compact::discovery::v1::EndpointSlice => api::discovery::v1::EndpointSlice,
+        compact::events::v1::Event => api::events::v1::Event,
+        compact::flowcontrol::v1::FlowSchema => api::flowcontrol::v1::FlowSchema,
+        compact::flowcontrol::v1::PriorityLevelConfiguration => api::flowcontrol::v1::PriorityLevelConfiguration,
+        compact::internal::v1alpha1::StorageVersion => api::apiserverinternal::v1alpha1::StorageVersion,
+        compact::lifecycle::v1alpha1::Eviction => api::lifecycle::v1alpha1::Eviction,
+        compact::lifecycle::v1alpha1::EvictionRequest => api::lifecycle::v1alpha1::EvictionRequest,
+        compact::networking::v1::IPAddress => api::networking::v1::IPAddress,
+        compact::networking::v1::Ingress => api::networking::v1::Ingress,
+        compact::networking::v1::IngressClass => api::networking::v1::IngressClass,
+        compact::networking::v1::NetworkPolicy => api::networking::v1::NetworkPolicy,
+        compact::networking::v1::ServiceCIDR => api::networking::v1::ServiceCIDR,
+        compact::node::v1::RuntimeClass => api::node::v1::RuntimeClass,
+        compact::policy::v1::PodDisruptionBudget => api::policy::v1::PodDisruptionBudget,
+        compact::rbac::v1::ClusterRole => api::rbac::v1::ClusterRole,
+        compact::rbac::v1::ClusterRoleBinding => api::rbac::v1::ClusterRoleBinding,
+        compact::rbac::v1::Role => api::rbac::v1::Role,
+        compact::rbac::v1::RoleBinding => api::rbac::v1::RoleBinding,
+        compact::resource::v1::DeviceClass => api::resource::v1::DeviceClass,
+        compact::resource::v1::DeviceTaintRule => api::resource::v1::DeviceTaintRule,
+        compact::resource::v1::ResourceClaim => api::resource::v1::ResourceClaim,
+        compact::resource::v1::ResourceClaimTemplate => api::resource::v1::ResourceClaimTemplate,
+        compact::resource::v1::ResourceSlice => api::resource::v1::ResourceSlice,
+        compact::resource::v1alpha3::DeviceTaintRule => api::resource::v1alpha3::DeviceTaintRule,
+        compact::resource::v1alpha3::ResourcePoolStatusRequest => api::resource::v1alpha3::ResourcePoolStatusRequest,
+        compact::resource::v1beta1::DeviceClass => api::resource::v1beta1::DeviceClass,
+        compact::resource::v1beta1::ResourceClaim => api::resource::v1beta1::ResourceClaim,
+        compact::resource::v1beta1::ResourceClaimTemplate => api::resource::v1beta1::ResourceClaimTemplate,
+        compact::resource::v1beta1::ResourceSlice => api::resource::v1beta1::ResourceSlice,
+        compact::resource::v1beta2::DeviceClass => api::resource::v1beta2::DeviceClass,
+        compact::resource::v1beta2::DeviceTaintRule => api::resource::v1beta2::DeviceTaintRule,
+        compact::resource::v1beta2::ResourceClaim => api::resource::v1beta2::ResourceClaim,
+        compact::resource::v1beta2::ResourceClaimTemplate => api::resource::v1beta2::ResourceClaimTemplate,
+        compact::resource::v1beta2::ResourceSlice => api::resource::v1beta2::ResourceSlice,
+        compact::scheduling::v1::PriorityClass => api::scheduling::v1::PriorityClass,
+        compact::scheduling::v1alpha3::CompositePodGroup => api::scheduling::v1alpha3::CompositePodGroup,
+        compact::scheduling::v1alpha3::PodGroup => api::scheduling::v1alpha3::PodGroup,
+        compact::scheduling::v1alpha3::Workload => api::scheduling::v1alpha3::Workload,
+        compact::scheduling::v1beta1::PodGroup => api::scheduling::v1beta1::PodGroup,
+        compact::scheduling::v1beta1::Workload => api::scheduling::v1beta1::Workload,
+        compact::storage::v1::CSIDriver => api::storage::v1::CSIDriver,
+        compact::storage::v1::CSINode => api::storage::v1::CSINode,
+        compact::storage::v1::CSIStorageCapacity => api::storage::v1::CSIStorageCapacity,
+        compact::storage::v1::StorageClass => api::storage::v1::StorageClass,
+        compact::storage::v1::VolumeAttachment => api::storage::v1::VolumeAttachment,
+        compact::storage::v1::VolumeAttributesClass => api::storage::v1::VolumeAttributesClass,
+        compact::storagemigration::v1::StorageVersionMigration => api::storagemigration::v1::StorageVersionMigration,
+        compact::storagemigration::v1beta1::StorageVersionMigration => api::storagemigration::v1beta1::StorageVersionMigration,
+    }
+}
+
+/// The number of kinds listed in `check_kind`.
+const LISTED: usize = 90;
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    const T: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0);
+    for c in s.bytes().filter(|&c| c != b'=') {
+        let v = T.iter().position(|&t| t == c).expect("base64") as u32;
+        acc = acc << 6 | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push((acc >> bits) as u8);
+        }
+    }
+    out
+}
+
+/// (objects of mirrored kinds checked exactly, undecodable ones) of one corpus.
+fn check_corpus(text: &str, failures: &mut Vec<String>) -> (usize, usize) {
+    let (mut exact, mut undecodable) = (0, 0);
+    for line in text.lines().filter(|l| !l.is_empty()) {
+        let case: Value = serde_json::from_str(line).expect("a corpus line is JSON");
+        let av = case["apiVersion"].as_str().unwrap_or_default();
+        let kind = case["kind"].as_str().unwrap_or_default();
+        let pb = base64_decode(case["protobuf"].as_str().expect("protobuf"));
+        match check_kind(av, kind, &pb, &case["json"]) {
+            Some(Ok(Outcome::Exact)) => exact += 1,
+            Some(Ok(Outcome::Undecodable)) => undecodable += 1,
+            Some(Err(e)) => failures.push(format!("{av} {kind}: {e}")),
+            None => {}
+        }
+    }
+    (exact, undecodable)
+}
+
+#[test]
+fn every_mirrored_kind_is_lossless_from_json_and_protobuf() {
+    let mut failures = Vec::new();
+    let (exact, undecodable) = check_corpus(
+        include_str!("../../apimachinery/src/protobuf/corpus.jsonl"),
+        &mut failures,
+    );
+    eprintln!("committed corpus: {exact} exact, {undecodable} not decodable by k8s-openapi");
+    // The committed corpus has one object of each kind; most random objects decode.
+    assert!(exact >= 60, "{exact} exact, {undecodable} undecodable");
+    if let Ok(paths) = std::env::var("KUBEGEN_PROTOBUF_CORPUS") {
+        for path in paths.split(':') {
+            let text = std::fs::read_to_string(path).expect("KUBEGEN_PROTOBUF_CORPUS names files");
+            let (e, u) = check_corpus(&text, &mut failures);
+            eprintln!("{path}: {e} exact, {u} not decodable by k8s-openapi");
+            assert!(e + u > 0, "{path} has no mirrored kind");
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn the_list_covers_every_generated_mirror() {
+    // Every kind the generator mirrored is a `projection!` in the generated tree.
+    fn count(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir)
+            .expect("the generated compact tree")
+            .map(|e| e.expect("a directory entry").path())
+            .map(|p| {
+                if p.is_dir() {
+                    count(&p)
+                } else {
+                    std::fs::read_to_string(&p)
+                        .expect("a generated file")
+                        .matches("::kubegen_runtime::projection!(")
+                        .count()
+                }
+            })
+            .sum()
+    }
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/generated/compact");
+    assert_eq!(count(&dir), LISTED);
+}
+
+#[test]
+fn unset_optional_structs_cost_a_pointer() {
+    // The reason for the mirror: an unset optional struct is 8 bytes, not its size.
+    use std::mem::size_of;
+    assert_eq!(
+        size_of::<Option<Box<compact::core::v1::SecurityContext>>>(),
+        8
+    );
+    assert!(size_of::<compact::core::v1::Container>() * 3 < size_of::<Container>());
+    assert!(size_of::<compact::core::v1::Volume>() * 5 < size_of::<Volume>());
+    assert!(size_of::<compact::core::v1::PodSpec>() * 2 < size_of::<PodSpec>());
+    // Fields read as k8s-openapi's do, through the box.
+    let pod = compact::core::v1::Pod::from(Pod {
+        metadata: ObjectMeta {
+            name: Some("web-0".into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".into(),
+                security_context: Some(SecurityContext {
+                    privileged: Some(true),
+                    ..SecurityContext::default()
+                }),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        status: None,
+    });
+    let spec = pod.spec.as_ref().expect("spec");
+    let sc = spec.containers[0].security_context.as_ref().expect("set");
+    assert_eq!(sc.privileged, Some(true));
+    // And it serializes as the Pod it came from, apiVersion and kind included.
+    let json = serde_json::to_value(&pod).expect("serializes");
+    assert_eq!(json["apiVersion"], "v1");
+    assert_eq!(json["kind"], "Pod");
+    assert_eq!(
+        json,
+        serde_json::to_value(Pod::from(pod.clone())).expect("serializes")
+    );
+}
+
+fn pod(name: &str, image: &str) -> Pod {
+    Pod {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            namespace: Some("ns".into()),
+            labels: Some([("app".to_owned(), "web".to_owned())].into()),
+            ..ObjectMeta::default()
+        },
+        spec: Some(PodSpec {
+            containers: vec![Container {
+                name: "app".into(),
+                image: Some(image.into()),
+                ..Container::default()
+            }],
+            ..PodSpec::default()
+        }),
+        status: None,
+    }
+}
+
+/// The compact informer of Pods caches what the typed informer caches, converted.
+async fn compact_informer_caches_pods(transport: Transport) {
+    let server = ApiServer::new();
+    for registration in kubegen_kubernetes::fake::registrations().expect("registrations") {
+        server.register_if_absent(registration);
+    }
+    let conn = transport
+        .connect(&server, Vec::<std::path::PathBuf>::new())
+        .await
+        .unwrap_or_else(|e| panic!("{transport:?}: {e}"));
+    let cs = Clientset::new(conn.client());
+    let pods = cs.core_v1().pods("ns");
+    let wo = WriteOptions::default();
+    pods.create(&pod("web-0", "nginx:1"), &wo)
+        .await
+        .expect("create");
+    pods.create(&pod("web-1", "nginx:2"), &wo)
+        .await
+        .expect("create");
+
+    let factory = SharedInformerFactory::new(cs.clone(), Duration::from_secs(0));
+    let typed = factory.core().v1().pods();
+    let (full, slim) = (typed.informer(), typed.compact_informer());
+    factory.start();
+    let synced = factory.wait_for_cache_sync().await;
+    assert_eq!(
+        synced.len(),
+        2,
+        "two informers of pods, named apart: {synced:?}"
+    );
+    assert!(synced.values().all(|s| *s), "{synced:?}");
+
+    let lister = typed.compact_lister();
+    let cached: Arc<compact::core::v1::Pod> = lister.namespaced("ns").get("web-1").expect("cached");
+    let image = cached
+        .spec
+        .as_ref()
+        .and_then(|s| s.containers[0].image.clone());
+    assert_eq!(image.as_deref(), Some("nginx:2"));
+    let from_full = full.lister().namespaced("ns").get("web-1").expect("cached");
+    assert_eq!(Pod::from((*cached).clone()), *from_full);
+
+    // Watch events reach the compact cache too.
+    pods.create(&pod("web-2", "nginx:3"), &wo)
+        .await
+        .expect("create");
+    let mut seen = false;
+    for _ in 0..200 {
+        if slim.lister().namespaced("ns").get("web-2").is_ok() {
+            seen = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(seen, "the compact informer saw the watch event");
+    assert_eq!(
+        slim.lister()
+            .list(&kubegen_runtime::labels::Selector::everything())
+            .len(),
+        3
+    );
+    factory.shutdown().await;
+}
+
+#[tokio::test]
+async fn compact_informer_over_tower() {
+    compact_informer_caches_pods(Transport::Tower).await;
+}
+
+#[tokio::test]
+async fn compact_informer_over_tcp() {
+    compact_informer_caches_pods(Transport::Tcp).await;
+}

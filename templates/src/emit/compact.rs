@@ -1,0 +1,644 @@
+//! Compact mirrors of the built-in types, for informer caches that cost what Go's do.
+//!
+//! A k8s-openapi struct keeps every optional sub-struct inline: an unset
+//! `Option<SecurityContext>` still takes the struct's whole size, so a cached Pod is
+//! mostly zeros (a `Volume` is 3 KB whatever its source). Go keeps a nil pointer. For
+//! every built-in kind that has an informer (kinds of the `io.k8s.api` packages),
+//! `compact/<group>/<version>.rs` holds a mirror of the kind's type and of every
+//! `io.k8s.api` definition it reaches:
+//!
+//! - the same field names and JSON names as k8s-openapi's, and the same optionality,
+//!   so code reading fields reads them the same way;
+//! - every optional field holding a mirrored struct is `Option<Box<T>>` (8 bytes when
+//!   unset);
+//! - definitions outside `io.k8s.api` (ObjectMeta, Time, Quantity, IntOrString,
+//!   LabelSelector, ...) and those without properties are k8s-openapi's own types;
+//! - `From` both ways with k8s-openapi's type, moving fields (no serde round trip); the
+//!   conversions destructure exhaustively, so a field one side has and the other lacks
+//!   is a compile error rather than a silent loss;
+//! - kinds are `kube::Resource`s of the k8s-openapi kind (same group, version, plural
+//!   and scope), serialize with `apiVersion` and `kind` as k8s-openapi's do, and decode
+//!   from JSON and protobuf through the same deserializers.
+//!
+//! The typed informers gain `compact_informer()` and `compact_lister()`. The module is
+//! gated by the mounting crate's `compact` feature when the built-in API is generated
+//! with a feature for its apply configurations (kubegen-kubernetes), since it adds
+//! several hundred types to compile.
+
+use proc_macro2::TokenStream;
+use quote::{format_ident, quote};
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::{has_informer, ident, Module};
+use crate::model::{Api, Group, Kind, Version};
+use crate::names;
+
+/// The cargo feature gating the module in a crate that gates its apply configurations.
+pub const FEATURE: &str = "compact";
+
+/// The package prefix of the definitions that get mirrors.
+const MIRRORED: &str = "io.k8s.api.";
+
+/// Whether a kind gets a compact mirror: a built-in kind of an `io.k8s.api` package
+/// with an informer.
+pub fn has_compact(kind: &Kind) -> bool {
+    has_informer(kind)
+        && kind
+            .openapi
+            .as_ref()
+            .is_some_and(|o| o.name.starts_with(MIRRORED))
+}
+
+/// The mirror's type name of a kind that [`has_compact`].
+pub fn compact_type_name(kind: &Kind) -> Option<&str> {
+    let o = kind.openapi.as_ref()?;
+    Some(short_name(&o.name))
+}
+
+/// The `cfg` attribute gating compact items in `api`'s tree (empty when ungated).
+pub fn feature_gate(api: &Api) -> TokenStream {
+    let gated = api
+        .groups
+        .iter()
+        .flat_map(|g| &g.versions)
+        .flat_map(|v| &v.kinds)
+        .filter_map(|k| k.openapi.as_ref())
+        .any(|o| o.definitions.feature.is_some());
+    if gated {
+        quote!(#[cfg(feature = #FEATURE)])
+    } else {
+        quote!()
+    }
+}
+
+/// The `compact` module, or `None` when no kind has a compact mirror.
+pub fn compact_module(api: &Api) -> Option<Module> {
+    let mut kinds: BTreeMap<&str, (&Group, &Version, &Kind)> = BTreeMap::new();
+    for g in &api.groups {
+        for v in &g.versions {
+            for k in v.kinds.iter().filter(|k| has_compact(k)) {
+                if let Some(o) = &k.openapi {
+                    kinds.insert(o.name.as_str(), (g, v, k));
+                }
+            }
+        }
+    }
+    let (_, _, first) = kinds.values().next()?;
+    let schemas = &first.openapi.as_ref()?.definitions.schemas;
+    let mirror = Mirror::new(schemas, &kinds);
+
+    // group module -> (doc, version module -> (doc, items))
+    type Versions = BTreeMap<String, (String, Vec<TokenStream>)>;
+    let mut tree: BTreeMap<String, (String, Versions)> = BTreeMap::new();
+    for (name, (g, v)) in &mirror.placed {
+        let (gdoc, vdoc) = mirror.docs(name);
+        let items = &mut tree
+            .entry(g.clone())
+            .or_insert_with(|| (gdoc, BTreeMap::new()))
+            .1
+            .entry(v.clone())
+            .or_insert_with(|| (vdoc, Vec::new()))
+            .1;
+        items.push(mirror.item(name, kinds.contains_key(name)));
+    }
+    let groups = tree.into_iter().map(|(g, (gdoc, versions))| {
+        let versions = versions.into_iter().map(|(v, (vdoc, items))| {
+            Module::new(
+                v,
+                vec![format!(
+                    "Compact mirrors of `{vdoc}`: k8s-openapi's types with optional structs boxed."
+                )],
+                quote!(#(#items)*),
+            )
+        });
+        Module::new(
+            g,
+            vec![format!("Compact mirrors of the `{gdoc}` group.")],
+            quote!(),
+        )
+        .children(versions)
+    });
+    let mut module = Module::new(
+        "compact",
+        vec![
+            "Compact mirrors of the built-in types for informer caches: k8s-openapi's types"
+                .to_owned(),
+            "with every optional struct boxed (an unset one costs 8 bytes, not its size),"
+                .to_owned(),
+            "`From` both ways with k8s-openapi's, and `compact_informer()` on each typed"
+                .to_owned(),
+            "informer. See docs/informers.md, \"A compact cache\".".to_owned(),
+        ],
+        quote!(),
+    )
+    .attrs(super::modules::top_level_allows())
+    .children(groups);
+    module.outer_attrs = feature_gate(api);
+    Some(module)
+}
+
+/// What a field holds.
+enum Shape {
+    /// A mirrored definition (its name).
+    Mirror(String),
+    /// A type both sides share (k8s-openapi's or a scalar).
+    Plain(TokenStream),
+    /// A list.
+    List(Box<Shape>),
+    /// A map from strings.
+    Map(Box<Shape>),
+}
+
+impl Shape {
+    fn mirrors(&self) -> bool {
+        match self {
+            Shape::Mirror(_) => true,
+            Shape::Plain(_) => false,
+            Shape::List(s) | Shape::Map(s) => s.mirrors(),
+        }
+    }
+}
+
+/// The mirrored definitions and where each is placed.
+struct Mirror<'a> {
+    schemas: &'a BTreeMap<String, Value>,
+    /// Definition -> (group module, version module).
+    placed: BTreeMap<&'a str, (String, String)>,
+    /// Group and version of the kinds' packages (for the modules' docs).
+    package_docs: BTreeMap<String, (String, String)>,
+}
+
+impl<'a> Mirror<'a> {
+    fn new(
+        schemas: &'a BTreeMap<String, Value>,
+        kinds: &BTreeMap<&str, (&Group, &Version, &Kind)>,
+    ) -> Self {
+        let mut modules: BTreeMap<String, (String, String)> = BTreeMap::new();
+        let mut package_docs = BTreeMap::new();
+        for (name, (g, v, _)) in kinds {
+            modules.insert(package(name), (g.module.clone(), v.module.clone()));
+            let group = if g.name.is_empty() { "core" } else { &g.name };
+            package_docs.insert(package(name), (group.to_owned(), v.name.clone()));
+        }
+        let mut placed = BTreeMap::new();
+        let mut stack: Vec<&str> = kinds.keys().rev().copied().collect();
+        let mut seen = BTreeSet::new();
+        while let Some(name) = stack.pop() {
+            if !seen.insert(name) || !is_mirrored(schemas, name) {
+                continue;
+            }
+            let Some((key, schema)) = schemas.get_key_value(name) else {
+                continue;
+            };
+            let mut refs = Vec::new();
+            references(schema, &mut refs);
+            stack.extend(refs.iter().rev());
+            let pkg = package(name);
+            let place = modules.get(&pkg).cloned().unwrap_or_else(|| {
+                let mut parts = pkg.rsplit('.');
+                let v = names::module_name(parts.next().unwrap_or("v1"));
+                let g = names::module_name(parts.next().unwrap_or("core"));
+                (g, v)
+            });
+            placed.insert(key.as_str(), place);
+        }
+        Mirror {
+            schemas,
+            placed,
+            package_docs,
+        }
+    }
+
+    /// The docs' names of a definition's group and version.
+    fn docs(&self, name: &str) -> (String, String) {
+        let pkg = package(name);
+        match self.package_docs.get(&pkg) {
+            Some((g, v)) => (g.clone(), format!("{g}/{v}")),
+            None => {
+                let mut parts = pkg.rsplit('.');
+                let v = parts.next().unwrap_or("v1").to_owned();
+                let g = parts.next().unwrap_or("core").to_owned();
+                (g.clone(), format!("{g}/{v}"))
+            }
+        }
+    }
+
+    /// The mirror's type, from inside a version module.
+    fn compact_type(&self, name: &str) -> TokenStream {
+        let (g, v) = self
+            .placed
+            .get(name)
+            .map_or(("core", "v1"), |(g, v)| (g.as_str(), v.as_str()));
+        let (g, v, t) = (ident(g), ident(v), format_ident!("{}", short_name(name)));
+        quote!(super::super::#g::#v::#t)
+    }
+
+    fn shape(&self, schema: &Value) -> Shape {
+        if let Some(target) = reference(schema) {
+            return if self.placed.contains_key(target) {
+                Shape::Mirror(target.to_owned())
+            } else {
+                Shape::Plain(k8s_type(target))
+            };
+        }
+        let plain = |t: TokenStream| Shape::Plain(t);
+        match schema.get("type").and_then(Value::as_str) {
+            Some("string") => match schema.get("format").and_then(Value::as_str) {
+                Some("byte") => plain(quote!(::kubegen_runtime::k8s_openapi::ByteString)),
+                _ => plain(quote!(::std::string::String)),
+            },
+            Some("boolean") => plain(quote!(bool)),
+            Some("integer") => match schema.get("format").and_then(Value::as_str) {
+                Some("int32") => plain(quote!(i32)),
+                _ => plain(quote!(i64)),
+            },
+            Some("number") => plain(quote!(f64)),
+            Some("array") => match schema.get("items") {
+                Some(items) => Shape::List(Box::new(self.shape(items))),
+                None => plain(quote!(
+                    ::std::vec::Vec<::kubegen_runtime::serde_json::Value>
+                )),
+            },
+            Some("object") => match schema.get("additionalProperties").filter(|a| a.is_object()) {
+                Some(a) => Shape::Map(Box::new(self.shape(a))),
+                None => plain(quote!(::kubegen_runtime::serde_json::Value)),
+            },
+            _ => plain(quote!(::kubegen_runtime::serde_json::Value)),
+        }
+    }
+
+    /// Whether a value of `shape` has a `Default` (k8s-openapi's times have none).
+    fn has_default(&self, shape: &Shape) -> bool {
+        match shape {
+            Shape::Mirror(name) => self.defaults(name),
+            Shape::Plain(t) => {
+                let t = t.to_string();
+                !(t.ends_with(":: Time") || t.ends_with(":: MicroTime"))
+            }
+            Shape::List(_) | Shape::Map(_) => true,
+        }
+    }
+
+    /// Whether a mirrored definition can derive `Default`: none of its required fields
+    /// lacks one.
+    fn defaults(&self, name: &str) -> bool {
+        let Some(schema) = self.schemas.get(name) else {
+            return true;
+        };
+        let required = schema.get("required").and_then(Value::as_array);
+        let props = schema.get("properties").and_then(Value::as_object);
+        required
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .all(|r| {
+                props
+                    .and_then(|p| p.get(r))
+                    .is_none_or(|p| self.has_default(&self.shape(p)))
+            })
+    }
+
+    fn rust_type(&self, shape: &Shape) -> TokenStream {
+        match shape {
+            Shape::Mirror(name) => self.compact_type(name),
+            Shape::Plain(t) => t.clone(),
+            Shape::List(inner) => {
+                let inner = self.rust_type(inner);
+                quote!(::std::vec::Vec<#inner>)
+            }
+            Shape::Map(inner) => {
+                let inner = self.rust_type(inner);
+                quote!(::std::collections::BTreeMap<::std::string::String, #inner>)
+            }
+        }
+    }
+
+    /// The struct, its conversions and (for kinds) its `Resource` and `Serialize`.
+    fn item(&self, name: &str, is_kind: bool) -> TokenStream {
+        let empty = serde_json::Map::new();
+        let schema = self.schemas.get(name).unwrap_or(&Value::Null);
+        let props = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let required: BTreeSet<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let ty = format_ident!("{}", short_name(name));
+        let k8s = k8s_type(name);
+        let mut fields = Vec::new();
+        let mut idents = Vec::new();
+        let mut to_k8s = Vec::new();
+        let mut from_k8s = Vec::new();
+        let mut serialize = Vec::new();
+        for (json, prop) in props {
+            if is_kind && matches!(json.as_str(), "apiVersion" | "kind") {
+                continue;
+            }
+            let f = format_ident!("{}", k8s_field_name(json));
+            let shape = self.shape(prop);
+            let inner = self.rust_type(&shape);
+            // k8s-openapi makes a kind's metadata required whatever the schema says.
+            let req = required.contains(json.as_str()) || (is_kind && json == "metadata");
+            let boxed = !req && matches!(shape, Shape::Mirror(_));
+            let doc = format!(" `{json}`: as k8s-openapi's field of the same name.");
+            if req {
+                // A missing or null required field decodes to its default, as
+                // k8s-openapi's decoding does, where it has one (times have none).
+                let default = self.has_default(&shape).then(|| {
+                    quote!(
+                        default,
+                        deserialize_with = "::kubegen_runtime::object::null_as_default",
+                    )
+                });
+                fields.push(quote! {
+                    #[doc = #doc]
+                    #[serde(rename = #json, #default)]
+                    pub #f: #inner,
+                });
+                if shape.mirrors() {
+                    let c = convert(&shape, quote!(#f));
+                    to_k8s.push(quote!(#f: #c));
+                    from_k8s.push(quote!(#f: #c));
+                } else {
+                    to_k8s.push(quote!(#f));
+                    from_k8s.push(quote!(#f));
+                }
+                serialize.push(quote!(s.serialize_field(#json, &self.#f)?;));
+            } else {
+                let field_ty = if boxed {
+                    quote!(::std::option::Option<::std::boxed::Box<#inner>>)
+                } else {
+                    quote!(::std::option::Option<#inner>)
+                };
+                fields.push(quote! {
+                    #[doc = #doc]
+                    #[serde(rename = #json, default, skip_serializing_if = "::std::option::Option::is_none")]
+                    pub #f: #field_ty,
+                });
+                if boxed {
+                    to_k8s.push(quote!(#f: #f.map(|v| ::std::convert::Into::into(*v))));
+                    from_k8s.push(quote!(#f: #f.map(|v| ::std::boxed::Box::new(::std::convert::Into::into(v)))));
+                } else if shape.mirrors() {
+                    let a = convert(&shape, quote!(v));
+                    to_k8s.push(quote!(#f: #f.map(|v| #a)));
+                    from_k8s.push(quote!(#f: #f.map(|v| #a)));
+                } else {
+                    to_k8s.push(quote!(#f));
+                    from_k8s.push(quote!(#f));
+                }
+                serialize.push(quote! {
+                    if let ::std::option::Option::Some(v) = &self.#f {
+                        s.serialize_field(#json, v)?;
+                    }
+                });
+            }
+            idents.push(f);
+        }
+        let doc = format!(
+            " `{}`, as k8s-openapi's `{}` with every optional struct boxed (see the module).",
+            short_name(name),
+            name.trim_start_matches("io.k8s.")
+        );
+        let derive_serialize = (!is_kind).then(|| quote!(::kubegen_runtime::serde::Serialize,));
+        let derive_default = self
+            .defaults(name)
+            .then(|| quote!(::std::default::Default,));
+        let kind_items = is_kind.then(|| {
+            let n = fields.len() + 2;
+            let type_name = short_name(name);
+            quote! {
+                ::kubegen_runtime::projection!(#ty, #k8s);
+
+                impl ::kubegen_runtime::serde::Serialize for #ty {
+                    fn serialize<S: ::kubegen_runtime::serde::Serializer>(&self, serializer: S) -> ::std::result::Result<S::Ok, S::Error> {
+                        use ::kubegen_runtime::serde::ser::SerializeStruct as _;
+                        let mut s = serializer.serialize_struct(#type_name, #n)?;
+                        s.serialize_field("apiVersion", &<#k8s as ::kubegen_runtime::kube::Resource>::api_version(&()))?;
+                        s.serialize_field("kind", &<#k8s as ::kubegen_runtime::kube::Resource>::kind(&()))?;
+                        #(#serialize)*
+                        s.end()
+                    }
+                }
+            }
+        });
+        quote! {
+            #[doc = #doc]
+            #[derive(
+                ::std::clone::Clone,
+                ::std::fmt::Debug,
+                #derive_default
+                ::std::cmp::PartialEq,
+                #derive_serialize
+                ::kubegen_runtime::serde::Deserialize
+            )]
+            #[serde(crate = "::kubegen_runtime::serde")]
+            pub struct #ty {
+                #(#fields)*
+            }
+
+            impl ::std::convert::From<#ty> for #k8s {
+                fn from(value: #ty) -> Self {
+                    let #ty { #(#idents),* } = value;
+                    Self { #(#to_k8s),* }
+                }
+            }
+
+            impl ::std::convert::From<#k8s> for #ty {
+                fn from(value: #k8s) -> Self {
+                    let #k8s { #(#idents),* } = value;
+                    Self { #(#from_k8s),* }
+                }
+            }
+
+            #kind_items
+        }
+    }
+}
+
+/// The expression converting `value` (a value of `shape`, on either side) to the other
+/// side's type.
+fn convert(shape: &Shape, value: TokenStream) -> TokenStream {
+    match shape {
+        Shape::Plain(_) => value,
+        Shape::Mirror(_) => quote!(::std::convert::Into::into(#value)),
+        Shape::List(inner) if inner.mirrors() => {
+            let each = match **inner {
+                Shape::Mirror(_) => quote!(::std::convert::Into::into),
+                _ => {
+                    let each = convert(inner, quote!(x));
+                    quote!(|x| #each)
+                }
+            };
+            quote!(::std::iter::Iterator::collect(::std::iter::IntoIterator::into_iter(#value).map(#each)))
+        }
+        Shape::Map(inner) if inner.mirrors() => {
+            let each = convert(inner, quote!(x));
+            quote!(::std::iter::Iterator::collect(::std::iter::IntoIterator::into_iter(#value).map(|(k, x)| (k, #each))))
+        }
+        Shape::List(_) | Shape::Map(_) => value,
+    }
+}
+
+/// Whether a definition gets a mirror: an `io.k8s.api` definition with properties.
+fn is_mirrored(schemas: &BTreeMap<String, Value>, name: &str) -> bool {
+    name.starts_with(MIRRORED)
+        && schemas
+            .get(name)
+            .and_then(|s| s.get("properties"))
+            .and_then(Value::as_object)
+            .is_some_and(|p| !p.is_empty())
+}
+
+/// k8s-openapi's type of a definition: `io.k8s.api.core.v1.Pod` is
+/// `k8s_openapi::api::core::v1::Pod`, `io.k8s.apimachinery.pkg.apis.meta.v1.Time` is
+/// `k8s_openapi::apimachinery::pkg::apis::meta::v1::Time`.
+fn k8s_type(name: &str) -> TokenStream {
+    let path = name.strip_prefix("io.k8s.").unwrap_or(name);
+    let mut parts: Vec<&str> = path.split('.').collect();
+    let last = parts.pop().unwrap_or(path);
+    let modules = parts
+        .iter()
+        .map(|p| format_ident!("{}", p.replace('-', "_")));
+    let t = format_ident!("{}", last);
+    quote!(::kubegen_runtime::k8s_openapi #(::#modules)* ::#t)
+}
+
+/// k8s-openapi's field name for a JSON property: snake case where an upper-case letter
+/// follows a lower-case one, or ends a run of upper-case letters before a lower-case
+/// one (`podIP` -> `pod_ip`, `hostPID` -> `host_pid`, `fsType` -> `fs_type`), except
+/// the plurals of acronyms, which k8s-openapi lists (`podIPs` -> `pod_ips`), and Rust
+/// keywords, which it suffixes with `_`.
+fn k8s_field_name(json: &str) -> String {
+    match json {
+        "$ref" => return "ref_path".to_owned(),
+        "$schema" => return "schema".to_owned(),
+        "as" | "continue" | "enum" | "ref" | "type" => return format!("{json}_"),
+        _ => {}
+    }
+    if let Some(stem) = json
+        .strip_suffix("IPs")
+        .or_else(|| json.strip_suffix("CIDRs"))
+    {
+        let plural = if json.ends_with("IPs") {
+            "ips"
+        } else {
+            "cidrs"
+        };
+        return format!("{}_{plural}", k8s_field_name(stem));
+    }
+    match json {
+        "nonResourceURLs" => return "non_resource_urls".to_owned(),
+        "targetWWNs" => return "target_wwns".to_owned(),
+        _ => {}
+    }
+    let chars: Vec<char> = json.chars().collect();
+    let mut out = String::with_capacity(json.len() + 4);
+    for (i, &c) in chars.iter().enumerate() {
+        if c.is_uppercase() {
+            let prev = i.checked_sub(1).map(|p| chars[p].is_uppercase());
+            let next = chars.get(i + 1).map(|n| n.is_uppercase());
+            if prev == Some(false) || (prev == Some(true) && next == Some(false)) {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else if c == '-' || c == '.' {
+            out.push('_');
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `io.k8s.api.core.v1` of `io.k8s.api.core.v1.Pod`.
+fn package(name: &str) -> String {
+    name.rsplit_once('.').map_or("", |(p, _)| p).to_owned()
+}
+
+/// `Container` of `io.k8s.api.core.v1.Container`.
+fn short_name(definition: &str) -> &str {
+    definition.rsplit('.').next().unwrap_or(definition)
+}
+
+/// The definition a schema names: `$ref`, or `allOf` with one `$ref`.
+fn reference(schema: &Value) -> Option<&str> {
+    let r = schema.get("$ref").or_else(|| {
+        match schema
+            .get("allOf")
+            .and_then(Value::as_array)
+            .map(Vec::as_slice)
+        {
+            Some([one]) => one.get("$ref"),
+            _ => None,
+        }
+    })?;
+    r.as_str()?.rsplit('/').next()
+}
+
+/// Every definition a schema references.
+fn references<'v>(schema: &'v Value, out: &mut Vec<&'v str>) {
+    match schema {
+        Value::Object(m) => {
+            for (k, v) in m {
+                match (k.as_str(), v) {
+                    ("$ref", Value::String(r)) => out.push(r.rsplit('/').next().unwrap_or(r)),
+                    _ => references(v, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|v| references(v, out)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn field_names_are_k8s_openapis() {
+        for (json, rust) in [
+            ("podIP", "pod_ip"),
+            ("podIPs", "pod_ips"),
+            ("hostIPs", "host_ips"),
+            ("clusterIPs", "cluster_ips"),
+            ("podCIDRs", "pod_cidrs"),
+            (
+                "serverAddressByClientCIDRs",
+                "server_address_by_client_cidrs",
+            ),
+            ("hostPID", "host_pid"),
+            ("fsType", "fs_type"),
+            (
+                "targetCPUUtilizationPercentage",
+                "target_cpu_utilization_percentage",
+            ),
+            ("nonResourceURLs", "non_resource_urls"),
+            ("type", "type_"),
+            ("iscsi", "iscsi"),
+            ("readOnly", "read_only"),
+        ] {
+            assert_eq!(k8s_field_name(json), rust, "{json}");
+        }
+    }
+
+    #[test]
+    fn k8s_types_follow_the_definition_name() {
+        assert_eq!(
+            k8s_type("io.k8s.api.core.v1.Pod").to_string(),
+            quote!(::kubegen_runtime::k8s_openapi::api::core::v1::Pod).to_string()
+        );
+        assert_eq!(
+            k8s_type("io.k8s.kube-aggregator.pkg.apis.apiregistration.v1.APIService").to_string(),
+            quote!(::kubegen_runtime::k8s_openapi::kube_aggregator::pkg::apis::apiregistration::v1::APIService)
+                .to_string()
+        );
+    }
+}
