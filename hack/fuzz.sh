@@ -10,6 +10,7 @@
 #   FUZZ_MERGE=1  after the run, merge new coverage-increasing inputs into the checked-in
 #                 corpus fuzz/corpus/TARGET (minimised by libFuzzer's -merge)
 #   FUZZ_NICE     nice level of the build and the runs (default 15)
+#   FUZZ_JOBS     targets run at once (default: the number of cores)
 #
 # Each target runs on a scratch copy of its corpus; a crash, hang (-timeout) or
 # memory blow-up (-rss_limit_mb) fails the script and leaves the input in
@@ -43,39 +44,68 @@ RUSTFLAGS="-Cpasses=sancov-module \
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-failed=()
-for t in "${targets[@]}"; do
-  bin=$CARGO_TARGET_DIR/$host/fuzz/$t
-  artifacts=$CARGO_TARGET_DIR/artifacts/$t
+
+# One target's run; its output goes to $work/TARGET.out, its verdict to $work/TARGET.rc.
+run_target() {
+  local t=$1 bin=$CARGO_TARGET_DIR/$host/fuzz/$1 artifacts=$CARGO_TARGET_DIR/artifacts/$1
+  local max_len
   mkdir -p "$work/$t" "$artifacts"
   # The watch decoder's and the readers' interesting inputs are larger than
   # libFuzzer's default 4 KiB (the decoder splits buffers over 32 KiB).
-  # Inputs merged into the checked-in corpus are cut to a few KiB (the hand-written seeds,
-  # like the decoder's large-split or the reader's deep nesting, keep the big cases):
-  # full-size merges grew the corpus to tens of megabytes for a little more coverage.
   case $t in
-    watch_decoder) max_len=70000 merge_len=4096;;
-    selectors) max_len=16384 merge_len=1024;;
-    *) max_len=16384 merge_len=4096;;
+    watch_decoder) max_len=70000;;
+    *) max_len=16384;;
   esac
-  echo "--- fuzz: $t for ${seconds}s"
-  if nice -n "$nice_level" "$bin" "$work/$t" "fuzz/corpus/$t" \
-      -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
-      -artifact_prefix="$artifacts/" -print_final_stats=1 >"$work/$t.log" 2>&1; then
-    # The last status line (coverage, corpus size, exec/s), then the totals.
-    grep -E '^#[0-9]+' "$work/$t.log" | tail -n 1 || true
-    grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$work/$t.log" || true
-  else
-    failed+=("$t")
-    tail -n 60 "$work/$t.log"
-    echo "--- fuzz: $t FAILED; inputs in $artifacts" >&2
-  fi
-  if [ "${FUZZ_MERGE:-}" = 1 ]; then
-    nice -n "$nice_level" "$bin" -merge=1 -max_len="$merge_len" -timeout=10 \
-      "fuzz/corpus/$t" "$work/$t" >"$work/$t.merge.log" 2>&1 ||
-      { tail -n 20 "$work/$t.merge.log"; failed+=("$t (merge)"); }
+  {
+    echo "--- fuzz: $t for ${seconds}s"
+    if nice -n "$nice_level" "$bin" "$work/$t" "fuzz/corpus/$t" \
+        -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -max_len="$max_len" \
+        -artifact_prefix="$artifacts/" -print_final_stats=1 >"$work/$t.log" 2>&1; then
+      # The last status line (coverage, corpus size, exec/s), then the totals.
+      grep -E '^#[0-9]+' "$work/$t.log" | tail -n 1 || true
+      grep -E '^(Done|stat::number_of_executed_units|stat::peak_rss_mb)' "$work/$t.log" || true
+      echo 0 >"$work/$t.rc"
+    else
+      tail -n 60 "$work/$t.log"
+      echo "--- fuzz: $t FAILED; inputs in $artifacts"
+      echo 1 >"$work/$t.rc"
+    fi
+  } >"$work/$t.out" 2>&1
+}
+
+# Targets run FUZZ_JOBS at a time (default: one per core; each libFuzzer process is
+# single-threaded), their reports printed in order once all have ended.
+jobs_max=${FUZZ_JOBS:-$(nproc 2>/dev/null || echo 1)}
+running=0
+for t in "${targets[@]}"; do
+  run_target "$t" &
+  running=$((running + 1))
+  if [ "$running" -ge "$jobs_max" ]; then
+    wait -n || true
+    running=$((running - 1))
   fi
 done
+wait || true
+failed=()
+for t in "${targets[@]}"; do
+  cat "$work/$t.out"
+  [ "$(cat "$work/$t.rc" 2>/dev/null || echo 1)" = 0 ] || failed+=("$t")
+done
+
+# Inputs merged into the checked-in corpus are cut to a few KiB (the hand-written seeds,
+# like the decoder's large-split or the reader's deep nesting, keep the big cases):
+# full-size merges grew the corpus to tens of megabytes for a little more coverage.
+if [ "${FUZZ_MERGE:-}" = 1 ]; then
+  for t in "${targets[@]}"; do
+    case $t in
+      selectors) merge_len=1024;;
+      *) merge_len=4096;;
+    esac
+    nice -n "$nice_level" "$CARGO_TARGET_DIR/$host/fuzz/$t" -merge=1 -max_len="$merge_len" -timeout=10 \
+      "fuzz/corpus/$t" "$work/$t" >"$work/$t.merge.log" 2>&1 ||
+      { tail -n 20 "$work/$t.merge.log"; failed+=("$t (merge)"); }
+  done
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "fuzz: failures in: ${failed[*]}" >&2
   exit 1

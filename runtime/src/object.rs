@@ -190,6 +190,18 @@ impl FromStr for ObjectRef {
     }
 }
 
+/// Decodes a required field of a built-in type as k8s-openapi does: `null` gives the
+/// field's default, as a missing field does (Go writes `null` for a nil pointer without
+/// `omitempty`, such as a DaemonSet's unset `spec.selector`). Generated compact mirrors
+/// (`kubegen_kubernetes::compact`) name it in `#[serde(deserialize_with = ..)]`.
+pub fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: serde::Deserialize<'de> + Default,
+{
+    Ok(<Option<T> as serde::Deserialize>::deserialize(deserializer)?.unwrap_or_default())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -253,16 +265,4 @@ mod tests {
         let pod = downcast_arc::<Pod>(back).unwrap();
         assert_eq!(Arc::as_ptr(&pod) as *const (), before);
     }
-}
-
-/// Decodes a required field of a built-in type as k8s-openapi does: `null` gives the
-/// field's default, as a missing field does (Go writes `null` for a nil pointer without
-/// `omitempty`, such as a DaemonSet's unset `spec.selector`). Generated compact mirrors
-/// (`kubegen_kubernetes::compact`) name it in `#[serde(deserialize_with = ..)]`.
-pub fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: serde::Deserialize<'de> + Default,
-{
-    Ok(<Option<T> as serde::Deserialize>::deserialize(deserializer)?.unwrap_or_default())
 }
