@@ -23,7 +23,8 @@ export REAL_APISERVER_PORT=${REAL_APISERVER_PORT:-6560}
 export REAL_APISERVER_DIR=${REAL_APISERVER_DIR:-$target/real-apiserver/differential}
 corpus=${CRD_CORPUS:-../shared/crds}
 
-cargo build --quiet -p kubegen-tests --bin differential
+# The workspace's test features (hack/test.sh): the test stage built this binary.
+cargo build --quiet --locked --workspace --bin differential --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}"
 
 started=
 if hack/real-apiserver.sh status >/dev/null 2>&1; then

@@ -28,7 +28,9 @@ fi
 
 bin=${KUBEGEN_APISERVER:-}
 if [ -z "$bin" ]; then
-  nice -n 10 cargo build --quiet --locked -p kubegen-apiserver
+  # The workspace's test features (hack/test.sh): the test stage's binary is reused.
+  nice -n 10 cargo build --quiet --locked --workspace --bin kubegen-apiserver \
+    --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}"
   bin=${CARGO_TARGET_DIR:-target}/debug/kubegen-apiserver
 fi
 
@@ -102,8 +104,8 @@ fi
 seed=${PROTOBUF_CORPUS_SEED:-$(date +%s)}
 (cd tests/go-conformance && "$go_bin" run ./protobufgen corpus -seed "$seed" -objects 20) >"$work/corpus.jsonl"
 echo "--- protobuf corpus: $(wc -l <"$work/corpus.jsonl") random objects, seed $seed (PROTOBUF_CORPUS_SEED=$seed reproduces)"
-KUBEGEN_PROTOBUF_CORPUS="$work/corpus.jsonl" nice -n 10 cargo test --quiet --locked -p kubegen-apimachinery --lib \
-  protobuf::tests::corpus -- --nocapture
+KUBEGEN_PROTOBUF_CORPUS="$work/corpus.jsonl" nice -n 10 cargo test --quiet --locked --workspace --lib \
+  --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}" protobuf::tests::corpus -- --nocapture
 # The compact mirrors on the same fresh objects: lossless against k8s-openapi's types,
 # the same from protobuf as from JSON. The workspace's test features, so the test binary
 # the test stage built is reused.
@@ -120,5 +122,5 @@ if ! cmp -s "$work/applyconfig.json" tests/go-conformance/applyconfiggen/client-
   echo "  regenerate it: (cd tests/go-conformance && go run ./applyconfiggen > applyconfiggen/client-go.json)" >&2
   exit 1
 fi
-nice -n 10 cargo test --quiet --locked -p kubegen-tests --test apply_wire_go
+nice -n 10 cargo test --quiet --locked --workspace --test apply_wire_go --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}"
 echo "go-conformance: apply configurations serialize as client-go's do"

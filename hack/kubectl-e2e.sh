@@ -22,7 +22,10 @@ if ! command -v "$kubectl_bin" >/dev/null 2>&1; then
   exit 0
 fi
 
-nice -n 10 cargo build --quiet --locked -p kubegen-apiserver
+# The workspace's test features (hack/test.sh), so the binary the test stage built is
+# reused rather than rebuilt with the apiserver's own feature set.
+nice -n 10 cargo build --quiet --locked --workspace --bin kubegen-apiserver \
+  --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}"
 bin=${CARGO_TARGET_DIR:-target}/debug/kubegen-apiserver
 
 work=$(mktemp -d)
