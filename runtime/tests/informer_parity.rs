@@ -22,6 +22,13 @@ use tokio_util::sync::CancellationToken;
 
 const NS: &str = "default";
 
+/// A projection of Pods (only the metadata): a second type of the `pods` resource.
+#[derive(Clone, Debug, serde::Deserialize)]
+struct PodNames {
+    metadata: kubegen_runtime::object::ObjectMeta,
+}
+kubegen_runtime::projection!(PodNames, Pod);
+
 async fn connect(transport: Transport, server: &ApiServer) -> Connection {
     transport
         .connect(server, Vec::<String>::new())
@@ -88,6 +95,19 @@ async fn factory_reports_sync_per_informer_name(transport: Transport) {
         .map(|c| c.name().to_owned())
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
+
+    // A second type of the same resource (a projection, or a compact mirror) is another
+    // informer, named with its Rust type; the first keeps the resource's name.
+    let projected = factory.informer::<PodNames>();
+    assert_eq!(
+        projected.name(),
+        format!("pods ({})", std::any::type_name::<PodNames>())
+    );
+    factory.start(&stop);
+    let report = factory.wait_for_cache_sync_by_name(&stop).await;
+    assert_eq!(report.len(), 3, "{report:?}");
+    assert!(report.values().all(|synced| *synced), "{report:?}");
+    assert_eq!(factory.informer::<Pod>().name(), "pods");
     factory.shutdown().await;
     conn.close().await;
 }
