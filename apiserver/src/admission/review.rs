@@ -43,10 +43,18 @@ pub(crate) async fn call(
     object: Option<&Value>,
     old: Option<&Value>,
 ) -> Result<Allowed, StatusError> {
+    // The review is built once: `matchConditions` read its request (with the uid the
+    // webhook would get), and the call sends it.
+    let version = hook
+        .review_versions
+        .iter()
+        .find(|v| *v == "v1" || *v == "v1beta1")
+        .cloned();
+    let uid = crate::meta::uid();
+    let review = request(version.as_deref().unwrap_or("v1"), &uid, a, object, old);
     // `matchConditions`, on the request as the webhook would see it: a false one skips
     // the webhook; one that cannot be evaluated is a failed call (`failurePolicy`).
     if !hook.match_conditions.is_empty() {
-        let review = request("v1", "", a, object, old);
         let variables = [
             ("object", object),
             ("oldObject", old),
@@ -81,7 +89,7 @@ pub(crate) async fn call(
             hook.name
         )));
     }
-    match exchange(hook, a, object, old).await {
+    match exchange(hook, version.as_deref(), &uid, &review).await {
         Ok(Reply::Allowed(allowed)) => Ok(allowed),
         Ok(Reply::Denied(status)) => Err(status),
         Err(_) if hook.ignore_failure => {
@@ -110,32 +118,26 @@ enum Reply {
 /// One round trip; `Err` is a failed call (subject to `failurePolicy`).
 async fn exchange(
     hook: &Hook,
-    a: &Attributes,
-    object: Option<&Value>,
-    old: Option<&Value>,
+    version: Option<&str>,
+    uid: &str,
+    review: &Value,
 ) -> Result<Reply, String> {
-    let version = hook
-        .review_versions
-        .iter()
-        .find(|v| *v == "v1" || *v == "v1beta1")
-        .ok_or_else(|| {
-            format!(
-                "webhook does not accept known AdmissionReview versions: {:?}",
-                hook.review_versions
-            )
-        })?;
-    let uid = crate::meta::uid();
-    let review = request(version, &uid, a, object, old);
+    let version = version.ok_or_else(|| {
+        format!(
+            "webhook does not accept known AdmissionReview versions: {:?}",
+            hook.review_versions
+        )
+    })?;
     let url = with_timeout(&hook.url, hook.timeout.as_secs());
     let target = crate::webhook_client::Target {
         url: &url,
         service: &hook.service,
         ca_bundle: &hook.ca_bundle,
     };
-    let reply = crate::webhook_client::post(&target, hook.timeout, &review)
+    let reply = crate::webhook_client::post(&target, hook.timeout, review)
         .await
         .map_err(|e| format!("failed to call webhook: {e}"))?;
-    read_reply(hook, version, &uid, &reply)
+    read_reply(hook, version, uid, &reply)
 }
 
 /// The `AdmissionReview` of the request.
