@@ -551,7 +551,7 @@ impl Builder<'_> {
 
 /// The definition a schema names: `$ref`, or `allOf` with one `$ref` (OpenAPI v3's way
 /// of adding a description or default to a reference).
-fn reference(schema: &Value) -> Option<&str> {
+pub(super) fn reference(schema: &Value) -> Option<&str> {
     let r = schema.get("$ref").or_else(|| {
         match schema
             .get("allOf")
@@ -710,12 +710,12 @@ fn atomic_paths(schema: &Value, definitions: &BTreeMap<String, Value>) -> Vec<St
 }
 
 /// `Container` of `io.k8s.api.core.v1.Container`.
-fn short_name(definition: &str) -> &str {
+pub(super) fn short_name(definition: &str) -> &str {
     definition.rsplit('.').next().unwrap_or(definition)
 }
 
 /// Every definition `name`'s schema references.
-fn references<'v>(schema: &'v Value, out: &mut Vec<&'v str>) {
+pub(super) fn references<'v>(schema: &'v Value, out: &mut Vec<&'v str>) {
     match schema {
         Value::Object(m) => {
             for (k, v) in m {
@@ -740,7 +740,7 @@ enum Element {
     Map(TokenStream, bool),
 }
 
-fn has_properties(schema: &Value) -> bool {
+pub(super) fn has_properties(schema: &Value) -> bool {
     schema
         .get("properties")
         .and_then(Value::as_object)

@@ -31,6 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
+use super::applyconfigurations::{has_properties, reference, references, short_name};
 use super::{has_informer, ident, Module};
 use crate::model::{Api, Group, Kind, Version};
 use crate::names;
@@ -143,8 +144,9 @@ pub fn compact_module(api: &Api) -> Option<Module> {
 enum Shape {
     /// A mirrored definition (its name).
     Mirror(String),
-    /// A type both sides share (k8s-openapi's or a scalar).
-    Plain(TokenStream),
+    /// A type both sides share (k8s-openapi's or a scalar), and whether it has a
+    /// `Default`.
+    Plain(TokenStream, bool),
     /// A list.
     List(Box<Shape>),
     /// A map from strings.
@@ -155,7 +157,7 @@ impl Shape {
     fn mirrors(&self) -> bool {
         match self {
             Shape::Mirror(_) => true,
-            Shape::Plain(_) => false,
+            Shape::Plain(..) => false,
             Shape::List(s) | Shape::Map(s) => s.mirrors(),
         }
     }
@@ -240,10 +242,16 @@ impl<'a> Mirror<'a> {
             return if self.placed.contains_key(target) {
                 Shape::Mirror(target.to_owned())
             } else {
-                Shape::Plain(k8s_type(target))
+                // k8s-openapi's times have no `Default`.
+                let default = !matches!(
+                    target,
+                    "io.k8s.apimachinery.pkg.apis.meta.v1.Time"
+                        | "io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime"
+                );
+                Shape::Plain(k8s_type(target), default)
             };
         }
-        let plain = |t: TokenStream| Shape::Plain(t);
+        let plain = |t: TokenStream| Shape::Plain(t, true);
         match schema.get("type").and_then(Value::as_str) {
             Some("string") => match schema.get("format").and_then(Value::as_str) {
                 Some("byte") => plain(quote!(::kubegen_runtime::k8s_openapi::ByteString)),
@@ -273,10 +281,7 @@ impl<'a> Mirror<'a> {
     fn has_default(&self, shape: &Shape) -> bool {
         match shape {
             Shape::Mirror(name) => self.defaults(name),
-            Shape::Plain(t) => {
-                let t = t.to_string();
-                !(t.ends_with(":: Time") || t.ends_with(":: MicroTime"))
-            }
+            Shape::Plain(_, default) => *default,
             Shape::List(_) | Shape::Map(_) => true,
         }
     }
@@ -303,7 +308,7 @@ impl<'a> Mirror<'a> {
     fn rust_type(&self, shape: &Shape) -> TokenStream {
         match shape {
             Shape::Mirror(name) => self.compact_type(name),
-            Shape::Plain(t) => t.clone(),
+            Shape::Plain(t, _) => t.clone(),
             Shape::List(inner) => {
                 let inner = self.rust_type(inner);
                 quote!(::std::vec::Vec<#inner>)
@@ -466,7 +471,7 @@ impl<'a> Mirror<'a> {
 /// side's type.
 fn convert(shape: &Shape, value: TokenStream) -> TokenStream {
     match shape {
-        Shape::Plain(_) => value,
+        Shape::Plain(..) => value,
         Shape::Mirror(_) => quote!(::std::convert::Into::into(#value)),
         Shape::List(inner) if inner.mirrors() => {
             let each = match **inner {
@@ -488,12 +493,7 @@ fn convert(shape: &Shape, value: TokenStream) -> TokenStream {
 
 /// Whether a definition gets a mirror: an `io.k8s.api` definition with properties.
 fn is_mirrored(schemas: &BTreeMap<String, Value>, name: &str) -> bool {
-    name.starts_with(MIRRORED)
-        && schemas
-            .get(name)
-            .and_then(|s| s.get("properties"))
-            .and_then(Value::as_object)
-            .is_some_and(|p| !p.is_empty())
+    name.starts_with(MIRRORED) && schemas.get(name).is_some_and(has_properties)
 }
 
 /// k8s-openapi's type of a definition: `io.k8s.api.core.v1.Pod` is
@@ -560,42 +560,6 @@ fn k8s_field_name(json: &str) -> String {
 /// `io.k8s.api.core.v1` of `io.k8s.api.core.v1.Pod`.
 fn package(name: &str) -> String {
     name.rsplit_once('.').map_or("", |(p, _)| p).to_owned()
-}
-
-/// `Container` of `io.k8s.api.core.v1.Container`.
-fn short_name(definition: &str) -> &str {
-    definition.rsplit('.').next().unwrap_or(definition)
-}
-
-/// The definition a schema names: `$ref`, or `allOf` with one `$ref`.
-fn reference(schema: &Value) -> Option<&str> {
-    let r = schema.get("$ref").or_else(|| {
-        match schema
-            .get("allOf")
-            .and_then(Value::as_array)
-            .map(Vec::as_slice)
-        {
-            Some([one]) => one.get("$ref"),
-            _ => None,
-        }
-    })?;
-    r.as_str()?.rsplit('/').next()
-}
-
-/// Every definition a schema references.
-fn references<'v>(schema: &'v Value, out: &mut Vec<&'v str>) {
-    match schema {
-        Value::Object(m) => {
-            for (k, v) in m {
-                match (k.as_str(), v) {
-                    ("$ref", Value::String(r)) => out.push(r.rsplit('/').next().unwrap_or(r)),
-                    _ => references(v, out),
-                }
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|v| references(v, out)),
-        _ => {}
-    }
 }
 
 #[cfg(test)]
