@@ -31,7 +31,8 @@ log() { echo "[check-corpus $((SECONDS - start_all))s] $*" >&2; }
 # Debug builds, with the features of the test stage: everything they need was built by
 # `cargo test` already (a release build of the tools cost minutes of a cold CI run and
 # saves seconds here: generation takes ~60 ms per file in debug).
-FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact"
+. "$ROOT/hack/features.sh"
+FEATURES=$KUBEGEN_TEST_FEATURES
 log "building kubegen, corpus-objects and the round-trip example (debug)"
 (cd "$ROOT" && cargo build --locked -q --workspace --features "$FEATURES" \
   --bin kubegen --bin corpus-objects --example crd_roundtrip)

@@ -18,13 +18,14 @@
 # CRD_CORPUS (../shared/crds), and what hack/real-apiserver.sh reads.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/features.sh
 target=${CARGO_TARGET_DIR:-$PWD/target}
 export REAL_APISERVER_PORT=${REAL_APISERVER_PORT:-6560}
 export REAL_APISERVER_DIR=${REAL_APISERVER_DIR:-$target/real-apiserver/differential}
 corpus=${CRD_CORPUS:-../shared/crds}
 
 # The workspace's test features (hack/test.sh): the test stage built this binary.
-cargo build --quiet --locked --workspace --bin differential --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}"
+cargo build --quiet --locked --workspace --bin differential --features "$KUBEGEN_TEST_FEATURES"
 
 started=
 if hack/real-apiserver.sh status >/dev/null 2>&1; then

@@ -13,6 +13,7 @@
 #   KUBEGEN_APISERVER: a kubegen-apiserver binary to test (default: build this tree's).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/features.sh
 
 go_bin=${GO:-go}
 if ! command -v "$go_bin" >/dev/null 2>&1; then
@@ -30,7 +31,7 @@ bin=${KUBEGEN_APISERVER:-}
 if [ -z "$bin" ]; then
   # The workspace's test features (hack/test.sh): the test stage's binary is reused.
   nice -n 10 cargo build --quiet --locked --workspace --bin kubegen-apiserver \
-    --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}"
+    --features "$KUBEGEN_TEST_FEATURES"
   bin=${CARGO_TARGET_DIR:-target}/debug/kubegen-apiserver
 fi
 
@@ -105,12 +106,12 @@ seed=${PROTOBUF_CORPUS_SEED:-$(date +%s)}
 (cd tests/go-conformance && "$go_bin" run ./protobufgen corpus -seed "$seed" -objects 20) >"$work/corpus.jsonl"
 echo "--- protobuf corpus: $(wc -l <"$work/corpus.jsonl") random objects, seed $seed (PROTOBUF_CORPUS_SEED=$seed reproduces)"
 KUBEGEN_PROTOBUF_CORPUS="$work/corpus.jsonl" nice -n 10 cargo test --quiet --locked --workspace --lib \
-  --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}" protobuf::tests::corpus -- --nocapture
+  --features "$KUBEGEN_TEST_FEATURES" protobuf::tests::corpus -- --nocapture
 # The compact mirrors on the same fresh objects: lossless against k8s-openapi's types,
 # the same from protobuf as from JSON. The workspace's test features, so the test binary
 # the test stage built is reused.
 KUBEGEN_PROTOBUF_CORPUS="$work/corpus.jsonl" nice -n 10 cargo test --quiet --locked --workspace \
-  --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}" \
+  --features "$KUBEGEN_TEST_FEATURES" \
   --test compact every_mirrored_kind_is_lossless -- --nocapture
 echo "go-conformance: protobuf table current, corpus decodes as kube-apiserver would"
 
@@ -122,5 +123,5 @@ if ! cmp -s "$work/applyconfig.json" tests/go-conformance/applyconfiggen/client-
   echo "  regenerate it: (cd tests/go-conformance && go run ./applyconfiggen > applyconfiggen/client-go.json)" >&2
   exit 1
 fi
-nice -n 10 cargo test --quiet --locked --workspace --test apply_wire_go --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}"
+nice -n 10 cargo test --quiet --locked --workspace --test apply_wire_go --features "$KUBEGEN_TEST_FEATURES"
 echo "go-conformance: apply configurations serialize as client-go's do"

@@ -9,6 +9,7 @@
 #   CI=true and skips loudly otherwise.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/features.sh
 
 kubectl_bin=${KUBECTL:-kubectl}
 if ! command -v "$kubectl_bin" >/dev/null 2>&1; then
@@ -25,7 +26,7 @@ fi
 # The workspace's test features (hack/test.sh), so the binary the test stage built is
 # reused rather than rebuilt with the apiserver's own feature set.
 nice -n 10 cargo build --quiet --locked --workspace --bin kubegen-apiserver \
-  --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}"
+  --features "$KUBEGEN_TEST_FEATURES"
 bin=${CARGO_TARGET_DIR:-target}/debug/kubegen-apiserver
 
 work=$(mktemp -d)

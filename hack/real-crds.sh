@@ -13,6 +13,7 @@
 # runs; stops it again if it started it. Exits 1 on any refusal, listing each.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. hack/features.sh
 root=$PWD
 corpus=${1:-../shared/crds}
 target=${CARGO_TARGET_DIR:-$root/target}
@@ -31,7 +32,7 @@ echo "real-crds: writing the round trips"
 # The debug build with the workspace's test features, which the corpus stage built (a
 # release build of kubegen's dependencies cost a cold CI run minutes); the two writes
 # run side by side.
-cargo build --locked -q --workspace --example crd_roundtrip --features "${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}"
+cargo build --locked -q --workspace --example crd_roundtrip --features "$KUBEGEN_TEST_FEATURES"
 rt=$target/debug/examples/crd_roundtrip
 # The round trip's own verdict (identical or not) is check-corpus.sh's; here only the
 # files it writes matter.

@@ -28,9 +28,9 @@ stage() {
   echo "=== stage: $name took $((SECONDS - start))s"
 }
 
-# Features: never --all-features (k8s-openapi would get two Kubernetes versions).
-FEATURES="kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact"
-export KUBEGEN_TEST_FEATURES="$FEATURES"
+# Features: one list for every stage (hack/features.sh).
+. hack/features.sh
+FEATURES=$KUBEGEN_TEST_FEATURES
 # The crates published to the registry; every other member has `publish = false`.
 PUBLISHED="-p kubegen-apimachinery -p kubegen-apiserver -p kubegen-templates -p kubegen -p kubegen-runtime -p kubegen-kubernetes"
 
