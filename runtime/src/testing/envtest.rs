@@ -14,7 +14,9 @@
 //!   [`EnvironmentBuilder::controller_manager`] says no. Without one the
 //!   `ServiceAccount` admission plugin is disabled, as envtest does, so Pods can be
 //!   created. `hack/real-apiserver.sh build` builds all three; `env` prints the variable.
-//! - Every environment is its own: fresh etcd data, free loopback ports, a random admin
+//! - Every environment is its own: fresh etcd data, free loopback ports (below the
+//!   kernel's ephemeral range; a port taken before its component binds it starts the
+//!   processes again on others, up to three times), a random admin
 //!   token in `system:masters`, RBAC on, a service-account key pair made here, the API
 //!   server's own self-signed serving certificate (trusted by the client, not skipped).
 //! - `start` returns once `/readyz` answers, the CRDs given are `Established` and served
@@ -188,7 +190,10 @@ impl EnvironmentBuilder {
         let crds = self.read_crds()?;
         let mut env = match std::env::var_os(KUBECONFIG_VAR) {
             Some(path) if !path.is_empty() => Environment::existing(PathBuf::from(path)).await?,
-            _ => self.start_processes(self.assets_dir()?).await?,
+            _ => {
+                let assets = self.assets_dir()?;
+                retry_port_conflicts(|| self.start_processes(assets.clone())).await?
+            }
         };
         env.timeout = self.timeout;
         env.install_crds(crds).await?;
@@ -698,11 +703,55 @@ fn random_hex(bytes: usize) -> String {
     s
 }
 
-/// Four loopback ports free now. Another process may take one before it is used; the
-/// component then fails to bind and `start` reports it.
+/// How many times `start` starts the processes when a component could not bind its port.
+const START_ATTEMPTS: u32 = 3;
+
+/// Runs `start` until it succeeds, fails otherwise than on a port conflict, or has run
+/// [`START_ATTEMPTS`] times. A port chosen free can be taken before the component binds it
+/// (another control plane starting beside this one); the failed attempt's processes and
+/// directory are gone once its error is returned, and the next one chooses other ports.
+async fn retry_port_conflicts<T, F, Fut>(mut start: F) -> Result<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T>>,
+{
+    let mut attempt = 1;
+    loop {
+        match start().await {
+            Err(e) if attempt < START_ATTEMPTS && is_port_conflict(&e) => attempt += 1,
+            done => return done,
+        }
+    }
+}
+
+/// Whether starting failed because a component's port was taken between its choice and
+/// its bind (etcd, kube-apiserver and kube-controller-manager all log Go's
+/// `bind: address already in use`).
+fn is_port_conflict(e: &Error) -> bool {
+    matches!(e, Error::NotReady { tail, .. } if tail.contains("address already in use"))
+}
+
+/// Four loopback ports free now, chosen below the kernel's ephemeral range when it leaves
+/// room: a port from that range (what binding port 0 returns) can be taken by any outgoing
+/// connection on the machine (the API server's own to etcd among them) in the seconds
+/// before the component binds it. Another process may still take one; the component then
+/// fails to bind and `start` starts again on other ports.
 fn free_ports() -> Result<[u16; 4]> {
-    let mut listeners = Vec::new();
-    for _ in 0..4 {
+    let (low, _) = ephemeral_range().unwrap_or((32768, 60999));
+    let mut listeners: Vec<TcpListener> = Vec::new();
+    if low > 2048 {
+        // Random ports in [1024, low): try a bounded number of them.
+        for _ in 0..200 {
+            if listeners.len() == 4 {
+                break;
+            }
+            let port = 1024 + rand::random::<u16>() % (low - 1024);
+            if let Ok(l) = TcpListener::bind(("127.0.0.1", port)) {
+                listeners.push(l);
+            }
+        }
+    }
+    while listeners.len() < 4 {
         let l = TcpListener::bind(("127.0.0.1", 0)).map_err(|source| Error::Io {
             path: PathBuf::from("127.0.0.1:0"),
             source,
@@ -714,6 +763,14 @@ fn free_ports() -> Result<[u16; 4]> {
         *p = l.local_addr().map(|a| a.port()).unwrap_or(0);
     }
     Ok(ports)
+}
+
+/// Linux's `net.ipv4.ip_local_port_range` (the ports outgoing connections take), when the
+/// file is there.
+fn ephemeral_range() -> Option<(u16, u16)> {
+    let text = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut it = text.split_whitespace().map(|n| n.parse::<u16>().ok());
+    Some((it.next()??, it.next()??))
 }
 
 /// A P-256 key pair for service-account tokens: PKCS#8 private key and SPKI public key,
@@ -851,6 +908,86 @@ async fn served(client: &kube::Client, crd: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn exited(component: &str, tail: &str) -> Error {
+        Error::NotReady {
+            component: component.into(),
+            problem: "exited (exit status: 1)".into(),
+            log: PathBuf::from("/tmp/x.log"),
+            tail: tail.into(),
+        }
+    }
+
+    const KCM_BIND: &str = "E1127 run.go:72] \"command failed\" err=\"failed to create listener: \
+        failed to listen on 127.0.0.1:34795: listen tcp 127.0.0.1:34795: bind: address already in use\"";
+
+    #[tokio::test]
+    async fn a_port_taken_before_its_component_binds_it_starts_again() {
+        // The failure CI met: kube-controller-manager's port taken in the seconds between
+        // its choice and its start.
+        let mut calls = 0;
+        let out = retry_port_conflicts(|| {
+            calls += 1;
+            let n = calls;
+            async move {
+                if n == 1 {
+                    Err(exited("kube-controller-manager", KCM_BIND))
+                } else {
+                    Ok(n)
+                }
+            }
+        })
+        .await;
+        assert_eq!(out.unwrap(), 2);
+        assert_eq!(calls, 2);
+
+        // Every attempt conflicting: the last error is returned, after START_ATTEMPTS.
+        let mut calls = 0;
+        let out: Result<()> = retry_port_conflicts(|| {
+            calls += 1;
+            async {
+                Err(exited(
+                    "etcd",
+                    "listen tcp 127.0.0.1:2379: bind: address already in use",
+                ))
+            }
+        })
+        .await;
+        assert!(out
+            .unwrap_err()
+            .to_string()
+            .contains("address already in use"));
+        assert_eq!(calls, START_ATTEMPTS);
+
+        // Any other failure is not retried.
+        let mut calls = 0;
+        let out: Result<()> = retry_port_conflicts(|| {
+            calls += 1;
+            async { Err(exited("kube-apiserver", "error: unknown flag: --nope")) }
+        })
+        .await;
+        assert!(out.unwrap_err().to_string().contains("unknown flag"));
+        assert_eq!(calls, 1);
+    }
+
+    #[test]
+    fn ports_are_distinct_and_below_the_ephemeral_range() {
+        let ports = free_ports().unwrap();
+        let mut sorted = ports.to_vec();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), 4, "{ports:?}");
+        if let Some((low, _)) = ephemeral_range().filter(|(low, _)| *low > 2048) {
+            assert!(
+                ports.iter().all(|p| (1024..low).contains(p)),
+                "{ports:?} vs {low}"
+            );
+        }
+        for p in ports {
+            // Each is free (nothing holds it once chosen).
+            TcpListener::bind(("127.0.0.1", p)).unwrap();
+        }
+    }
 
     #[test]
     fn pem_round_trips_through_the_block_reader() {
