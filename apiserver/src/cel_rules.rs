@@ -603,44 +603,82 @@ pub(crate) enum Matched {
     Error(String),
 }
 
-/// Evaluates `conditions` (name, CEL expression) with `variables` bound (`object`,
-/// `oldObject`, `request`; a missing value is `null`), as kube-apiserver evaluates a
-/// webhook's `matchConditions`: a false one wins over errors. Objects are seen whole
-/// and untyped (no schema), with the Kubernetes CEL libraries.
-pub(crate) fn match_conditions(
-    conditions: &[(String, String)],
-    variables: &[(&str, Option<&Value>)],
-) -> Matched {
-    if conditions.is_empty() {
-        return Matched::Yes;
+/// A webhook's `matchConditions`, compiled once when its configuration is read (the
+/// configuration is cached until it changes), as kube-apiserver compiles them when its
+/// informer sees the configuration.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct MatchConditions(Vec<MatchCondition>);
+
+#[derive(Debug, Clone)]
+struct MatchCondition {
+    expression: String,
+    /// The program, or why the expression does not compile (an evaluation error of every
+    /// request it is asked about).
+    program: Result<Arc<Program>, String>,
+}
+
+impl MatchConditions {
+    /// Compiles each expression (name, CEL expression) of a `matchConditions` list.
+    pub(crate) fn compile(conditions: impl IntoIterator<Item = (String, String)>) -> Self {
+        MatchConditions(
+            conditions
+                .into_iter()
+                .map(|(_, expression)| MatchCondition {
+                    program: Program::compile(&expression)
+                        .map(Arc::new)
+                        .map_err(|e| format!("compilation failed: {e}")),
+                    expression,
+                })
+                .collect(),
+        )
     }
-    BASE.with(|base| {
-        let mut scope = base.new_inner_scope();
-        for (name, v) in variables {
-            scope.add_variable_from_value(*name, v.map_or(Cel::Null, json_to_cel));
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Evaluates the conditions with `variables` bound (`object`, `oldObject`,
+    /// `request`; a missing value is `null`), as kube-apiserver evaluates a webhook's
+    /// `matchConditions`: a false one wins over errors. Objects are seen whole and
+    /// untyped (no schema), with the Kubernetes CEL libraries.
+    pub(crate) fn evaluate(&self, variables: &[(&str, Option<&Value>)]) -> Matched {
+        if self.0.is_empty() {
+            return Matched::Yes;
         }
-        let mut error = None;
-        for (_, expression) in conditions {
-            let outcome = Program::compile(expression)
-                .map_err(|e| format!("compilation failed: {e}"))
-                .and_then(|p| p.execute(&scope).map_err(|e| error_text(&e)));
-            match outcome {
-                Ok(Cel::Bool(true)) => {}
-                Ok(Cel::Bool(false)) => return Matched::No,
-                Ok(other) => {
-                    error.get_or_insert(format!(
-                        "expression '{expression}' resulted in a {} value, not a bool",
-                        other.type_of()
-                    ));
-                }
-                Err(e) => {
-                    error
-                        .get_or_insert(format!("expression '{expression}' resulted in error: {e}"));
+        BASE.with(|base| {
+            let mut scope = base.new_inner_scope();
+            for (name, v) in variables {
+                scope.add_variable_from_value(*name, v.map_or(Cel::Null, json_to_cel));
+            }
+            let mut error = None;
+            for MatchCondition {
+                expression,
+                program,
+            } in &self.0
+            {
+                let outcome = program
+                    .as_ref()
+                    .map_err(String::clone)
+                    .and_then(|p| p.execute(&scope).map_err(|e| error_text(&e)));
+                match outcome {
+                    Ok(Cel::Bool(true)) => {}
+                    Ok(Cel::Bool(false)) => return Matched::No,
+                    Ok(other) => {
+                        error.get_or_insert(format!(
+                            "expression '{expression}' resulted in a {} value, not a bool",
+                            other.type_of()
+                        ));
+                    }
+                    Err(e) => {
+                        error.get_or_insert(format!(
+                            "expression '{expression}' resulted in error: {e}"
+                        ));
+                    }
                 }
             }
-        }
-        error.map_or(Matched::Yes, Matched::Error)
-    })
+            error.map_or(Matched::Yes, Matched::Error)
+        })
+    }
 }
 
 /// A JSON value as CEL sees it without a schema: integers as `int` (or `uint` past

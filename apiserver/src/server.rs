@@ -58,7 +58,14 @@ pub(crate) struct Inner {
     pub faults: super::faults::Faults,
     /// This server itself, for the tasks it starts (the namespace controller).
     pub me: std::sync::Weak<Inner>,
+    /// The admission webhooks of the stored configurations, under the configuration
+    /// collections' latest resourceVersions (see `admission::config::load`).
+    pub admission_hooks: parking_lot::Mutex<Option<AdmissionHooksAt>>,
 }
+
+/// The cached webhooks and the (mutating, validating) configuration versions they were
+/// read at.
+pub(crate) type AdmissionHooksAt = ((u64, u64), Arc<super::admission::config::Hooks>);
 
 /// Configuration of an [`ApiServer`], as a plain builder.
 ///
@@ -228,6 +235,7 @@ impl ApiServerBuilder {
                 protobuf_responses: self.protobuf_responses,
                 faults: Default::default(),
                 me: me.clone(),
+                admission_hooks: Default::default(),
             }),
         };
         if self.strict_namespaces {

@@ -736,6 +736,87 @@ async fn match_conditions_on_kube_apiserver() {
     match_conditions(Transport::Real).await;
 }
 
+/// The in-memory server keeps the decoded webhooks (their matchConditions compiled)
+/// between requests: a stored, replaced or deleted configuration must still apply to the
+/// very next request, with no retry (kube-apiserver takes a moment; the fake must not be
+/// later than that).
+async fn configuration_changes_apply_at_once(transport: Transport) {
+    let server = ApiServer::new();
+    let conn = transport
+        .connect(&server, Vec::<PathBuf>::new())
+        .await
+        .unwrap();
+    let client = conn.client();
+    let hooks = serve_webhooks().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), "default");
+    let pp = PostParams::default();
+    cms.create(&pp, &cm("before", "forbidden", true))
+        .await
+        .expect("no configuration yet");
+
+    let mut hook = validating_hook(
+        &hooks,
+        "cached.example.com",
+        vec![rule(&["CREATE"], &["configmaps"])],
+    );
+    hook.match_conditions = Some(vec![ar::MatchCondition {
+        name: "a".into(),
+        expression: "object.metadata.name.startsWith('a-')".into(),
+    }]);
+    install(&client, validating("cached", vec![hook]), None).await;
+    let st = api_error(cms.create(&pp, &cm("a-1", "forbidden", true)).await);
+    assert!(st.message.contains(DENIED), "{}", st.message);
+    cms.create(&pp, &cm("b-1", "forbidden", true))
+        .await
+        .expect("the condition is false for b-1");
+
+    // Replaced: the new condition is compiled and used by the next request.
+    let configs = Api::<ar::ValidatingWebhookConfiguration>::all(client.clone());
+    let mut changed = configs.get("cached").await.unwrap();
+    changed.webhooks.as_mut().unwrap()[0].match_conditions = Some(vec![ar::MatchCondition {
+        name: "b".into(),
+        expression: "object.metadata.name.startsWith('b-')".into(),
+    }]);
+    configs.replace("cached", &pp, &changed).await.unwrap();
+    cms.create(&pp, &cm("a-2", "forbidden", true))
+        .await
+        .expect("the replaced condition is false for a-2");
+    let st = api_error(cms.create(&pp, &cm("b-2", "forbidden", true)).await);
+    assert!(st.message.contains(DENIED), "{}", st.message);
+
+    // A second configuration stored beside it applies too.
+    let other = validating_hook(
+        &hooks,
+        "other.example.com",
+        vec![rule(&["CREATE"], &["configmaps"])],
+    );
+    install(&client, validating("other", vec![other]), None).await;
+    let st = api_error(cms.create(&pp, &cm("c-1", "forbidden", true)).await);
+    assert!(st.message.contains(DENIED), "{}", st.message);
+
+    // Deleted: the next request is not sent.
+    configs.delete("cached", &Default::default()).await.unwrap();
+    configs.delete("other", &Default::default()).await.unwrap();
+    let before = hooks.calls("/validate").len();
+    cms.create(&pp, &cm("b-3", "forbidden", true))
+        .await
+        .expect("no configuration left");
+    assert_eq!(hooks.calls("/validate").len(), before);
+
+    hooks.stop().await;
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn a_configuration_change_applies_to_the_next_request() {
+    configuration_changes_apply_at_once(Transport::Tower).await;
+}
+
+#[tokio::test]
+async fn a_configuration_change_applies_to_the_next_request_over_tcp() {
+    configuration_changes_apply_at_once(Transport::Tcp).await;
+}
+
 #[tokio::test]
 async fn failure_policy_fail_refuses_and_ignore_lets_through() {
     failure_policy(Transport::Tower).await;

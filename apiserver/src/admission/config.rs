@@ -3,9 +3,10 @@
 //! which of them a request matches (kube-apiserver's `webhook/predicates`).
 //!
 //! Contract:
-//! - Webhooks are read afresh on every write, so a configuration applies to the next
-//!   request after it is stored (kube-apiserver picks them up from an informer, a moment
-//!   later). Configurations are taken in name order, webhooks in their order.
+//! - A configuration applies to the next request after it is stored (kube-apiserver
+//!   picks them up from an informer, a moment later): the webhooks are decoded, and their
+//!   `matchConditions` compiled, again whenever a configuration was written or deleted,
+//!   and kept otherwise. Configurations are taken in name order, webhooks in their order.
 //! - A rule matches when its `operations`, `apiGroups`, `apiVersions` contain the
 //!   request's (or `*`), one of its `resources` names the resource and subresource
 //!   (`foos`, `foos/status`, `*` for every resource without subresource, `*/status`,
@@ -18,6 +19,7 @@
 //!   would have refused it).
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::admissionregistration::v1 as ar;
@@ -26,6 +28,7 @@ use kubegen_apimachinery::labels::Selector;
 use serde_json::Value;
 
 use super::Attributes;
+use crate::cel_rules::MatchConditions;
 use crate::server::Inner;
 
 const GROUP_VERSION: &str = "admissionregistration.k8s.io/v1";
@@ -42,8 +45,8 @@ pub(crate) struct Hook {
     pub rules: Vec<ar::RuleWithOperations>,
     pub namespace_selector: Option<LabelSelector>,
     pub object_selector: Option<LabelSelector>,
-    /// `matchConditions`: (name, CEL expression), all true for the webhook to be called.
-    pub match_conditions: Vec<(String, String)>,
+    /// `matchConditions`, compiled: all true for the webhook to be called.
+    pub match_conditions: MatchConditions,
     /// `failurePolicy: Ignore` (the default is `Fail`).
     pub ignore_failure: bool,
     pub side_effects: String,
@@ -62,8 +65,41 @@ pub(crate) struct Hook {
     pub ca_bundle: Vec<u8>,
 }
 
-/// The webhooks of every stored configuration: mutating, then validating.
-pub(crate) fn load(inner: &Inner) -> (Vec<Hook>, Vec<Hook>) {
+/// The webhooks of every stored configuration: mutating, then validating. Decoded (and
+/// their `matchConditions` compiled) once per change of either configuration resource:
+/// the result is cached under the two collections' latest resourceVersions.
+pub(crate) fn load(inner: &Inner) -> Arc<Hooks> {
+    let versions = {
+        let st = inner.state.read();
+        let last = |plural| {
+            st.lookup(GROUP_VERSION, plural)
+                .map_or(0, |idx| st.collections[idx].last_rv)
+        };
+        (last(MUTATING), last(VALIDATING))
+    };
+    let mut cache = inner.admission_hooks.lock();
+    if let Some((at, hooks)) = cache.as_ref() {
+        if *at == versions {
+            return hooks.clone();
+        }
+    }
+    let (mutating, validating) = decode(inner);
+    let hooks = Arc::new(Hooks {
+        mutating,
+        validating,
+    });
+    *cache = Some((versions, hooks.clone()));
+    hooks
+}
+
+/// The webhooks of the stored configurations, as [`load`] caches them.
+#[derive(Debug, Default)]
+pub(crate) struct Hooks {
+    pub mutating: Vec<Hook>,
+    pub validating: Vec<Hook>,
+}
+
+fn decode(inner: &Inner) -> (Vec<Hook>, Vec<Hook>) {
     (
         read::<ar::MutatingWebhookConfiguration>(inner, MUTATING)
             .into_iter()
@@ -110,11 +146,12 @@ pub(crate) fn load(inner: &Inner) -> (Vec<Hook>, Vec<Hook>) {
     )
 }
 
-fn conditions(c: Option<Vec<ar::MatchCondition>>) -> Vec<(String, String)> {
-    c.unwrap_or_default()
-        .into_iter()
-        .map(|c| (c.name, c.expression))
-        .collect()
+fn conditions(c: Option<Vec<ar::MatchCondition>>) -> MatchConditions {
+    MatchConditions::compile(
+        c.unwrap_or_default()
+            .into_iter()
+            .map(|c| (c.name, c.expression)),
+    )
 }
 
 /// The stored configurations of `plural`, in name order.
@@ -173,7 +210,7 @@ fn hook(
         rules: rules.unwrap_or_default(),
         namespace_selector: None,
         object_selector: None,
-        match_conditions: Vec::new(),
+        match_conditions: MatchConditions::default(),
         ignore_failure: failure_policy.as_deref() == Some("Ignore"),
         side_effects,
         // v1's default, bounded to 1..=30 s as validation requires.

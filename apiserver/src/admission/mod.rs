@@ -35,7 +35,7 @@
 //! The whole of it wraps the HTTP handler (`http::handle`): it sees requests and
 //! responses only, and asks the server what it needs through further requests.
 
-mod config;
+pub(crate) mod config;
 mod review;
 
 use std::collections::BTreeMap;
@@ -117,21 +117,23 @@ where
     ) {
         return next(req).await;
     }
-    let (mutating, validating) = config::load(inner);
-    if mutating.is_empty() && validating.is_empty() {
+    let hooks = config::load(inner);
+    if hooks.mutating.is_empty() && hooks.validating.is_empty() {
         return next(req).await;
     }
     let Some(a) = attributes(inner, &req) else {
         return next(req).await;
     };
     let (versions, conversion) = equivalents(inner, &a);
-    let mutating: Vec<Hook> = mutating
-        .into_iter()
-        .filter_map(|h| h.matching(&a, &versions))
+    let mutating: Vec<Hook> = hooks
+        .mutating
+        .iter()
+        .filter_map(|h| h.clone().matching(&a, &versions))
         .collect();
-    let validating: Vec<Hook> = validating
-        .into_iter()
-        .filter_map(|h| h.matching(&a, &versions))
+    let validating: Vec<Hook> = hooks
+        .validating
+        .iter()
+        .filter_map(|h| h.clone().matching(&a, &versions))
         .collect();
     if mutating.is_empty() && validating.is_empty() {
         return next(req).await;

@@ -60,7 +60,7 @@ pub(crate) async fn call(
             ("oldObject", old),
             ("request", review.get("request")),
         ];
-        match crate::cel_rules::match_conditions(&hook.match_conditions, &variables) {
+        match hook.match_conditions.evaluate(&variables) {
             Matched::Yes => {}
             Matched::No => return Ok(Allowed::default()),
             Matched::Error(_) if hook.ignore_failure => {
