@@ -132,6 +132,7 @@ mod typed;
 mod versions;
 mod watch;
 mod webhook_client;
+mod webhook_hooks;
 mod writes;
 
 use std::convert::Infallible;

@@ -60,12 +60,8 @@ pub(crate) struct Inner {
     pub me: std::sync::Weak<Inner>,
     /// The admission webhooks of the stored configurations, under the configuration
     /// collections' latest resourceVersions (see `admission::config::load`).
-    pub admission_hooks: parking_lot::Mutex<Option<AdmissionHooksAt>>,
+    pub admission_hooks: parking_lot::Mutex<Option<super::webhook_hooks::HooksAt>>,
 }
-
-/// The cached webhooks and the (mutating, validating) configuration versions they were
-/// read at.
-pub(crate) type AdmissionHooksAt = ((u64, u64), Arc<super::admission::config::Hooks>);
 
 /// Configuration of an [`ApiServer`], as a plain builder.
 ///

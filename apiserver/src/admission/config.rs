@@ -30,40 +30,13 @@ use serde_json::Value;
 use super::Attributes;
 use crate::cel_rules::MatchConditions;
 use crate::server::Inner;
+pub(crate) use crate::webhook_hooks::{Hook, Hooks};
 
 const GROUP_VERSION: &str = "admissionregistration.k8s.io/v1";
 /// The configuration resources: requests on them are never sent to webhooks, so a
 /// broken webhook cannot lock its own configuration.
 pub(super) const MUTATING: &str = "mutatingwebhookconfigurations";
 pub(super) const VALIDATING: &str = "validatingwebhookconfigurations";
-
-/// One webhook of a configuration, defaulted as `admissionregistration.k8s.io/v1` does.
-#[derive(Debug, Clone)]
-pub(crate) struct Hook {
-    pub name: String,
-    pub mutating: bool,
-    pub rules: Vec<ar::RuleWithOperations>,
-    pub namespace_selector: Option<LabelSelector>,
-    pub object_selector: Option<LabelSelector>,
-    /// `matchConditions`, compiled: all true for the webhook to be called.
-    pub match_conditions: MatchConditions,
-    /// `failurePolicy: Ignore` (the default is `Fail`).
-    pub ignore_failure: bool,
-    pub side_effects: String,
-    pub timeout: Duration,
-    /// `reinvocationPolicy: IfNeeded` (mutating webhooks).
-    pub reinvoke: bool,
-    /// `matchPolicy: Equivalent` (the default): a rule naming another version of the
-    /// resource matches too.
-    pub equivalent: bool,
-    /// The version the webhook is called at, when its rules name another version of the
-    /// resource than the request's (`None`: the request's).
-    pub call_version: Option<String>,
-    pub review_versions: Vec<String>,
-    pub url: String,
-    pub service: String,
-    pub ca_bundle: Vec<u8>,
-}
 
 /// The webhooks of every stored configuration: mutating, then validating. Decoded (and
 /// their `matchConditions` compiled) once per change of either configuration resource:
@@ -90,13 +63,6 @@ pub(crate) fn load(inner: &Inner) -> Arc<Hooks> {
     });
     *cache = Some((versions, hooks.clone()));
     hooks
-}
-
-/// The webhooks of the stored configurations, as [`load`] caches them.
-#[derive(Debug, Default)]
-pub(crate) struct Hooks {
-    pub mutating: Vec<Hook>,
-    pub validating: Vec<Hook>,
 }
 
 fn decode(inner: &Inner) -> (Vec<Hook>, Vec<Hook>) {

@@ -35,7 +35,7 @@
 //! The whole of it wraps the HTTP handler (`http::handle`): it sees requests and
 //! responses only, and asks the server what it needs through further requests.
 
-pub(crate) mod config;
+mod config;
 mod review;
 
 use std::collections::BTreeMap;
