@@ -7,6 +7,7 @@
 
 use std::collections::BTreeMap;
 use std::fmt::Debug;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -140,9 +141,10 @@ fn by_name<K: Resource + Serialize + DeserializeOwned>(
 }
 
 /// The first `n` ADDED objects of a watch from resourceVersion 0.
-async fn watched<K>(client: &ResourceClient<K>, n: usize) -> Vec<K>
+async fn watched<K, W>(client: &ResourceClient<K, W>, n: usize) -> Vec<K>
 where
     K: Resource + DeserializeOwned + Send + 'static,
+    W: kubegen_runtime::client::Wire,
 {
     let mut stream = client
         .watch(&ListOptions::default().resource_version("0"))
@@ -385,4 +387,96 @@ async fn custom_resources_and_json_servers_keep_json() {
     let list = over_json.list(&ListOptions::default()).await.expect("list");
     assert_eq!(list.items.len(), 1);
     assert_eq!(list.items[0].metadata.name.as_deref(), Some("x"));
+}
+
+/// A client that records the `Accept` header of every request it sends.
+fn recording(client: kube::Client) -> (kube::Client, Arc<Mutex<Vec<String>>>) {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let svc = tower::service_fn(move |req: http::Request<kube::client::Body>| {
+        let accept = req
+            .headers()
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_owned();
+        log.lock().unwrap().push(accept);
+        let client = client.clone();
+        async move { client.send(req).await }
+    });
+    (kube::Client::new(svc, NS), seen)
+}
+
+/// A JSON-only client (what generated clients and informers of custom resources use)
+/// asks for JSON on get, list and watch, and reads what a client over a JSON-only
+/// connection reads; the factory's `json_informer` is the same informer as `informer`.
+async fn json_only_reads(transport: Transport) {
+    let server = ApiServer::new();
+    let conn = transport
+        .connect(&server, Vec::<std::path::PathBuf>::new())
+        .await
+        .expect("connect");
+    seed(&conn.client(), 3).await;
+    let (client, seen) = recording(conn.client());
+    let negotiated = ResourceClient::<Pod>::namespaced(client.clone(), NS);
+    let json_only = negotiated.clone().json_only();
+    assert!(negotiated.prefers_protobuf());
+    assert!(!json_only.prefers_protobuf());
+    let reference = ResourceClient::<Pod>::namespaced(protobuf::json_only(conn.client()), NS);
+
+    seen.lock().unwrap().clear();
+    let opts = ListOptions::default();
+    let list = json_only.list(&opts).await.expect("list");
+    assert_eq!(list.items, reference.list(&opts).await.expect("list").items);
+    assert_eq!(list.items.len(), 3);
+    let name = list.items[0].metadata.name.clone().expect("a name");
+    assert_eq!(
+        json_only.get(&name).await.expect("get"),
+        reference.get(&name).await.expect("get")
+    );
+    let mut watched = watched(&json_only, 3).await;
+    watched.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    let mut listed = list.items.clone();
+    listed.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
+    assert_eq!(watched, listed);
+    let accepts = seen.lock().unwrap().clone();
+    assert_eq!(accepts.len(), 3, "{accepts:?}");
+    assert!(
+        accepts.iter().all(|a| !a.contains("protobuf")),
+        "a JSON-only client never asks for protobuf: {accepts:?}"
+    );
+
+    // The negotiated client asks for protobuf on the same reads.
+    seen.lock().unwrap().clear();
+    negotiated.get(&name).await.expect("get");
+    assert_eq!(seen.lock().unwrap().as_slice(), [protobuf::ACCEPT]);
+
+    // The factory's JSON-only informer of a type is that type's one informer.
+    let factory = kubegen_runtime::cache::factory::InformerFactory::new(
+        client.clone(),
+        kubegen_runtime::cache::factory::FactoryOptions::new(Duration::ZERO),
+    );
+    let informer = factory.json_informer::<Pod>();
+    let stop = tokio_util::sync::CancellationToken::new();
+    factory.start(&stop);
+    let synced = factory.wait_for_cache_sync(&stop).await;
+    assert!(synced.values().all(|s| *s), "{synced:?}");
+    let everything = kubegen_runtime::labels::Selector::everything();
+    assert_eq!(informer.lister().list(&everything).len(), 3);
+    let cached = informer.lister().namespaced(NS).get(&name).expect("cached");
+    let same = factory.informer::<Pod>().lister().namespaced(NS).get(&name);
+    assert!(Arc::ptr_eq(&cached, &same.expect("cached")));
+    stop.cancel();
+    factory.shutdown().await;
+    conn.close().await;
+}
+
+#[tokio::test]
+async fn a_json_only_client_asks_for_json_over_tower() {
+    json_only_reads(Transport::Tower).await;
+}
+
+#[tokio::test]
+async fn a_json_only_client_asks_for_json_over_tcp() {
+    json_only_reads(Transport::Tcp).await;
 }

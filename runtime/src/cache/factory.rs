@@ -42,7 +42,7 @@ use crate::cache::informer::{InformerOptions, SharedIndexInformer};
 use crate::cache::keys::{AnyTransformFunc, TransformError};
 use crate::cache::lister::Lister;
 use crate::cache::reflector::Tweaked;
-use crate::client::{ListOptions, ResourceClient};
+use crate::client::{self, ListOptions, ResourceClient};
 use crate::errors::{GroupResource, StatusError};
 use crate::labels::Selector;
 use crate::object::{AnyObject, GroupVersionResource, Object};
@@ -307,13 +307,38 @@ impl InformerFactory {
     }
 
     /// The shared informer of `K`, listing and watching through the factory's client in
-    /// the factory's namespace (cluster-scoped types ignore the namespace).
+    /// the factory's namespace (cluster-scoped types ignore the namespace). Reads ask
+    /// for protobuf when `K` is a built-in kind (see [`client::protobuf`]).
     ///
     /// # Panics
     ///
     /// If the factory was built [`without_client`](Self::without_client) and no informer
     /// of `K` exists yet.
     pub fn informer<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Object + kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+        K::Scope: 'static,
+    {
+        self.client_informer::<K, client::Negotiated>()
+    }
+
+    /// [`InformerFactory::informer`] for a custom resource: reads ask for JSON only, and
+    /// no protobuf decoder is compiled for `K` (see [`client::JsonOnly`]). Generated
+    /// informers of custom resources use it; the informer is the same one `informer`
+    /// returns for `K` (one per type and factory).
+    ///
+    /// # Panics
+    ///
+    /// As [`InformerFactory::informer`].
+    pub fn json_informer<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Object + kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
+        K::Scope: 'static,
+    {
+        self.client_informer::<K, client::JsonOnly>()
+    }
+
+    fn client_informer<K, W: client::Wire>(&self) -> SharedIndexInformer<K>
     where
         K: Object + kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
         K::Scope: 'static,
@@ -331,7 +356,7 @@ impl InformerFactory {
                 _ if is_cluster_scoped::<K>() => ResourceClient::<K>::cluster(client),
                 _ => ResourceClient::<K>::all(client),
             };
-            SharedIndexInformer::new(Arc::new(rc), config)
+            SharedIndexInformer::new(Arc::new(rc.rewire::<W>()), config)
         })
     }
 

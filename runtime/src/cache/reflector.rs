@@ -145,9 +145,10 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
 
 /// Objects listed and watched for a cache are decoded with exact vector capacities (see
 /// `client::exact`): a cached object holds no spare vector capacity.
-impl<K> ListerWatcher<K> for ResourceClient<K>
+impl<K, W> ListerWatcher<K> for ResourceClient<K, W>
 where
     K: kube::Resource + serde::de::DeserializeOwned + Clone + Send + 'static,
+    W: client::Wire,
 {
     fn list(&self, opts: ListOptions) -> BoxFuture<'static, Result<ObjectList<K>, client::Error>> {
         let c = self.clone();

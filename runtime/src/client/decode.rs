@@ -31,32 +31,71 @@ pub(crate) fn decode_object<K: DeserializeOwned>(
 ) -> Result<K, serde_json::Error> {
     let decode = || {
         let mut de = serde_json::Deserializer::from_str(json);
-        let obj = deserialize(&mut de, without_managed_fields, exact)?;
+        let obj = deserialize(&mut de, without_managed_fields)?;
         de.end()?;
         Ok(obj)
     };
     super::exact::with_lengths_if(exact, json, decode)
 }
 
-/// `K::deserialize(de)`, through the adapters asked for: managedFields are skipped in
-/// the same pass (see `super::skip`), vectors sized exactly (see `super::exact`).
-pub(crate) fn deserialize<'de, K, D>(
-    de: D,
-    without_managed_fields: bool,
-    exact: bool,
-) -> Result<K, D::Error>
+/// A JSON body decoded as [`decode_object`] does (one deserializer stack for every
+/// JSON read, so `K`'s `Deserialize` is compiled once for them all).
+pub(crate) fn json<K: DeserializeOwned>(body: &[u8]) -> Result<K, serde_json::Error> {
+    let text = std::str::from_utf8(body).map_err(serde::de::Error::custom)?;
+    decode_object(text, false, false)
+}
+
+/// A JSON list body's metadata and items, each item decoded as [`decode_object`] does
+/// (for the answers of writes: see [`json`]).
+pub(crate) fn json_list<K: DeserializeOwned>(
+    body: &[u8],
+) -> Result<(Option<super::WireListMeta>, Vec<K>), serde_json::Error> {
+    let text = std::str::from_utf8(body).map_err(serde::de::Error::custom)?;
+    let env: Envelope<'_> = serde_json::from_str(text)?;
+    let items = env
+        .items
+        .unwrap_or_default()
+        .into_iter()
+        .map(|raw| decode_object(raw.get(), false, false))
+        .collect::<Result<_, _>>()?;
+    Ok((env.metadata, items))
+}
+
+/// `K::deserialize(de)` for JSON input, through the adapters: managedFields are skipped
+/// in the same pass when asked (see `super::skip`), vectors sized exactly when the
+/// caller runs this inside `super::exact::with_lengths` (see `super::exact`; outside it
+/// the adapter only forwards).
+///
+/// The adapters are always there and switched at run time, not chosen by type: every
+/// adapter combination would be a different deserializer type, and each one compiles
+/// `K`'s `Deserialize` (and that of every type inside it) again in the user's crate.
+/// One stack per input kind keeps a user crate's build time to one copy.
+pub(crate) fn deserialize<'de, K, D>(de: D, without_managed_fields: bool) -> Result<K, D::Error>
 where
     K: serde::Deserialize<'de>,
     D: serde::Deserializer<'de>,
 {
     use super::exact::Exact;
     use super::skip::SkipManagedFields;
-    match (without_managed_fields, exact) {
-        (false, false) => K::deserialize(de),
-        (false, true) => K::deserialize(Exact::new(de)),
-        (true, false) => K::deserialize(SkipManagedFields::new(de)),
-        (true, true) => K::deserialize(SkipManagedFields::new(Exact::new(de))),
-    }
+    K::deserialize(SkipManagedFields::with(
+        Exact::new(de),
+        without_managed_fields,
+    ))
+}
+
+/// [`deserialize`] for protobuf input: no exact adapter (protobuf gives the counts).
+pub(crate) fn deserialize_protobuf<'de, K, D>(
+    de: D,
+    without_managed_fields: bool,
+) -> Result<K, D::Error>
+where
+    K: serde::Deserialize<'de>,
+    D: serde::Deserializer<'de>,
+{
+    K::deserialize(super::skip::SkipManagedFields::with(
+        de,
+        without_managed_fields,
+    ))
 }
 
 /// Bodies of at least this size whose metadata comes first are decoded whole, in one
@@ -110,7 +149,7 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
     use serde::de::{DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
     use std::marker::PhantomData;
 
-    struct Page<K>(bool, bool, PhantomData<fn() -> K>);
+    struct Page<K>(bool, PhantomData<fn() -> K>);
     impl<'de, K: DeserializeOwned> Visitor<'de> for Page<K> {
         type Value = Vec<K>;
         fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -120,7 +159,7 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
             let mut items = Vec::new();
             while let Some(key) = map.next_key::<String>()? {
                 if key == "items" {
-                    items = map.next_value_seed(Items(self.0, self.1, PhantomData))?;
+                    items = map.next_value_seed(Items(self.0, PhantomData))?;
                 } else {
                     // Through the exact adapter, which keeps its array counts in step.
                     map.next_value_seed(super::exact::Ignore)?;
@@ -129,7 +168,7 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
             Ok(items)
         }
     }
-    struct Items<K>(bool, bool, PhantomData<fn() -> K>);
+    struct Items<K>(bool, PhantomData<fn() -> K>);
     impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for Items<K> {
         type Value = Vec<K>;
         fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<Vec<K>, D::Error> {
@@ -148,17 +187,17 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
             // The items array is decoded here, its elements through the exact adapter.
             super::exact::skip_array();
             let mut out = Vec::new();
-            while let Some(obj) = seq.next_element_seed(Item::<K>(self.0, self.1, PhantomData))? {
+            while let Some(obj) = seq.next_element_seed(Item::<K>(self.0, PhantomData))? {
                 out.push(obj);
             }
             Ok(out)
         }
     }
-    struct Item<K>(bool, bool, PhantomData<fn() -> K>);
+    struct Item<K>(bool, PhantomData<fn() -> K>);
     impl<'de, K: DeserializeOwned> DeserializeSeed<'de> for Item<K> {
         type Value = K;
         fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<K, D::Error> {
-            deserialize(de, self.0, self.1)
+            deserialize(de, self.0)
         }
     }
 
@@ -166,7 +205,7 @@ pub(crate) fn decode_page<K: DeserializeOwned>(
     let text = std::str::from_utf8(body).map_err(serde::de::Error::custom)?;
     let decode = || {
         let mut de = serde_json::Deserializer::from_str(text);
-        let items = de.deserialize_map(Page::<K>(without_managed_fields, exact, PhantomData))?;
+        let items = de.deserialize_map(Page::<K>(without_managed_fields, PhantomData))?;
         de.end()?;
         Ok(items)
     };

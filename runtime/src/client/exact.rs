@@ -97,13 +97,26 @@ pub(crate) fn with_lengths<R>(text: &str, f: impl FnOnce() -> R) -> R {
     out
 }
 
-/// [`with_lengths`] when `exact`, else just `f()`.
+/// [`with_lengths`] when `exact`, else `f()` with no hints (also inside an enclosing
+/// `with_lengths` of another text): the adapter is always on the decoding path (see
+/// `super::decode::deserialize`), so this is where exactness is switched.
 pub(crate) fn with_lengths_if<R>(exact: bool, text: &str, f: impl FnOnce() -> R) -> R {
     if exact {
-        with_lengths(text, f)
-    } else {
-        f()
+        return with_lengths(text, f);
     }
+    if !active() {
+        return f();
+    }
+    /// Restores the enclosing call's hints, also when `f` panics.
+    struct Resume;
+    impl Drop for Resume {
+        fn drop(&mut self) {
+            let _ = LENGTHS.try_with(|l| l.borrow_mut().active = true);
+        }
+    }
+    LENGTHS.with(|l| l.borrow_mut().active = false);
+    let _resume = Resume;
+    f()
 }
 
 /// The next array's length, `None` when there are no hints.
@@ -564,6 +577,35 @@ mod tests {
         for text in ["[1, 2", "]]]", "\"abc", r#"{"a": ["x\"#, "[,,]"] {
             let _ = lengths(text);
         }
+    }
+
+    #[test]
+    fn exactness_is_switched_by_with_lengths_if_not_by_the_adapter() {
+        // The adapter is always on the decoding path; only `with_lengths_if` decides.
+        fn decode(text: &str) -> Vec<Vec<u8>> {
+            let mut de = serde_json::Deserializer::from_str(text);
+            Vec::<Vec<u8>>::deserialize(Exact::new(&mut de)).unwrap()
+        }
+        let text = "[[1, 2, 3], [4, 5, 6, 7, 8]]";
+        let exact = with_lengths_if(true, text, || decode(text));
+        assert_eq!(exact.iter().map(Vec::capacity).collect::<Vec<_>>(), [3, 5]);
+        let plain = with_lengths_if(false, text, || decode(text));
+        assert_eq!(plain, exact);
+        assert!(!active());
+
+        // Not exact inside an exact decode of another text: no hints from the other
+        // text's counts, and the enclosing decode gets its own afterwards.
+        let outer = "[[9, 9], [9, 9, 9, 9, 9, 9, 9]]";
+        let (inner, after) = with_lengths(outer, || {
+            let inner = with_lengths_if(false, text, || {
+                assert!(!active());
+                decode(text)
+            });
+            assert!(active());
+            (inner, decode(outer))
+        });
+        assert_eq!(inner, exact);
+        assert_eq!(after.iter().map(Vec::capacity).collect::<Vec<_>>(), [2, 7]);
     }
 
     #[test]

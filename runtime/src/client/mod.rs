@@ -50,6 +50,7 @@ mod write;
 use std::fmt;
 use std::marker::PhantomData;
 
+use bytes::Bytes;
 use futures::FutureExt;
 use http::Request;
 use http_body_util::BodyExt;
@@ -371,16 +372,6 @@ pub(crate) struct WireListMeta {
     remaining_item_count: Option<i64>,
 }
 
-/// A whole list body decoded at once (the delete-collection answer).
-#[derive(Deserialize)]
-#[serde(bound = "K: DeserializeOwned")]
-pub(crate) struct WireList<K> {
-    #[serde(default)]
-    pub(crate) metadata: Option<WireListMeta>,
-    #[serde(default)]
-    pub(crate) items: Option<Vec<K>>,
-}
-
 /// One listed page whose items may still be decoding (from
 /// [`ResourceClient::list_deferred`]).
 pub struct DeferredPage<K> {
@@ -424,15 +415,21 @@ impl<K> fmt::Debug for DeferredPage<K> {
 /// assert_eq!(list.items.len(), 1);
 /// # }
 /// ```
-pub struct ResourceClient<K> {
+///
+/// `W` is how reads are encoded: [`Negotiated`] (the default: protobuf for built-in
+/// kinds, JSON otherwise, see [`protobuf`]) or [`JsonOnly`] ([`ResourceClient::json_only`]),
+/// which generated clients and informers of custom resources use. A JSON-only client
+/// compiles no protobuf decoder for `K`: custom resources are never served in protobuf,
+/// and the decoder would be compiled in the user's crate for each of its types.
+pub struct ResourceClient<K, W = Negotiated> {
     client: kube::Client,
     path: String,
     /// Whether reads ask for protobuf first: `K` is a built-in kind (see [`protobuf`]).
     protobuf: bool,
-    _k: PhantomData<fn() -> K>,
+    _k: PhantomData<fn() -> (K, W)>,
 }
 
-impl<K> Clone for ResourceClient<K> {
+impl<K, W> Clone for ResourceClient<K, W> {
     fn clone(&self) -> Self {
         ResourceClient {
             client: self.client.clone(),
@@ -443,13 +440,72 @@ impl<K> Clone for ResourceClient<K> {
     }
 }
 
-impl<K> fmt::Debug for ResourceClient<K> {
+impl<K, W> fmt::Debug for ResourceClient<K, W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ResourceClient")
             .field("path", &self.path)
             .field("protobuf", &self.protobuf)
             .finish()
     }
+}
+
+/// How a [`ResourceClient`]'s reads are encoded (sealed: [`Negotiated`] or [`JsonOnly`]).
+pub trait Wire: sealed::Sealed + Send + Sync + 'static {
+    /// Whether reads may ask for protobuf.
+    #[doc(hidden)]
+    const PROTOBUF: bool;
+    /// The protobuf decoders of `K`, when reads may be answered in protobuf.
+    #[doc(hidden)]
+    fn protobuf<K: DeserializeOwned + Send + 'static>() -> Option<ProtobufDecoders<K>>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::Negotiated {}
+    impl Sealed for super::JsonOnly {}
+}
+
+/// Reads ask for protobuf when `K` is a built-in kind (client-go's default for them), and
+/// decode whichever the server answers.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Negotiated;
+
+/// Reads ask for JSON only, and no protobuf decoder is compiled for `K`: for custom
+/// resources, which kube-apiserver serves in JSON only.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct JsonOnly;
+
+/// The protobuf decoders of one type, as function pointers (opaque).
+#[doc(hidden)]
+pub struct ProtobufDecoders<K> {
+    object: fn(&[u8], bool) -> Result<K, Error>,
+    page: fn(Bytes, bool) -> Result<DeferredPage<K>, Error>,
+    event: watch::ProtobufEvent<K>,
+}
+
+impl Wire for Negotiated {
+    const PROTOBUF: bool = true;
+    fn protobuf<K: DeserializeOwned + Send + 'static>() -> Option<ProtobufDecoders<K>> {
+        Some(ProtobufDecoders {
+            object: protobuf::decode_object::<K>,
+            page: protobuf::list_page::<K>,
+            event: watch::convert_protobuf::<K>,
+        })
+    }
+}
+
+impl Wire for JsonOnly {
+    const PROTOBUF: bool = false;
+    fn protobuf<K: DeserializeOwned + Send + 'static>() -> Option<ProtobufDecoders<K>> {
+        None
+    }
+}
+
+/// A protobuf answer to a client that did not ask for one (a server ignoring `Accept`).
+fn unexpected_protobuf() -> Error {
+    Error::Decode(serde::de::Error::custom(
+        "protobuf answer to a JSON-only client (the server ignored `Accept: application/json`)",
+    ))
 }
 
 impl<K> ResourceClient<K>
@@ -469,6 +525,24 @@ where
     /// Objects of a cluster-scoped `K`.
     pub fn cluster(client: kube::Client) -> Self {
         Self::all_with(client, &())
+    }
+}
+
+impl<K> ResourceClient<K> {
+    /// The same client, asking for JSON only and compiling no protobuf decoder for `K`
+    /// (see [`JsonOnly`]): what generated clients of custom resources use.
+    pub fn json_only(self) -> ResourceClient<K, JsonOnly> {
+        self.rewire()
+    }
+
+    /// The same client with reads encoded as `W` says.
+    pub(crate) fn rewire<W: Wire>(self) -> ResourceClient<K, W> {
+        ResourceClient {
+            client: self.client,
+            path: self.path,
+            protobuf: self.protobuf && W::PROTOBUF,
+            _k: PhantomData,
+        }
     }
 }
 
@@ -494,7 +568,9 @@ impl<K: Resource> ResourceClient<K> {
             _k: PhantomData,
         }
     }
+}
 
+impl<K: Resource, W: Wire> ResourceClient<K, W> {
     /// The collection URL of a list with these options.
     pub fn list_url(&self, opts: &ListOptions) -> String {
         self.with_query(opts.to_query(false))
@@ -597,17 +673,21 @@ async fn read_body(
     Ok((body, pb))
 }
 
-impl<K> ResourceClient<K>
+impl<K, W> ResourceClient<K, W>
 where
     K: Resource + DeserializeOwned + Send + 'static,
+    W: Wire,
 {
     /// Gets one object by name.
     pub async fn get(&self, name: &str) -> Result<K, Error> {
         let (body, pb) = read_body(&self.client, self.object_url(name), self.accept(false)).await?;
         if pb {
-            return protobuf::decode_object(&body, false);
+            return match W::protobuf::<K>() {
+                Some(d) => (d.object)(&body, false),
+                None => Err(unexpected_protobuf()),
+            };
         }
-        serde_json::from_slice(&body).map_err(Error::Decode)
+        decode::json(&body).map_err(Error::Decode)
     }
 
     /// Lists one page. A large page's items are decoded on the decoding threads (in
@@ -656,7 +736,10 @@ where
             .await?;
         let without_managed_fields = opts.without_managed_fields;
         if pb {
-            return protobuf::list_page(body, without_managed_fields);
+            return match W::protobuf::<K>() {
+                Some(d) => (d.page)(body, without_managed_fields),
+                None => Err(unexpected_protobuf()),
+            };
         }
         let whole = (decode::WHOLE_PAGE_MIN_BYTES..decode::CHUNKED_MIN_BYTES)
             .contains(&body.len())
@@ -761,9 +844,13 @@ where
             .instrument(span)
             .await?;
         if protobuf::is_protobuf(&res) {
+            let Some(d) = W::protobuf::<K>() else {
+                return Err(unexpected_protobuf());
+            };
             return Ok(WatchStream::protobuf(
                 res.into_body(),
                 opts.without_managed_fields,
+                d.event,
             ));
         }
         Ok(WatchStream::with_decoding(

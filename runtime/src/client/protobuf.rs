@@ -66,7 +66,7 @@ pub(crate) fn decode_object<K: DeserializeOwned>(
     let de = pb::envelope(body)
         .and_then(Deserializer::object)
         .map_err(decode_error)?;
-    decode::deserialize(de, without_managed_fields, false).map_err(decode_error)
+    decode::deserialize_protobuf(de, without_managed_fields).map_err(decode_error)
 }
 
 /// The items of a list body in this index range, decoded.
@@ -82,7 +82,7 @@ fn decode_items<K: DeserializeOwned>(
     let mut out = Vec::with_capacity(items.len());
     for item in items {
         out.push(
-            decode::deserialize(list.item(item), without_managed_fields, false)
+            decode::deserialize_protobuf(list.item(item), without_managed_fields)
                 .map_err(decode_error)?,
         );
     }
@@ -162,14 +162,14 @@ where
 /// ```
 pub fn json_only(client: kube::Client) -> kube::Client {
     let ns = client.default_namespace().to_owned();
-    kube::Client::new(JsonOnly(client), ns)
+    kube::Client::new(AcceptJson(client), ns)
 }
 
 /// The service of [`json_only`].
 #[derive(Clone)]
-struct JsonOnly(kube::Client);
+struct AcceptJson(kube::Client);
 
-impl Service<Request<Body>> for JsonOnly {
+impl Service<Request<Body>> for AcceptJson {
     type Response = Response<Body>;
     type Error = kube::Error;
     type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, kube::Error>> + Send>>;

@@ -30,7 +30,7 @@ use crate::apply::{ApplyOptions, ScaleApplyConfiguration};
 
 const SCALE: &str = "scale";
 
-impl<K: Resource> ResourceClient<K> {
+impl<K: Resource, W: super::Wire> ResourceClient<K, W> {
     /// Gets the object's [`Scale`] (`GET <name>/scale`): its desired replicas in
     /// `spec.replicas`, the observed ones and the label selector in `status`.
     ///

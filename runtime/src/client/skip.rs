@@ -21,6 +21,8 @@ enum Level {
     Top,
     /// The object's `metadata`: its `managedFields` entry is skipped.
     Meta,
+    /// Switched off ([`SkipManagedFields::with`]`(de, false)`): every map passes through.
+    Off,
 }
 
 /// The adapter (see the module documentation).
@@ -31,10 +33,18 @@ pub(crate) struct SkipManagedFields<D> {
 
 impl<D> SkipManagedFields<D> {
     /// Wraps the deserializer of a whole object.
+    #[cfg(test)]
     pub(crate) fn new(de: D) -> Self {
+        Self::with(de, true)
+    }
+
+    /// Wraps the deserializer of a whole object, skipping only when `enabled`: one
+    /// adapter type either way, so a type decoded with and without skipping has its
+    /// `Deserialize` compiled once for the pair (see `super::decode::deserialize`).
+    pub(crate) fn with(de: D, enabled: bool) -> Self {
         SkipManagedFields {
             de,
-            level: Level::Top,
+            level: if enabled { Level::Top } else { Level::Off },
         }
     }
 }
@@ -196,6 +206,9 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
         &mut self,
         seed: S,
     ) -> Result<Option<S::Value>, Self::Error> {
+        if self.level == Level::Off {
+            return self.map.next_key_seed(seed);
+        }
         loop {
             let Some(key) = self.map.next_key::<Key<'de>>()? else {
                 return Ok(None);
@@ -206,7 +219,7 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
                     self.map.next_value::<IgnoredAny>()?;
                     continue;
                 }
-                Level::Meta => {}
+                Level::Meta | Level::Off => {}
             }
             return match key {
                 Key::Borrowed(s) => seed

@@ -20,7 +20,7 @@ use serde::Serialize;
 use super::write::with_query;
 use super::{read_all, Error, Patch, PatchOptions, ResourceClient, WriteOptions};
 
-impl<K: Resource> ResourceClient<K> {
+impl<K: Resource, W: super::Wire> ResourceClient<K, W> {
     /// `GET <name>/<subresource>`, decoded as `R`.
     pub async fn get_subresource<R: DeserializeOwned>(
         &self,
@@ -28,7 +28,7 @@ impl<K: Resource> ResourceClient<K> {
         subresource: &str,
     ) -> Result<R, Error> {
         let body = read_all(&self.client, self.subresource_url(name, subresource), None).await?;
-        serde_json::from_slice(&body).map_err(Error::Decode)
+        super::decode::json(&body).map_err(Error::Decode)
     }
 
     /// `POST <name>/<subresource>` with `input` as JSON, decoded as `R` (client-go's
@@ -69,7 +69,7 @@ impl<K: Resource> ResourceClient<K> {
         let out = self
             .send_json(http::Method::PATCH, uri, patch.content_type(), body, None)
             .await?;
-        serde_json::from_slice(&out).map_err(Error::Decode)
+        super::decode::json(&out).map_err(Error::Decode)
     }
 
     async fn send_subresource<I: Serialize, R: DeserializeOwned>(
@@ -85,6 +85,6 @@ impl<K: Resource> ResourceClient<K> {
         let out = self
             .send_json(method, uri, "application/json", body, None)
             .await?;
-        serde_json::from_slice(&out).map_err(Error::Decode)
+        super::decode::json(&out).map_err(Error::Decode)
     }
 }

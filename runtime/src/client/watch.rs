@@ -100,6 +100,36 @@ pub(crate) fn decoding_error(why: &str) -> StatusError {
     })
 }
 
+/// Decodes one protobuf watch frame (see `super::protobuf`); `bool`: without
+/// `metadata.managedFields`.
+pub(crate) type ProtobufEvent<K> = fn(&[u8], bool) -> Result<WatchEvent<K>, String>;
+
+/// How a stream's objects decode: exact vector capacities (JSON), and the protobuf frame
+/// decoder when the stream is protobuf (a value handed down, so that a JSON-only client
+/// never compiles one for `K`).
+pub(crate) struct Decoding<K> {
+    pub(crate) exact: bool,
+    pub(crate) protobuf: Option<ProtobufEvent<K>>,
+}
+
+impl<K> Clone for Decoding<K> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<K> Copy for Decoding<K> {}
+
+impl<K> Decoding<K> {
+    /// JSON frames.
+    pub(crate) fn json(exact: bool) -> Self {
+        Decoding {
+            exact,
+            protobuf: None,
+        }
+    }
+}
+
 /// Splits a byte stream into watch events.
 #[derive(Debug, Default)]
 pub(crate) struct FrameDecoder {
@@ -135,11 +165,12 @@ impl FrameDecoder {
     /// when the stream cannot be decoded.
     pub(crate) fn next<K: DeserializeOwned>(
         &mut self,
-        exact: bool,
+        how: Decoding<K>,
     ) -> Option<Result<WatchEvent<K>, String>> {
         if self.protobuf {
-            return self.next_protobuf();
+            return self.next_protobuf(how.protobuf);
         }
+        let exact = how.exact;
         let rest = &self.buf[self.pos..];
         let skip = rest
             .iter()
@@ -172,12 +203,18 @@ impl FrameDecoder {
 
 impl FrameDecoder {
     /// The next protobuf frame's event; `None` when the frame is not complete yet.
-    fn next_protobuf<K: DeserializeOwned>(&mut self) -> Option<Result<WatchEvent<K>, String>> {
+    fn next_protobuf<K>(
+        &mut self,
+        decode: Option<ProtobufEvent<K>>,
+    ) -> Option<Result<WatchEvent<K>, String>> {
         let rest = &self.buf[self.pos..];
         let len: [u8; 4] = rest.get(..4)?.try_into().ok()?;
         let len = usize::try_from(u32::from_be_bytes(len)).ok()?;
         let frame = rest.get(4..4 + len)?;
-        let event = convert_protobuf::<K>(frame, self.without_managed_fields);
+        let event = match decode {
+            Some(decode) => decode(frame, self.without_managed_fields),
+            None => Err("protobuf frames on a stream without a protobuf decoder".to_owned()),
+        };
         self.pos += 4 + len;
         Some(event)
     }
@@ -195,13 +232,11 @@ impl FrameDecoder {
         // Validated once here, the line then decodes without a UTF-8 check per string
         // (and its arrays counted from the same text, see `super::exact`).
         let line = std::str::from_utf8(line).ok()?;
-        let de = serde_json::Deserializer::from_str(line);
-        let ((ty, object), used) = match (self.without_managed_fields, exact) {
-            (false, false) => frame::<K, false, false>(de)?,
-            (false, true) => super::exact::with_lengths(line, || frame::<K, false, true>(de))?,
-            (true, false) => frame::<K, true, false>(de)?,
-            (true, true) => super::exact::with_lengths(line, || frame::<K, true, true>(de))?,
-        };
+        let (ty, object) = super::exact::with_lengths_if(exact, line, || {
+            frame::<K>(line, self.without_managed_fields)
+        })?;
+        // The frame ends the line (what follows the newline is the next one).
+        let used = line.len();
         let event = match object {
             FrameObject::Typed(obj) => match ty.as_ref() {
                 "ADDED" => WatchEvent::Added(obj),
@@ -223,16 +258,22 @@ impl FrameDecoder {
     }
 }
 
-/// A frame's type and object, and the bytes it used.
-type Frame<'a, K> = ((Cow<'a, str>, FrameObject<'a, K>), usize);
-
-/// The first frame of `de` and the bytes it used; `None` when it does not decode.
-fn frame<'a, K: DeserializeOwned, const SKIP: bool, const EXACT: bool>(
-    de: serde_json::Deserializer<serde_json::de::StrRead<'a>>,
-) -> Option<Frame<'a, K>> {
-    let mut it = de.into_iter::<TypedFrame<'a, K, SKIP, EXACT>>();
-    let parts = it.next()?.ok()?.into_parts();
-    Some((parts, it.byte_offset()))
+/// The frame of `line` (its type and object); `None` when it does not decode, or
+/// anything but whitespace follows it on the line.
+fn frame<K: DeserializeOwned>(
+    line: &str,
+    skip: bool,
+) -> Option<(Cow<'_, str>, FrameObject<'_, K>)> {
+    use serde::de::DeserializeSeed as _;
+    let mut de = serde_json::Deserializer::from_str(line);
+    let parts = FrameSeed::<K> {
+        skip,
+        kind: std::marker::PhantomData,
+    }
+    .deserialize(&mut de)
+    .ok()?;
+    de.end().ok()?;
+    Some(parts)
 }
 
 /// A frame's object: decoded already when the type (seen first) says it is an object
@@ -242,85 +283,72 @@ enum FrameObject<'a, K> {
     Raw(Option<&'a RawValue>),
 }
 
-/// A frame decoded in one pass; `SKIP` drops the object's `metadata.managedFields`,
-/// `EXACT` gives its vectors their exact capacities.
-struct TypedFrame<'a, K, const SKIP: bool, const EXACT: bool> {
-    ty: Cow<'a, str>,
-    object: FrameObject<'a, K>,
+/// A frame decoded in one pass; `skip` drops the object's `metadata.managedFields`.
+/// Exact vector capacities come from the caller's `with_lengths`. The flag is a value,
+/// not a type parameter, so that `K`'s `Deserialize` is compiled once for it.
+struct FrameSeed<K> {
+    skip: bool,
+    kind: std::marker::PhantomData<fn() -> K>,
 }
 
-impl<'a, K, const SKIP: bool, const EXACT: bool> TypedFrame<'a, K, SKIP, EXACT> {
-    fn into_parts(self) -> (Cow<'a, str>, FrameObject<'a, K>) {
-        (self.ty, self.object)
+impl<'de, K: DeserializeOwned> serde::de::DeserializeSeed<'de> for FrameSeed<K> {
+    type Value = (Cow<'de, str>, FrameObject<'de, K>);
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<Self::Value, D::Error> {
+        de.deserialize_map(self)
     }
 }
 
-impl<'de, K: DeserializeOwned, const SKIP: bool, const EXACT: bool> Deserialize<'de>
-    for TypedFrame<'de, K, SKIP, EXACT>
-{
-    fn deserialize<D: serde::Deserializer<'de>>(de: D) -> Result<Self, D::Error> {
-        use serde::de::{Error, MapAccess, Visitor};
-        use std::marker::PhantomData;
+impl<'de, K: DeserializeOwned> serde::de::Visitor<'de> for FrameSeed<K> {
+    type Value = (Cow<'de, str>, FrameObject<'de, K>);
 
-        struct FrameVisitor<K, const SKIP: bool, const EXACT: bool>(PhantomData<fn() -> K>);
-        impl<'de, K: DeserializeOwned, const SKIP: bool, const EXACT: bool> Visitor<'de>
-            for FrameVisitor<K, SKIP, EXACT>
-        {
-            type Value = TypedFrame<'de, K, SKIP, EXACT>;
-            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str("a watch event")
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-                let mut ty: Option<Cow<'de, str>> = None;
-                let mut object: Option<FrameObject<'de, K>> = None;
-                while let Some(BorrowedStr(key)) = map.next_key::<BorrowedStr<'de>>()? {
-                    match key.as_ref() {
-                        "type" if ty.is_none() => {
-                            ty = Some(map.next_value::<BorrowedStr<'de>>()?.0)
-                        }
-                        "object" if object.is_none() => {
-                            let typed =
-                                matches!(ty.as_deref(), Some("ADDED" | "MODIFIED" | "DELETED"));
-                            object = Some(if typed {
-                                FrameObject::Typed(map.next_value_seed(ObjectSeed::<
-                                    K,
-                                    SKIP,
-                                    EXACT,
-                                >(
-                                    PhantomData
-                                ))?)
-                            } else {
-                                FrameObject::Raw(Some(map.next_value::<&'de RawValue>()?))
-                            });
-                        }
-                        "type" | "object" => return Err(A::Error::custom("duplicate field")),
-                        _ => {
-                            // Through the exact adapter, which keeps its array counts in
-                            // step (when EXACT).
-                            map.next_value_seed(super::exact::Ignore)?;
-                        }
-                    }
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a watch event")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+        use serde::de::Error;
+        let mut ty: Option<Cow<'de, str>> = None;
+        let mut object: Option<FrameObject<'de, K>> = None;
+        while let Some(BorrowedStr(key)) = map.next_key::<BorrowedStr<'de>>()? {
+            match key.as_ref() {
+                "type" if ty.is_none() => ty = Some(map.next_value::<BorrowedStr<'de>>()?.0),
+                "object" if object.is_none() => {
+                    let typed = matches!(ty.as_deref(), Some("ADDED" | "MODIFIED" | "DELETED"));
+                    object = Some(if typed {
+                        FrameObject::Typed(map.next_value_seed(ObjectSeed::<K> {
+                            skip: self.skip,
+                            kind: std::marker::PhantomData,
+                        })?)
+                    } else {
+                        FrameObject::Raw(Some(map.next_value::<&'de RawValue>()?))
+                    });
                 }
-                Ok(TypedFrame {
-                    ty: ty.ok_or_else(|| A::Error::missing_field("type"))?,
-                    object: object.unwrap_or(FrameObject::Raw(None)),
-                })
+                "type" | "object" => return Err(A::Error::custom("duplicate field")),
+                _ => {
+                    // Through the exact adapter, which keeps its array counts in step
+                    // (when the caller asked for exact capacities).
+                    map.next_value_seed(super::exact::Ignore)?;
+                }
             }
         }
-        de.deserialize_map(FrameVisitor::<K, SKIP, EXACT>(PhantomData))
+        Ok((
+            ty.ok_or_else(|| A::Error::missing_field("type"))?,
+            object.unwrap_or(FrameObject::Raw(None)),
+        ))
     }
 }
 
-/// An object of the watched kind, without its `metadata.managedFields` when `SKIP`,
-/// with exact vector capacities when `EXACT`.
-struct ObjectSeed<K, const SKIP: bool, const EXACT: bool>(std::marker::PhantomData<fn() -> K>);
+/// An object of the watched kind, without its `metadata.managedFields` when `skip`.
+struct ObjectSeed<K> {
+    skip: bool,
+    kind: std::marker::PhantomData<fn() -> K>,
+}
 
-impl<'de, K: DeserializeOwned, const SKIP: bool, const EXACT: bool> serde::de::DeserializeSeed<'de>
-    for ObjectSeed<K, SKIP, EXACT>
-{
+impl<'de, K: DeserializeOwned> serde::de::DeserializeSeed<'de> for ObjectSeed<K> {
     type Value = K;
     fn deserialize<D: serde::Deserializer<'de>>(self, de: D) -> Result<K, D::Error> {
-        super::decode::deserialize(de, SKIP, EXACT)
+        super::decode::deserialize(de, self.skip)
     }
 }
 
@@ -379,7 +407,7 @@ fn convert<K: DeserializeOwned>(
 }
 
 /// A protobuf frame's event (see `super::protobuf`).
-fn convert_protobuf<K: DeserializeOwned>(
+pub(crate) fn convert_protobuf<K: DeserializeOwned>(
     frame: &[u8],
     without_managed_fields: bool,
 ) -> Result<WatchEvent<K>, String> {
@@ -394,7 +422,7 @@ fn convert_protobuf<K: DeserializeOwned>(
             .map_err(|e| e.to_string())
     };
     let typed = || -> Result<K, String> {
-        super::decode::deserialize(object()?, without_managed_fields, false)
+        super::decode::deserialize_protobuf(object()?, without_managed_fields)
             .map_err(|e| e.to_string())
     };
     match ev.kind {
@@ -432,8 +460,8 @@ impl<K> std::fmt::Debug for WatchStream<K> {
 struct Reader<B, K> {
     body: B,
     dec: FrameDecoder,
-    /// Decode objects with exact vector capacities.
-    exact: bool,
+    /// How objects decode.
+    how: Decoding<K>,
     /// No more events.
     done: bool,
     kind: std::marker::PhantomData<fn() -> K>,
@@ -454,10 +482,10 @@ const BATCHES_AHEAD: usize = 4;
 fn decode_batch<K: DeserializeOwned>(
     dec: &mut FrameDecoder,
     out: &mut Vec<WatchEvent<K>>,
-    exact: bool,
+    how: Decoding<K>,
 ) -> bool {
     loop {
-        match dec.next::<K>(exact) {
+        match dec.next::<K>(how) {
             Some(Ok(ev)) => out.push(ev),
             Some(Err(why)) => {
                 out.push(WatchEvent::Error(decoding_error(&why)));
@@ -497,14 +525,14 @@ impl FrameDecoder {
 /// Decodes `dec` on the decoding pool.
 async fn decode_on_pool<K>(
     mut dec: FrameDecoder,
-    exact: bool,
+    how: Decoding<K>,
 ) -> Result<(FrameDecoder, Vec<WatchEvent<K>>, bool), String>
 where
     K: DeserializeOwned + Send + 'static,
 {
     super::pool::run(move || {
         let mut events = Vec::new();
-        let stop = decode_batch::<K>(&mut dec, &mut events, exact);
+        let stop = decode_batch::<K>(&mut dec, &mut events, how);
         (dec, events, stop)
     })
     .await
@@ -544,7 +572,7 @@ where
         let stop = if self.dec.buffered() >= POOL_DECODE_BYTES {
             self.decode_pooled(&mut events).await
         } else {
-            decode_batch::<K>(&mut self.dec, &mut events, self.exact)
+            decode_batch::<K>(&mut self.dec, &mut events, self.how)
         };
         if stop {
             self.done = true;
@@ -567,7 +595,7 @@ where
             None
         };
         let Some(second) = second else {
-            return match decode_on_pool::<K>(dec, self.exact).await {
+            return match decode_on_pool::<K>(dec, self.how).await {
                 Ok((dec, evs, stop)) => {
                     self.dec = dec;
                     *events = evs;
@@ -580,8 +608,8 @@ where
             };
         };
         let (first, second) = futures::join!(
-            decode_on_pool::<K>(dec, self.exact),
-            decode_on_pool::<K>(second, self.exact)
+            decode_on_pool::<K>(dec, self.how),
+            decode_on_pool::<K>(second, self.how)
         );
         match (first, second) {
             (Ok((dec, evs, true)), _) => {
@@ -601,7 +629,7 @@ where
                 // The newline was inside a frame: the second half is decoded again,
                 // after the first half's unfinished frame.
                 dec.push(&second.buf);
-                let stop = decode_batch::<K>(&mut dec, &mut evs, self.exact);
+                let stop = decode_batch::<K>(&mut dec, &mut evs, self.how);
                 self.dec = dec;
                 *events = evs;
                 stop
@@ -653,12 +681,16 @@ where
             without_managed_fields,
             ..FrameDecoder::default()
         };
-        Self::from_decoder(body, dec, exact)
+        Self::from_decoder(body, dec, Decoding::json(exact))
     }
 
     /// Decodes the events of a protobuf watch response body (`Content-Type:
     /// application/vnd.kubernetes.protobuf;stream=watch`; see `super::protobuf`).
-    pub(crate) fn protobuf<B>(body: B, without_managed_fields: bool) -> Self
+    pub(crate) fn protobuf<B>(
+        body: B,
+        without_managed_fields: bool,
+        decode: ProtobufEvent<K>,
+    ) -> Self
     where
         B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
@@ -668,16 +700,23 @@ where
             protobuf: true,
             ..FrameDecoder::default()
         };
-        Self::from_decoder(body, dec, false)
+        Self::from_decoder(
+            body,
+            dec,
+            Decoding {
+                exact: false,
+                protobuf: Some(decode),
+            },
+        )
     }
 
-    fn from_decoder<B>(body: B, dec: FrameDecoder, exact: bool) -> Self
+    fn from_decoder<B>(body: B, dec: FrameDecoder, how: Decoding<K>) -> Self
     where
         B: http_body::Body<Data = bytes::Bytes> + Send + Unpin + 'static,
         B::Error: std::fmt::Display,
     {
         let mut reader = Reader {
-            exact,
+            how,
             body,
             dec,
             done: false,
@@ -745,7 +784,7 @@ mod tests {
         let mut out = Vec::new();
         for c in chunks {
             d.push(c);
-            while let Some(e) = d.next::<Value>(false) {
+            while let Some(e) = d.next::<Value>(Decoding::json(false)) {
                 let stop = e.is_err();
                 out.push(e);
                 if stop {
@@ -876,7 +915,7 @@ mod tests {
                         ..FrameDecoder::default()
                     };
                     d.push(text.as_bytes());
-                    let ev = d.next::<k8s_openapi::api::core::v1::Pod>(exact);
+                    let ev = d.next::<k8s_openapi::api::core::v1::Pod>(Decoding::json(exact));
                     (ev, d.buffered())
                 };
                 let (plain, _) = decode(frame, false);
@@ -903,7 +942,7 @@ mod tests {
             ..FrameDecoder::default()
         };
         d.push(format!("{}\n", frames[0]).as_bytes());
-        match d.next::<Value>(true) {
+        match d.next::<Value>(Decoding::json(true)) {
             Some(Ok(WatchEvent::Modified(v))) => {
                 assert_eq!(v["metadata"], serde_json::json!({"name": "a"}));
                 assert_eq!(v["spec"]["managedFields"], 1);

@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::errors::Status;
 
-use super::{checked, Error, ListOptions, ObjectList, ResourceClient, WireList};
+use super::{checked, Error, ListOptions, ObjectList, ResourceClient};
 
 /// A patch of one of the four types the API server accepts.
 #[derive(Debug, Clone, PartialEq)]
@@ -267,7 +267,7 @@ pub(super) fn with_query(url: String, q: &str) -> String {
     }
 }
 
-impl<K> ResourceClient<K> {
+impl<K, W> ResourceClient<K, W> {
     /// Sends a request with a JSON (or patch) body; answers the body of a 2xx response.
     /// `accept` is `application/json` unless a metadata form is asked for.
     pub(super) async fn send_json(
@@ -296,8 +296,9 @@ impl<K> ResourceClient<K> {
     }
 }
 
-impl<K> ResourceClient<K>
+impl<K, W> ResourceClient<K, W>
 where
+    W: super::Wire,
     K: Resource + Serialize + DeserializeOwned + Send + 'static,
 {
     async fn write(
@@ -312,7 +313,7 @@ where
         let out = self
             .send_json(method, uri, content_type, bytes, accept)
             .await?;
-        serde_json::from_slice(&out).map_err(Error::Decode)
+        super::decode::json(&out).map_err(Error::Decode)
     }
 
     /// Creates an object (POST to the collection); its namespace defaults to the
@@ -416,7 +417,7 @@ where
                 super::metadata::accept::<K>(false),
             )
             .await?;
-        decode_deleted(&out, |b| serde_json::from_slice(b))
+        decode_deleted(&out, super::decode::json)
     }
 
     /// Deletes every object the list options select; answers the deleted objects.
@@ -436,14 +437,12 @@ where
             )
             .await?;
         decode_deleted(&out, |b| {
-            let wire: WireList<K> = serde_json::from_slice(b)?;
+            let (metadata, items) = super::decode::json_list::<K>(b)?;
             Ok(ObjectList {
-                resource_version: wire
-                    .metadata
-                    .as_ref()
-                    .and_then(|m| m.resource_version.clone())
+                resource_version: metadata
+                    .and_then(|m| m.resource_version)
                     .unwrap_or_default(),
-                items: wire.items.unwrap_or_default(),
+                items,
                 continue_token: None,
                 remaining_item_count: None,
             })

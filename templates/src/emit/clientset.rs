@@ -179,6 +179,14 @@ fn kind_accessor_fn(kind: &Kind) -> TokenStream {
     }
 }
 
+/// Whether a kind's clients and informers read JSON only (`ResourceClient<K, JsonOnly>`,
+/// `InformerFactory::json_informer`): every kind that is not one of Kubernetes' own (no
+/// OpenAPI definition of the built-in API), that is every custom resource. Their
+/// protobuf decoder would be compiled in the user's crate for each type and never used.
+pub fn json_only_wire(kind: &Kind) -> bool {
+    kind.openapi.is_none()
+}
+
 /// The typed client of one kind: the verbs of its tags and its extension methods.
 pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream {
     let k = &kind.names.kind;
@@ -192,6 +200,18 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
     );
     let ns_doc =
         format!(" `{k}` objects in `namespace`; `\"\"` means all namespaces (list, watch).");
+    // Custom resources are read in JSON only (kube-apiserver has no protobuf for them),
+    // and their clients compile no protobuf decoder (see `json_only_wire`).
+    let (wire, json_only) = if json_only_wire(kind) {
+        (quote!(, #c::JsonOnly), quote!(.json_only()))
+    } else {
+        (quote!(), quote!())
+    };
+    let namespaced_init = if json_only.is_empty() {
+        quote!(Self { inner })
+    } else {
+        quote!(Self { inner: inner #json_only })
+    };
     let ctor = match kind.scope {
         Scope::Namespaced => quote! {
             #[doc = #ns_doc]
@@ -201,13 +221,13 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
                 } else {
                     #c::ResourceClient::namespaced(client, namespace)
                 };
-                Self { inner }
+                #namespaced_init
             }
         },
         Scope::Cluster => quote! {
             /// The client of this cluster-scoped kind.
             pub fn new(client: ::kubegen_runtime::kube::Client) -> Self {
-                Self { inner: #c::ResourceClient::cluster(client) }
+                Self { inner: #c::ResourceClient::cluster(client) #json_only }
             }
         },
     };
@@ -354,14 +374,14 @@ pub fn kind_client(group: &Group, version: &Version, kind: &Kind) -> TokenStream
         #[doc = #doc]
         #[derive(::std::clone::Clone, ::std::fmt::Debug)]
         pub struct #ty {
-            inner: #c::ResourceClient<#obj>,
+            inner: #c::ResourceClient<#obj #wire>,
         }
 
         impl #ty {
             #ctor
 
             /// The runtime client underneath (URLs, and verbs not generated here).
-            pub fn resource_client(&self) -> &#c::ResourceClient<#obj> {
+            pub fn resource_client(&self) -> &#c::ResourceClient<#obj #wire> {
                 &self.inner
             }
 

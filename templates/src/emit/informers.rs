@@ -259,6 +259,11 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
         kind.names.kind
     );
     let compact = compact_accessors(kind, &gm, &vm, &root);
+    let informer = if super::clientset::json_only_wire(kind) {
+        ident("json_informer")
+    } else {
+        ident("informer")
+    };
     quote! {
         #[doc = #doc]
         #[derive(::std::clone::Clone, ::std::fmt::Debug)]
@@ -276,7 +281,7 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
             /// `start`).
             #[inline]
             pub fn informer(&self) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<#obj> {
-                self.factory.informer::<#obj>()
+                self.factory.#informer::<#obj>()
             }
 
             /// A lister over the informer's cache.
