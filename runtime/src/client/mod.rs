@@ -531,6 +531,23 @@ where
 impl<K> ResourceClient<K> {
     /// The same client, asking for JSON only and compiling no protobuf decoder for `K`
     /// (see [`JsonOnly`]): what generated clients of custom resources use.
+    ///
+    /// ```
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() {
+    /// use k8s_openapi::api::core::v1::ConfigMap;
+    /// use kubegen_runtime::client::{JsonOnly, ListOptions, ResourceClient};
+    /// use kubegen_runtime::testing::ApiServer;
+    ///
+    /// let server = ApiServer::new();
+    /// let client = kube::Client::new(server.service(), "default");
+    /// let negotiated = ResourceClient::<ConfigMap>::namespaced(client, "default");
+    /// assert!(negotiated.prefers_protobuf()); // a built-in kind
+    /// let cms: ResourceClient<ConfigMap, JsonOnly> = negotiated.json_only();
+    /// assert!(!cms.prefers_protobuf());
+    /// assert!(cms.list(&ListOptions::default()).await.unwrap().items.is_empty());
+    /// # }
+    /// ```
     pub fn json_only(self) -> ResourceClient<K, JsonOnly> {
         self.rewire()
     }
