@@ -73,7 +73,10 @@ func TestLeaderElectionPair(t *testing.T) {
 	doneA := make(chan struct{})
 	doneB := make(chan struct{})
 	go func() { a.Run(ctxA); close(doneA) }()
-	eventually(t, "a to lead", func() bool { return a.IsLeader() })
+	// IsLeader turns true when the lease is acquired; client-go runs OnStartedLeading
+	// in a goroutine of its own a moment later, so wait for both.
+	isOnly := func(id string) bool { l := leaders(); return len(l) == 1 && l[0] == id }
+	eventually(t, "a to lead", func() bool { return a.IsLeader() && isOnly("a") })
 	go func() { b.Run(ctxB); close(doneB) }()
 	defer func() { stopB(); <-doneB }()
 
@@ -97,9 +100,7 @@ func TestLeaderElectionPair(t *testing.T) {
 	stopA()
 	<-doneA
 	eventually(t, "b to take over after a released the lease", func() bool { return b.IsLeader() })
-	if l := leaders(); len(l) != 1 || l[0] != "b" {
-		t.Fatalf("after a stopped, leaders = %v", l)
-	}
+	eventually(t, "b's OnStartedLeading, and a's OnStoppedLeading", func() bool { return isOnly("b") })
 	lease, err = cs.CoordinationV1().Leases(ns).Get(ctx, "pair", metav1.GetOptions{})
 	if err != nil || lease.Spec.HolderIdentity == nil || *lease.Spec.HolderIdentity != "b" {
 		t.Fatalf("lease after the takeover: %v %+v", err, lease.Spec)
