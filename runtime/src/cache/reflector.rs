@@ -879,9 +879,9 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
             };
             events += 1;
             match event {
-                WatchEvent::Added(obj) => self.apply(obj, |s, o| s.add(o)),
-                WatchEvent::Modified(obj) => self.apply(obj, |s, o| s.update(o)),
-                WatchEvent::Deleted(obj) => self.apply(obj, |s, o| s.delete(o)),
+                WatchEvent::Added(obj) => self.apply(obj, StoreOp::Add),
+                WatchEvent::Modified(obj) => self.apply(obj, StoreOp::Update),
+                WatchEvent::Deleted(obj) => self.apply(obj, StoreOp::Delete),
                 WatchEvent::Bookmark(Bookmark {
                     resource_version, ..
                 }) => {
@@ -916,17 +916,29 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
         }
     }
 
-    fn apply(
-        &self,
-        obj: K,
-        f: impl FnOnce(&dyn ReflectorStore<K>, Arc<K>) -> Result<(), StoreError>,
-    ) {
+    /// One watch event into the store. The operation is a value, not a closure, so this is
+    /// compiled once per `K` rather than once per event type.
+    fn apply(&self, obj: K, op: StoreOp) {
         let rv = obj.meta().resource_version.clone().unwrap_or_default();
-        if let Err(err) = f(self.store.as_ref(), Arc::new(obj)) {
+        let obj = Arc::new(obj);
+        let result = match op {
+            StoreOp::Add => self.store.add(obj),
+            StoreOp::Update => self.store.update(obj),
+            StoreOp::Delete => self.store.delete(obj),
+        };
+        if let Err(err) = result {
             tracing::error!(kind = %self.kind, %err, "store rejected a watch event");
         }
         self.set_last_sync(&rv);
     }
+}
+
+/// What a watch event does to the reflector's store.
+#[derive(Debug, Clone, Copy)]
+enum StoreOp {
+    Add,
+    Update,
+    Delete,
 }
 
 /// Connection refused and 429 at watch start: back off and re-watch, no relist.

@@ -5,8 +5,10 @@
 //! yields for the same input with the top-level object's `metadata.managedFields` entry
 //! removed: the entry's value is skipped by the inner deserializer (no allocation) and
 //! its key never reaches `K`'s visitor. Only the top-level map and its `metadata` value
-//! are inspected (their keys pass through as strings); everything below is handed to the
-//! inner deserializer untouched, so a `managedFields` anywhere else is kept.
+//! are inspected (their keys pass through as strings); everything below passes through
+//! the adapter switched off, so a `managedFields` anywhere else is kept. Values stay
+//! under the adapter, rather than being handed to the inner deserializer bare, so that a
+//! type is only ever deserialized through one deserializer type (compile time).
 
 use std::fmt;
 
@@ -21,7 +23,8 @@ enum Level {
     Top,
     /// The object's `metadata`: its `managedFields` entry is skipped.
     Meta,
-    /// Switched off ([`SkipManagedFields::with`]`(de, false)`): every map passes through.
+    /// Anywhere else, or switched off ([`SkipManagedFields::with`]`(de, false)`): every
+    /// map passes through.
     Off,
 }
 
@@ -150,7 +153,29 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
     forward_visitor!(inner);
 
     fn visit_seq<A: de::SeqAccess<'de>>(self, seq: A) -> Result<Self::Value, A::Error> {
-        self.inner.visit_seq(seq)
+        self.inner.visit_seq(Seq(seq))
+    }
+}
+
+/// The elements of a list inside the object: each passes through, under the same adapter
+/// type as every other value (see [`LevelSeed`]).
+struct Seq<A>(A);
+
+impl<'de, A: de::SeqAccess<'de>> de::SeqAccess<'de> for Seq<A> {
+    type Error = A::Error;
+
+    fn next_element_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, Self::Error> {
+        self.0.next_element_seed(LevelSeed {
+            seed,
+            level: Level::Off,
+        })
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        self.0.size_hint()
     }
 }
 
@@ -236,11 +261,12 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
         &mut self,
         seed: S,
     ) -> Result<S::Value, Self::Error> {
-        if std::mem::take(&mut self.value_is_metadata) {
-            self.map.next_value_seed(MetaSeed(seed))
+        let level = if std::mem::take(&mut self.value_is_metadata) {
+            Level::Meta
         } else {
-            self.map.next_value_seed(seed)
-        }
+            Level::Off
+        };
+        self.map.next_value_seed(LevelSeed { seed, level })
     }
 
     fn size_hint(&self) -> Option<usize> {
@@ -248,16 +274,25 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
     }
 }
 
-/// The seed of the top level's `metadata` value.
-struct MetaSeed<S>(S);
+/// The seed of every value inside the object: the top level's `metadata` is inspected
+/// (`Meta`), everything else passes through (`Off`).
+///
+/// One seed type for both, and for list elements too, so that every type below the object
+/// is deserialized through one adapter type, `SkipManagedFields<D>`: its `Deserialize` is
+/// compiled once per adapter, not once for the inspected path and again for the bare one
+/// (which doubled the deserialization code of every user type).
+struct LevelSeed<S> {
+    seed: S,
+    level: Level,
+}
 
-impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for MetaSeed<S> {
+impl<'de, S: DeserializeSeed<'de>> DeserializeSeed<'de> for LevelSeed<S> {
     type Value = S::Value;
 
     fn deserialize<D: Deserializer<'de>>(self, de: D) -> Result<S::Value, D::Error> {
-        self.0.deserialize(SkipManagedFields {
+        self.seed.deserialize(SkipManagedFields {
             de,
-            level: Level::Meta,
+            level: self.level,
         })
     }
 }
@@ -283,6 +318,7 @@ mod tests {
             "metadata": {"name": "a", "managedFields": [{"manager": "m", "fieldsV1": {"f:x": {}}}],
                 "labels": {"managedFields": "label"}, "na\\u006de": "escaped key"},
             "spec": {"metadata": {"managedFields": "kept"}, "managedFields": 1},
+            "items": [{"metadata": {"managedFields": "kept in a list"}}, [{"managedFields": 2}]],
             "managedFields": "top-level key kept",
         });
         let v: Value = skip(&obj.to_string());
