@@ -15,7 +15,6 @@
 use std::borrow::Cow;
 
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
-use serde::Deserializer as _;
 use serde_json::Value;
 
 use super::{
@@ -230,10 +229,10 @@ fn json_decoder() -> Decoder {
     }
 }
 
-impl<'de> serde::Deserializer<'de> for Deserializer<'_> {
-    type Error = Unsupported;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
+impl<'a> Deserializer<'a> {
+    /// The message's fields, for a visitor's `visit_map` (the part of `deserialize_any`
+    /// that does not depend on the visitor, compiled once).
+    fn fields(self) -> Result<Fields<'a>, Unsupported> {
         if self.depth >= MAX_DEPTH {
             return err(format!(
                 "{}: messages nested deeper than {MAX_DEPTH}",
@@ -248,7 +247,15 @@ impl<'de> serde::Deserializer<'de> for Deserializer<'_> {
             depth: self.depth + 1,
         };
         access.push(self.bytes, fields_of(self.message)?)?;
-        visitor.visit_map(access)
+        Ok(access)
+    }
+}
+
+impl<'de> serde::Deserializer<'de> for Deserializer<'_> {
+    type Error = Unsupported;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
+        visitor.visit_map(&mut Map::Fields(self.fields()?))
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
@@ -486,31 +493,79 @@ fn shape(f: &Field, wires: &[Wire<'_>]) -> Result<Option<Shape>, Unsupported> {
     Ok((!(empty || zero)).then_some(Shape::Value))
 }
 
-impl<'de, 'a> MapAccess<'de> for Fields<'a> {
+impl<'a> Fields<'a> {
+    /// The next key: `apiVersion` and `kind` of a top-level object first, then the
+    /// fields encoding/json writes.
+    fn next_key(&mut self) -> Result<Option<&'static str>, Unsupported> {
+        if let Some((api_version, kind)) = self.type_meta {
+            if self.pending.is_none() && !api_version.is_empty() {
+                self.type_meta = Some(("", kind));
+                self.pending = Some(Pending::Str(api_version));
+                return Ok(Some("apiVersion"));
+            }
+            self.type_meta = None;
+            self.pending = Some(Pending::Str(kind));
+            return Ok(Some("kind"));
+        }
+        match self.next_field()? {
+            None => Ok(None),
+            Some((f, wires, shape)) => {
+                self.pending = Some(Pending::Field(f, wires, shape));
+                Ok(Some(f.json.as_str()))
+            }
+        }
+    }
+}
+
+/// The deserializer of every map key: one type for field names, map keys and JSON keys.
+fn key(k: &str) -> de::value::StrDeserializer<'_, Unsupported> {
+    k.into_deserializer()
+}
+
+/// A map handed to a visitor: a message's fields, a map field's entries, or the object of
+/// a special type's JSON value.
+///
+/// Compile time: serde compiles a visitor once per map, list or deserializer type it is
+/// handed, so every position of the input (field, list item, map value, JSON) shares one
+/// map type, one list type ([`Seq`]) and one value deserializer ([`ValueDe`]); and the
+/// work that does not depend on the visitor (reading wires, choosing what a value is:
+/// [`ValueDe::resolve`]) is done outside the generic functions. Each type reachable from a
+/// decoded kind then compiles one small `visit` per visitor instead of a copy of the
+/// decoder per position, plus another through `serde_json::Value`.
+enum Map<'w, 'a> {
+    Fields(Fields<'a>),
+    Entries(Entries<'w, 'a>),
+    Json(JsonMap),
+}
+
+impl Map<'_, '_> {
+    /// After the visitor: a JSON object it did not read to its end is an error, as
+    /// serde_json's `Value` deserializer makes it.
+    fn finish(&self) -> Result<(), Unsupported> {
+        match self {
+            Map::Json(m) if m.entries.len() > 0 => {
+                Err(de::Error::invalid_length(m.len, &"fewer elements in map"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl<'de> MapAccess<'de> for Map<'_, '_> {
     type Error = Unsupported;
 
     fn next_key_seed<K: DeserializeSeed<'de>>(
         &mut self,
         seed: K,
     ) -> Result<Option<K::Value>, Unsupported> {
-        if let Some((api_version, kind)) = self.type_meta {
-            // apiVersion, then kind, then the message's fields.
-            if self.pending.is_none() && !api_version.is_empty() {
-                self.type_meta = Some(("", kind));
-                self.pending = Some(Pending::Str(api_version));
-                return seed.deserialize("apiVersion".into_deserializer()).map(Some);
-            }
-            self.type_meta = None;
-            self.pending = Some(Pending::Str(kind));
-            return seed.deserialize("kind".into_deserializer()).map(Some);
-        }
-        match self.next_field()? {
+        let k = match self {
+            Map::Fields(m) => m.next_key()?.map(Cow::Borrowed),
+            Map::Entries(m) => m.next_key()?,
+            Map::Json(m) => m.next_key(),
+        };
+        match k {
+            Some(k) => seed.deserialize(key(&k)).map(Some),
             None => Ok(None),
-            Some((f, wires, shape)) => {
-                self.pending = Some(Pending::Field(f, wires, shape));
-                seed.deserialize(f.json.as_str().into_deserializer())
-                    .map(Some)
-            }
         }
     }
 
@@ -518,67 +573,283 @@ impl<'de, 'a> MapAccess<'de> for Fields<'a> {
         &mut self,
         seed: V,
     ) -> Result<V::Value, Unsupported> {
-        match self.pending.take() {
-            Some(Pending::Str(s)) => seed.deserialize(s.into_deserializer()),
-            Some(Pending::Field(f, wires, shape)) => seed.deserialize(FieldDe {
-                f,
-                wires: wires.as_slice(),
-                shape,
-                depth: self.depth,
-            }),
-            None => err("a value was asked for before its key"),
+        match self {
+            Map::Fields(m) => match m.pending.take() {
+                Some(Pending::Str(s)) => seed.deserialize(ValueDe::Str(s)),
+                Some(Pending::Field(f, wires, shape)) => seed.deserialize(ValueDe::Field {
+                    f,
+                    wires: wires.as_slice(),
+                    shape,
+                    depth: m.depth,
+                }),
+                None => err("a value was asked for before its key"),
+            },
+            Map::Entries(m) => {
+                let value = m.value.take().unwrap_or_default();
+                seed.deserialize(ValueDe::Entry {
+                    vt: m.vt,
+                    wires: &value,
+                    depth: m.depth,
+                })
+            }
+            Map::Json(m) => match m.value.take() {
+                Some(v) => seed.deserialize(ValueDe::Json(v, None)),
+                None => err("a value was asked for before its key"),
+            },
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        match self {
+            Map::Fields(_) | Map::Entries(_) => None,
+            Map::Json(m) => Some(m.entries.len()),
         }
     }
 }
 
-/// One field's value.
-struct FieldDe<'w, 'a> {
-    f: &'static Field,
-    wires: &'w [Wire<'a>],
-    shape: Shape,
-    depth: usize,
+/// A list handed to a visitor: a repeated field's items, or a JSON array (see [`Map`]).
+enum Seq<'w, 'a> {
+    Items(Items<'w, 'a>),
+    Json {
+        values: std::vec::IntoIter<Value>,
+        len: usize,
+    },
 }
 
-impl<'de> serde::Deserializer<'de> for FieldDe<'_, '_> {
+impl Seq<'_, '_> {
+    /// As [`Map::finish`], for arrays.
+    fn finish(&self) -> Result<(), Unsupported> {
+        match self {
+            Seq::Json { values, len } if values.len() > 0 => {
+                Err(de::Error::invalid_length(*len, &"fewer elements in array"))
+            }
+            _ => Ok(()),
+        }
+    }
+}
+
+impl<'de> SeqAccess<'de> for Seq<'_, '_> {
+    type Error = Unsupported;
+
+    fn next_element_seed<T: DeserializeSeed<'de>>(
+        &mut self,
+        seed: T,
+    ) -> Result<Option<T::Value>, Unsupported> {
+        match self {
+            Seq::Items(items) => match items.next_wire()? {
+                Some(wire) => seed
+                    .deserialize(ValueDe::Item {
+                        ty: items.ty,
+                        wire,
+                        depth: items.depth,
+                    })
+                    .map(Some)
+                    .map_err(|e| Unsupported(format!("a list item: {e}"))),
+                None => Ok(None),
+            },
+            Seq::Json { values, .. } => match values.next() {
+                Some(v) => seed.deserialize(ValueDe::Json(v, None)).map(Some),
+                None => Ok(None),
+            },
+        }
+    }
+
+    fn size_hint(&self) -> Option<usize> {
+        match self {
+            Seq::Items(items) => Some(items.len),
+            Seq::Json { values, .. } => Some(values.len()),
+        }
+    }
+}
+
+/// One value below a message (see [`Map`] for why it is one type).
+enum ValueDe<'w, 'a> {
+    /// A field's value, from its occurrences.
+    Field {
+        f: &'static Field,
+        wires: &'w [Wire<'a>],
+        shape: Shape,
+        depth: usize,
+    },
+    /// One item of a repeated field.
+    Item {
+        ty: &'static Ty,
+        wire: Wire<'a>,
+        depth: usize,
+    },
+    /// A map field's value, from its occurrences.
+    Entry {
+        vt: &'static Ty,
+        wires: &'w [Wire<'a>],
+        depth: usize,
+    },
+    /// The envelope's `apiVersion` or `kind`.
+    Str(&'a str),
+    /// The JSON a special type (`Time`, `RawExtension`, ...) or a Go zero value stands
+    /// for, with where it was read (named in the visitor's errors).
+    Json(Value, Option<&'static str>),
+}
+
+/// What a value is, decided without the visitor ([`ValueDe::resolve`]).
+enum Resolved<'w, 'a> {
+    Unit,
+    Bool(bool),
+    I64(i64),
+    U64(u64),
+    F64(f64),
+    Str(&'a str),
+    String(String),
+    /// A message read from the input.
+    Fields(Fields<'a>),
+    /// A message sent in several occurrences, merged into one.
+    Merged {
+        bytes: Vec<u8>,
+        message: &'static str,
+        depth: usize,
+    },
+    Map(Map<'w, 'a>),
+    Seq(Seq<'w, 'a>),
+}
+
+impl<'w, 'a> ValueDe<'w, 'a> {
+    /// What the value is, and where, when errors of its visitor are to name it.
+    fn resolve(self) -> Result<(Resolved<'w, 'a>, Option<&'static str>), Unsupported> {
+        Ok(match self {
+            ValueDe::Field {
+                f,
+                wires,
+                shape,
+                depth,
+            } => {
+                if shape == Shape::Null {
+                    return Ok((Resolved::Unit, None));
+                }
+                if f.repeated {
+                    let len = item_count(&f.ty, wires)?;
+                    let items = Items {
+                        ty: &f.ty,
+                        wires,
+                        packed: &[],
+                        len,
+                        depth,
+                    };
+                    return Ok((Resolved::Seq(Seq::Items(items)), None));
+                }
+                if let Ty::Map(vt) = &f.ty {
+                    let entries = Entries {
+                        vt,
+                        wires,
+                        value: None,
+                        depth,
+                    };
+                    return Ok((Resolved::Map(Map::Entries(entries)), None));
+                }
+                single(&f.ty, wires, depth, f.json.as_str())?
+            }
+            ValueDe::Item { ty, wire, depth } => one(ty, wire, depth, "a list item")?,
+            ValueDe::Entry { vt, wires, depth } => match (vt, wires) {
+                // A map's []byte value is never nil once decoded: "" rather than null.
+                (Ty::Bytes, []) => (Resolved::Str(""), None),
+                // Go's generated map decoding starts from `&ExtraValue{}`: an empty,
+                // non-nil slice.
+                (Ty::List(_), []) => (json(Value::Array(Vec::new()))?, None),
+                _ => single(vt, wires, depth, "a map value")?,
+            },
+            ValueDe::Str(s) => (Resolved::Str(s), None),
+            ValueDe::Json(v, at) => (json(v)?, at),
+        })
+    }
+
+    /// `None` for a null value, else the value (the non-generic part of
+    /// `deserialize_option`).
+    fn option(self) -> Result<Option<Self>, Unsupported> {
+        let special_value =
+            |v: Value, at: &'static str| (!v.is_null()).then_some(ValueDe::Json(v, Some(at)));
+        Ok(match self {
+            ValueDe::Field {
+                f, wires, shape, ..
+            } => {
+                if shape == Shape::Null {
+                    return Ok(None);
+                }
+                if !f.repeated && !matches!(f.ty, Ty::Map(_)) && special(&f.ty) {
+                    // `Time` and the like may stand for null: build the value to know.
+                    let v = json_decoder().single(&f.ty, wires, &|| f.json.clone())?;
+                    return Ok(special_value(v, f.json.as_str()));
+                }
+                Some(self)
+            }
+            ValueDe::Item { ty, wire, .. } if special(ty) => {
+                let v = json_decoder().value(ty, wire, &|| "a list item".into())?;
+                special_value(v, "a list item")
+            }
+            ValueDe::Entry { vt, wires, .. }
+                if special(vt) && !matches!((vt, wires), (Ty::Bytes | Ty::List(_), [])) =>
+            {
+                let v = json_decoder().single(vt, wires, &|| "a map value".into())?;
+                special_value(v, "a map value")
+            }
+            ValueDe::Json(Value::Null, _) => None,
+            other => Some(other),
+        })
+    }
+}
+
+/// Hands a resolved value to the visitor: the only part compiled per visitor.
+fn visit<'de, V: Visitor<'de>>(
+    (value, at): (Resolved<'_, '_>, Option<&'static str>),
+    visitor: V,
+) -> Result<V::Value, Unsupported> {
+    let out = match value {
+        Resolved::Unit => visitor.visit_unit(),
+        Resolved::Bool(b) => visitor.visit_bool(b),
+        Resolved::I64(i) => visitor.visit_i64(i),
+        Resolved::U64(u) => visitor.visit_u64(u),
+        Resolved::F64(f) => visitor.visit_f64(f),
+        Resolved::Str(s) => visitor.visit_str(s),
+        Resolved::String(s) => visitor.visit_string(s),
+        Resolved::Fields(fields) => visitor.visit_map(&mut Map::Fields(fields)),
+        Resolved::Merged {
+            bytes,
+            message,
+            depth,
+        } => {
+            let message = Deserializer {
+                bytes: &bytes,
+                message,
+                type_meta: None,
+                depth,
+            };
+            match message.fields() {
+                Ok(fields) => visitor.visit_map(&mut Map::Fields(fields)),
+                Err(e) => Err(e),
+            }
+        }
+        Resolved::Map(mut map) => visitor
+            .visit_map(&mut map)
+            .and_then(|out| map.finish().map(|()| out)),
+        Resolved::Seq(mut seq) => visitor
+            .visit_seq(&mut seq)
+            .and_then(|out| seq.finish().map(|()| out)),
+    };
+    match at {
+        Some(at) => out.map_err(|e| Unsupported(format!("{at}: {e}"))),
+        None => out,
+    }
+}
+
+impl<'de> serde::Deserializer<'de> for ValueDe<'_, '_> {
     type Error = Unsupported;
 
     fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
-        let f = self.f;
-        if self.shape == Shape::Null {
-            return visitor.visit_unit();
-        }
-        if f.repeated {
-            let len = item_count(&f.ty, self.wires)?;
-            return visitor.visit_seq(Items {
-                ty: &f.ty,
-                wires: self.wires,
-                packed: &[],
-                len,
-                depth: self.depth,
-            });
-        }
-        if let Ty::Map(vt) = &f.ty {
-            return visitor.visit_map(Entries {
-                vt,
-                wires: self.wires,
-                value: None,
-                depth: self.depth,
-            });
-        }
-        single(&f.ty, self.wires, self.depth, visitor, &|| f.json.clone())
+        visit(self.resolve()?, visitor)
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
-        let f = self.f;
-        if self.shape == Shape::Null {
-            return visitor.visit_none();
+        match self.option()? {
+            None => visitor.visit_none(),
+            Some(value) => visitor.visit_some(value),
         }
-        if !f.repeated && !matches!(f.ty, Ty::Map(_)) && special(&f.ty) {
-            // `Time` and the like may stand for null: build the value to know.
-            let v = json_decoder().single(&f.ty, self.wires, &|| f.json.clone())?;
-            return some_value(v, visitor, &f.json);
-        }
-        visitor.visit_some(self)
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
@@ -594,55 +865,117 @@ impl<'de> serde::Deserializer<'de> for FieldDe<'_, '_> {
         visitor.visit_newtype_struct(self)
     }
 
+    /// A JSON value's enum reads as serde_json reads it; elsewhere as any value.
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, Unsupported> {
+        match self {
+            ValueDe::Json(v, at) => {
+                serde::Deserializer::deserialize_enum(v, name, variants, visitor).map_err(|e| {
+                    match at {
+                        Some(at) => Unsupported(format!("{at}: {e}")),
+                        None => Unsupported(e.to_string()),
+                    }
+                })
+            }
+            other => other.deserialize_any(visitor),
+        }
+    }
+
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
         bytes byte_buf unit unit_struct seq tuple
-        tuple_struct map struct enum identifier
+        tuple_struct map struct identifier
+    }
+}
+
+/// A JSON value as serde_json's `Value` deserializer presents it, with its arrays and
+/// objects read through this module's [`Seq`] and [`Map`].
+fn json<'w, 'a>(v: Value) -> Result<Resolved<'w, 'a>, Unsupported> {
+    Ok(match v {
+        Value::Null => Resolved::Unit,
+        Value::Bool(b) => Resolved::Bool(b),
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                Resolved::U64(u)
+            } else if let Some(i) = n.as_i64() {
+                Resolved::I64(i)
+            } else if let Some(f) = n.as_f64() {
+                Resolved::F64(f)
+            } else {
+                return err(format!("the number {n} is out of range"));
+            }
+        }
+        Value::String(s) => Resolved::String(s),
+        Value::Array(items) => Resolved::Seq(Seq::Json {
+            len: items.len(),
+            values: items.into_iter(),
+        }),
+        Value::Object(entries) => Resolved::Map(Map::Json(JsonMap {
+            len: entries.len(),
+            entries: entries.into_iter(),
+            value: None,
+        })),
+    })
+}
+
+/// The entries of a JSON object (see [`json`]).
+struct JsonMap {
+    entries: serde_json::map::IntoIter,
+    len: usize,
+    /// The value of the key just returned.
+    value: Option<Value>,
+}
+
+impl JsonMap {
+    fn next_key(&mut self) -> Option<Cow<'static, str>> {
+        let (k, v) = self.entries.next()?;
+        self.value = Some(v);
+        Some(Cow::Owned(k))
     }
 }
 
 /// A non-repeated value from its occurrences (none: Go's zero value).
-fn single<'de, V: Visitor<'de>>(
+fn single<'w, 'a>(
     ty: &'static Ty,
-    wires: &[Wire<'_>],
+    wires: &'w [Wire<'a>],
     depth: usize,
-    visitor: V,
-    at: &dyn Fn() -> String,
-) -> Result<V::Value, Unsupported> {
-    match (ty, wires) {
+    at: &'static str,
+) -> Result<(Resolved<'w, 'a>, Option<&'static str>), Unsupported> {
+    Ok(match (ty, wires) {
         (Ty::Msg(m), [] | [Wire::Len(_)]) => {
             let bytes = match wires {
                 [Wire::Len(b)] => *b,
                 _ => &[],
             };
-            serde::Deserializer::deserialize_any(
-                Deserializer {
-                    bytes,
-                    message: m,
-                    type_meta: None,
-                    depth,
-                },
-                visitor,
-            )
+            (Resolved::Fields(message(bytes, m, depth)?), None)
         }
-        (Ty::Msg(m), _) => {
-            // Several occurrences of a message merge, as Go's generated Unmarshal merges.
-            let bytes = merged(wires, at)?;
-            serde::Deserializer::deserialize_any(
-                Deserializer {
-                    bytes: &bytes,
-                    message: m,
-                    type_meta: None,
-                    depth,
-                },
-                visitor,
-            )
-        }
-        (_, [.., w]) => one(ty, *w, depth, visitor, at),
-        (_, []) => super::zero(ty)
-            .deserialize_any(visitor)
-            .map_err(|e| Unsupported(format!("{}: {e}", at()))),
+        // Several occurrences of a message merge, as Go's generated Unmarshal merges.
+        (Ty::Msg(m), _) => (
+            Resolved::Merged {
+                bytes: merged(wires, &|| at.to_owned())?,
+                message: m,
+                depth,
+            },
+            None,
+        ),
+        (_, [.., w]) => one(ty, *w, depth, at)?,
+        (_, []) => (json(super::zero(ty))?, Some(at)),
+    })
+}
+
+/// The fields of a nested message.
+fn message<'a>(bytes: &'a [u8], m: &'static str, depth: usize) -> Result<Fields<'a>, Unsupported> {
+    Deserializer {
+        bytes,
+        message: m,
+        type_meta: None,
+        depth,
     }
+    .fields()
 }
 
 /// Whether values of this type are built as JSON first (see the module documentation),
@@ -662,40 +995,35 @@ fn special(ty: &Ty) -> bool {
     )
 }
 
-/// `visit_none` for null, else `visit_some` of the value.
-fn some_value<'de, V: Visitor<'de>>(
-    v: Value,
-    visitor: V,
-    at: &str,
-) -> Result<V::Value, Unsupported> {
-    let r = if v.is_null() {
-        visitor.visit_none()
-    } else {
-        visitor.visit_some(v)
-    };
-    r.map_err(|e| Unsupported(format!("{at}: {e}")))
+/// A string as read: borrowed when valid UTF-8.
+fn text<'w, 'a>(b: &'a [u8]) -> Resolved<'w, 'a> {
+    match String::from_utf8_lossy(b) {
+        Cow::Borrowed(s) => Resolved::Str(s),
+        Cow::Owned(s) => Resolved::String(s),
+    }
 }
 
 /// One wire value of a type.
-fn one<'de, V: Visitor<'de>>(
+fn one<'w, 'a>(
     ty: &'static Ty,
-    w: Wire<'_>,
+    w: Wire<'a>,
     depth: usize,
-    visitor: V,
-    at: &dyn Fn() -> String,
-) -> Result<V::Value, Unsupported> {
-    match (ty, w) {
-        (Ty::Str, Wire::Len(b)) => match String::from_utf8_lossy(b) {
-            Cow::Borrowed(s) => visitor.visit_str(s),
-            Cow::Owned(s) => visitor.visit_string(s),
-        },
-        (Ty::Bool, Wire::Varint(v)) => visitor.visit_bool(v != 0),
+    at: &'static str,
+) -> Result<(Resolved<'w, 'a>, Option<&'static str>), Unsupported> {
+    let value = match (ty, w) {
+        (Ty::Str, Wire::Len(b)) => text(b),
+        (Ty::Bool, Wire::Varint(v)) => Resolved::Bool(v != 0),
         // Go's int32/int64 travel as two's complement varints; the casts keep the bits.
-        (Ty::I32, Wire::Varint(v)) => visitor.visit_i64(i64::from(v as i32)),
-        (Ty::I64, Wire::Varint(v)) => visitor.visit_i64(v as i64),
-        (Ty::U32, Wire::Varint(v)) => visitor.visit_u64(u64::from(v as u32)),
-        (Ty::U64, Wire::Varint(v)) => visitor.visit_u64(v),
-        (Ty::Msg(_), _) => single(ty, &[w], depth, visitor, at),
+        (Ty::I32, Wire::Varint(v)) => Resolved::I64(i64::from(v as i32)),
+        (Ty::I64, Wire::Varint(v)) => Resolved::I64(v as i64),
+        (Ty::U32, Wire::Varint(v)) => Resolved::U64(u64::from(v as u32)),
+        (Ty::U64, Wire::Varint(v)) => Resolved::U64(v),
+        (Ty::Msg(m), Wire::Len(b)) => Resolved::Fields(message(b, m, depth)?),
+        (Ty::Msg(m), w) => Resolved::Merged {
+            bytes: merged(&[w], &|| at.to_owned())?,
+            message: m,
+            depth,
+        },
         (Ty::Quantity, Wire::Len(b)) => {
             let mut s: &[u8] = &[];
             for e in Reader(b) {
@@ -704,12 +1032,9 @@ fn one<'de, V: Visitor<'de>>(
                 }
             }
             if s.is_empty() {
-                return err(format!("{}: a quantity without a value", at()));
+                return err(format!("{at}: a quantity without a value"));
             }
-            match String::from_utf8_lossy(s) {
-                Cow::Borrowed(s) => visitor.visit_str(s),
-                Cow::Owned(s) => visitor.visit_string(s),
-            }
+            text(s)
         }
         (Ty::IntOrString, Wire::Len(b)) => {
             let (mut is_str, mut int, mut s): (bool, i32, &[u8]) = (false, 0, &[]);
@@ -723,19 +1048,17 @@ fn one<'de, V: Visitor<'de>>(
                 }
             }
             if !is_str {
-                return visitor.visit_i64(i64::from(int));
-            }
-            match String::from_utf8_lossy(s) {
-                Cow::Borrowed(s) => visitor.visit_str(s),
-                Cow::Owned(s) => visitor.visit_string(s),
+                Resolved::I64(i64::from(int))
+            } else {
+                text(s)
             }
         }
         _ => {
-            let v: Value = json_decoder().value(ty, w, at)?;
-            v.deserialize_any(visitor)
-                .map_err(|e| Unsupported(format!("{}: {e}", at())))
+            let v: Value = json_decoder().value(ty, w, &|| at.to_owned())?;
+            return Ok((json(v)?, Some(at)));
         }
-    }
+    };
+    Ok((value, None))
 }
 
 /// The items of a repeated field.
@@ -748,15 +1071,10 @@ struct Items<'w, 'a> {
     depth: usize,
 }
 
-impl<'de> SeqAccess<'de> for Items<'_, '_> {
-    type Error = Unsupported;
-
-    fn next_element_seed<T: DeserializeSeed<'de>>(
-        &mut self,
-        seed: T,
-    ) -> Result<Option<T::Value>, Unsupported> {
+impl<'a> Items<'_, 'a> {
+    /// The next item's wire value.
+    fn next_wire(&mut self) -> Result<Option<Wire<'a>>, Unsupported> {
         let ty = self.ty;
-        let at = || "a list item".to_string();
         let wire = loop {
             if !self.packed.is_empty() {
                 if *ty == Ty::Double {
@@ -780,61 +1098,7 @@ impl<'de> SeqAccess<'de> for Items<'_, '_> {
             }
         };
         self.len = self.len.saturating_sub(1);
-        seed.deserialize(ItemDe {
-            ty,
-            wire,
-            depth: self.depth,
-        })
-        .map(Some)
-        .map_err(|e| Unsupported(format!("{}: {e}", at())))
-    }
-
-    fn size_hint(&self) -> Option<usize> {
-        Some(self.len)
-    }
-}
-
-/// One item of a repeated field, or one map value.
-struct ItemDe<'a> {
-    ty: &'static Ty,
-    wire: Wire<'a>,
-    depth: usize,
-}
-
-impl<'de> serde::Deserializer<'de> for ItemDe<'_> {
-    type Error = Unsupported;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
-        one(self.ty, self.wire, self.depth, visitor, &|| {
-            "a list item".into()
-        })
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
-        if special(self.ty) {
-            let v = json_decoder().value(self.ty, self.wire, &|| "a list item".into())?;
-            return some_value(v, visitor, "a list item");
-        }
-        visitor.visit_some(self)
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
-        visitor.visit_unit()
-    }
-
-    /// As serde_json: a newtype (k8s-openapi's `Time`, `Quantity`, ...) wraps the value.
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Unsupported> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple
-        tuple_struct map struct enum identifier
+        Ok(Some(wire))
     }
 }
 
@@ -847,13 +1111,8 @@ struct Entries<'w, 'a> {
     depth: usize,
 }
 
-impl<'de> MapAccess<'de> for Entries<'_, '_> {
-    type Error = Unsupported;
-
-    fn next_key_seed<K: DeserializeSeed<'de>>(
-        &mut self,
-        seed: K,
-    ) -> Result<Option<K::Value>, Unsupported> {
+impl<'a> Entries<'_, 'a> {
+    fn next_key(&mut self) -> Result<Option<Cow<'a, str>>, Unsupported> {
         let Some((w, rest)) = self.wires.split_first() else {
             return Ok(None);
         };
@@ -871,76 +1130,6 @@ impl<'de> MapAccess<'de> for Entries<'_, '_> {
             }
         }
         self.value = Some(value);
-        match String::from_utf8_lossy(key) {
-            Cow::Borrowed(s) => seed.deserialize(s.into_deserializer()).map(Some),
-            Cow::Owned(s) => seed.deserialize(s.into_deserializer()).map(Some),
-        }
-    }
-
-    fn next_value_seed<V: DeserializeSeed<'de>>(
-        &mut self,
-        seed: V,
-    ) -> Result<V::Value, Unsupported> {
-        let value = self.value.take().unwrap_or_default();
-        seed.deserialize(EntryDe {
-            vt: self.vt,
-            wires: &value,
-            depth: self.depth,
-        })
-    }
-}
-
-/// A map value.
-struct EntryDe<'w, 'a> {
-    vt: &'static Ty,
-    wires: &'w [Wire<'a>],
-    depth: usize,
-}
-
-impl<'de> serde::Deserializer<'de> for EntryDe<'_, '_> {
-    type Error = Unsupported;
-
-    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
-        match (self.vt, self.wires) {
-            // A map's []byte value is never nil once decoded: "" rather than null.
-            (Ty::Bytes, []) => visitor.visit_str(""),
-            // Go's generated map decoding starts from `&ExtraValue{}`: an empty, non-nil slice.
-            (Ty::List(_), []) => Value::Array(Vec::new())
-                .deserialize_any(visitor)
-                .map_err(|e| Unsupported(e.to_string())),
-            _ => single(self.vt, self.wires, self.depth, visitor, &|| {
-                "a map value".into()
-            }),
-        }
-    }
-
-    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
-        match (self.vt, self.wires) {
-            (Ty::Bytes | Ty::List(_), []) => visitor.visit_some(self),
-            (ty, wires) if special(ty) => {
-                let v = json_decoder().single(ty, wires, &|| "a map value".into())?;
-                some_value(v, visitor, "a map value")
-            }
-            _ => visitor.visit_some(self),
-        }
-    }
-
-    fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
-        visitor.visit_unit()
-    }
-
-    /// As serde_json: a newtype (k8s-openapi's `Time`, `Quantity`, ...) wraps the value.
-    fn deserialize_newtype_struct<V: Visitor<'de>>(
-        self,
-        _name: &'static str,
-        visitor: V,
-    ) -> Result<V::Value, Unsupported> {
-        visitor.visit_newtype_struct(self)
-    }
-
-    serde::forward_to_deserialize_any! {
-        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
-        bytes byte_buf unit unit_struct seq tuple
-        tuple_struct map struct enum identifier
+        Ok(Some(String::from_utf8_lossy(key)))
     }
 }
