@@ -224,16 +224,11 @@ struct Map<A> {
     value_is_metadata: bool,
 }
 
-impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
-    type Error = A::Error;
-
-    fn next_key_seed<S: DeserializeSeed<'de>>(
-        &mut self,
-        seed: S,
-    ) -> Result<Option<S::Value>, Self::Error> {
-        if self.level == Level::Off {
-            return self.map.next_key_seed(seed);
-        }
+impl<'de, A: MapAccess<'de>> Map<A> {
+    /// The next key of the top level or its metadata, past a skipped `managedFields`:
+    /// the part of `next_key_seed` that does not depend on the seed, compiled once per
+    /// map type rather than once per field-name type.
+    fn next_inspected_key(&mut self) -> Result<Option<Key<'de>>, A::Error> {
         loop {
             let Some(key) = self.map.next_key::<Key<'de>>()? else {
                 return Ok(None);
@@ -246,14 +241,57 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
                 }
                 Level::Meta | Level::Off => {}
             }
-            return match key {
-                Key::Borrowed(s) => seed
-                    .deserialize(de::value::BorrowedStrDeserializer::<A::Error>::new(s))
-                    .map(Some),
-                Key::Owned(s) => seed
-                    .deserialize(de::value::StringDeserializer::<A::Error>::new(s))
-                    .map(Some),
-            };
+            return Ok(Some(key));
+        }
+    }
+}
+
+/// A key read by [`Map::next_inspected_key`], handed to the seed as the inner
+/// deserializer would have handed it (borrowed when it had no escapes): one type for both.
+struct KeyDe<'de, E> {
+    key: Key<'de>,
+    error: std::marker::PhantomData<E>,
+}
+
+impl<'de, E> KeyDe<'de, E> {
+    fn new(key: Key<'de>) -> Self {
+        KeyDe {
+            key,
+            error: std::marker::PhantomData,
+        }
+    }
+}
+
+impl<'de, E: de::Error> Deserializer<'de> for KeyDe<'de, E> {
+    type Error = E;
+
+    fn deserialize_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        match self.key {
+            Key::Borrowed(s) => visitor.visit_borrowed_str(s),
+            Key::Owned(s) => visitor.visit_string(s),
+        }
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf option unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
+}
+
+impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
+    type Error = A::Error;
+
+    fn next_key_seed<S: DeserializeSeed<'de>>(
+        &mut self,
+        seed: S,
+    ) -> Result<Option<S::Value>, Self::Error> {
+        if self.level == Level::Off {
+            return self.map.next_key_seed(seed);
+        }
+        match self.next_inspected_key()? {
+            Some(key) => seed.deserialize(KeyDe::<A::Error>::new(key)).map(Some),
+            None => Ok(None),
         }
     }
 
