@@ -17,9 +17,12 @@ use std::borrow::Cow;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
 use super::{
-    err, merged, table, varint, wire_is_zero, Decoder, Field, Reader, Table, Ty, Unsupported, Wire,
-    MAX_DEPTH,
+    err, merged, table, varint, wire_is_zero, Decoder, Field, Fnv, Reader, Table, Ty, Unsupported,
+    Wire, MAX_DEPTH,
 };
 
 impl de::Error for Unsupported {
@@ -215,10 +218,48 @@ impl<'a> Deserializer<'a> {
 }
 
 fn fields_of(message: &str) -> Result<&'static [Field], Unsupported> {
+    // A name taken from the table's own `Ty::Msg` is found by its address (the table is
+    // static), without hashing and comparing the name: once per decoded message, this
+    // was a tenth of a Pod's decode.
+    if let Some(f) = by_address().get(&(message.as_ptr() as usize, message.len())) {
+        return Ok(f);
+    }
     match table().messages.get(message) {
         Some(f) => Ok(f),
         None => err(format!("no protobuf description of {message}")),
     }
+}
+
+/// The fields of every message a `Ty::Msg` of the table names, keyed by the address and
+/// length of that name's text.
+fn by_address() -> &'static HashMap<(usize, usize), &'static [Field], Fnv> {
+    static BY_ADDRESS: OnceLock<HashMap<(usize, usize), &'static [Field], Fnv>> = OnceLock::new();
+    BY_ADDRESS.get_or_init(|| {
+        fn names<'t>(ty: &'t Ty, out: &mut Vec<&'t String>) {
+            match ty {
+                Ty::Msg(m) => out.push(m),
+                Ty::List(t) | Ty::Map(t) => names(t, out),
+                _ => {}
+            }
+        }
+        let t = table();
+        let mut found = Vec::new();
+        for fields in t.messages.values() {
+            for f in fields {
+                names(&f.ty, &mut found);
+            }
+        }
+        found
+            .into_iter()
+            .filter(|m| !m.is_empty())
+            .filter_map(|m| {
+                Some((
+                    (m.as_ptr() as usize, m.len()),
+                    t.messages.get(m)?.as_slice(),
+                ))
+            })
+            .collect()
+    })
 }
 
 /// The value-less decoder of the JSON path, for the special types.
@@ -690,7 +731,8 @@ enum ValueDe<'w, 'a> {
     Json(Value, Option<&'static str>),
 }
 
-/// What a value is, decided without the visitor ([`ValueDe::resolve`]).
+/// What a value is, decided without the visitor ([`ValueDe::resolve`]). Kept small (the
+/// map and list accesses are built in [`visit`]): it is returned for every value.
 enum Resolved<'w, 'a> {
     Unit,
     Bool(bool),
@@ -700,20 +742,65 @@ enum Resolved<'w, 'a> {
     Str(&'a str),
     String(String),
     /// A message read from the input.
-    Fields(Fields<'a>),
+    Message {
+        bytes: &'a [u8],
+        message: &'static str,
+        depth: usize,
+    },
     /// A message sent in several occurrences, merged into one.
     Merged {
         bytes: Vec<u8>,
         message: &'static str,
         depth: usize,
     },
-    Map(Map<'w, 'a>),
-    Seq(Seq<'w, 'a>),
+    Entries(Entries<'w, 'a>),
+    Items(Items<'w, 'a>),
+    JsonArray(Vec<Value>),
+    JsonObject(serde_json::Map<String, Value>),
 }
 
 impl<'w, 'a> ValueDe<'w, 'a> {
     /// What the value is, and where, when errors of its visitor are to name it.
+    #[inline]
     fn resolve(self) -> Result<(Resolved<'w, 'a>, Option<&'static str>), Unsupported> {
+        match self.common() {
+            Some(value) => Ok((value, None)),
+            None => self.resolve_other(),
+        }
+    }
+
+    /// The most common values, read without a call when inlined (a set string, bool,
+    /// integer or message field; a string or message list item): most of an object's
+    /// values.
+    #[inline]
+    fn common(&self) -> Option<Resolved<'w, 'a>> {
+        let (ty, w, depth) = match self {
+            ValueDe::Field {
+                f,
+                wires: [w],
+                shape: Shape::Value,
+                depth,
+            } if !f.repeated => (&f.ty, *w, *depth),
+            ValueDe::Item { ty, wire, depth } => (*ty, *wire, *depth),
+            _ => return None,
+        };
+        match (ty, w) {
+            (Ty::Str, Wire::Len(b)) => std::str::from_utf8(b).ok().map(Resolved::Str),
+            (Ty::Bool, Wire::Varint(v)) => Some(Resolved::Bool(v != 0)),
+            // Go's int32/int64 travel as two's complement varints; the casts keep the bits.
+            (Ty::I32, Wire::Varint(v)) => Some(Resolved::I64(i64::from(v as i32))),
+            (Ty::I64, Wire::Varint(v)) => Some(Resolved::I64(v as i64)),
+            (Ty::Msg(m), Wire::Len(b)) => Some(Resolved::Message {
+                bytes: b,
+                message: m,
+                depth,
+            }),
+            _ => None,
+        }
+    }
+
+    /// [`ValueDe::resolve`] for every other value.
+    fn resolve_other(self) -> Result<(Resolved<'w, 'a>, Option<&'static str>), Unsupported> {
         Ok(match self {
             ValueDe::Field {
                 f,
@@ -733,7 +820,7 @@ impl<'w, 'a> ValueDe<'w, 'a> {
                         len,
                         depth,
                     };
-                    return Ok((Resolved::Seq(Seq::Items(items)), None));
+                    return Ok((Resolved::Items(items), None));
                 }
                 if let Ty::Map(vt) = &f.ty {
                     let entries = Entries {
@@ -742,7 +829,7 @@ impl<'w, 'a> ValueDe<'w, 'a> {
                         value: None,
                         depth,
                     };
-                    return Ok((Resolved::Map(Map::Entries(entries)), None));
+                    return Ok((Resolved::Entries(entries), None));
                 }
                 single(&f.ty, wires, depth, f.json.as_str())?
             }
@@ -758,6 +845,22 @@ impl<'w, 'a> ValueDe<'w, 'a> {
             ValueDe::Str(s) => (Resolved::Str(s), None),
             ValueDe::Json(v, at) => (json(v)?, at),
         })
+    }
+
+    /// Whether the value may read as null: the cheap test before [`ValueDe::option`],
+    /// false for most values (a message, a string, a number that is set).
+    #[inline]
+    fn may_be_null(&self) -> bool {
+        match self {
+            ValueDe::Field { f, shape, .. } => {
+                *shape == Shape::Null
+                    || (!f.repeated && !matches!(f.ty, Ty::Map(_)) && special(&f.ty))
+            }
+            ValueDe::Item { ty, .. } => special(ty),
+            ValueDe::Entry { vt, .. } => special(vt),
+            ValueDe::Str(_) => false,
+            ValueDe::Json(v, _) => v.is_null(),
+        }
     }
 
     /// `None` for a null value, else the value (the non-generic part of
@@ -796,6 +899,7 @@ impl<'w, 'a> ValueDe<'w, 'a> {
 }
 
 /// Hands a resolved value to the visitor: the only part compiled per visitor.
+#[inline]
 fn visit<'de, V: Visitor<'de>>(
     (value, at): (Resolved<'_, '_>, Option<&'static str>),
     visitor: V,
@@ -808,29 +912,43 @@ fn visit<'de, V: Visitor<'de>>(
         Resolved::F64(f) => visitor.visit_f64(f),
         Resolved::Str(s) => visitor.visit_str(s),
         Resolved::String(s) => visitor.visit_string(s),
-        Resolved::Fields(fields) => visitor.visit_map(&mut Map::Fields(fields)),
+        Resolved::Message {
+            bytes,
+            message: m,
+            depth,
+        } => match message(bytes, m, depth) {
+            Ok(fields) => visitor.visit_map(&mut Map::Fields(fields)),
+            Err(e) => Err(e),
+        },
         Resolved::Merged {
             bytes,
-            message,
+            message: m,
             depth,
-        } => {
-            let message = Deserializer {
-                bytes: &bytes,
-                message,
-                type_meta: None,
-                depth,
+        } => match message(&bytes, m, depth) {
+            Ok(fields) => visitor.visit_map(&mut Map::Fields(fields)),
+            Err(e) => Err(e),
+        },
+        Resolved::Entries(entries) => visitor.visit_map(&mut Map::Entries(entries)),
+        Resolved::Items(items) => visitor.visit_seq(&mut Seq::Items(items)),
+        Resolved::JsonArray(items) => {
+            let mut seq = Seq::Json {
+                len: items.len(),
+                values: items.into_iter(),
             };
-            match message.fields() {
-                Ok(fields) => visitor.visit_map(&mut Map::Fields(fields)),
-                Err(e) => Err(e),
-            }
+            visitor
+                .visit_seq(&mut seq)
+                .and_then(|out| seq.finish().map(|()| out))
         }
-        Resolved::Map(mut map) => visitor
-            .visit_map(&mut map)
-            .and_then(|out| map.finish().map(|()| out)),
-        Resolved::Seq(mut seq) => visitor
-            .visit_seq(&mut seq)
-            .and_then(|out| seq.finish().map(|()| out)),
+        Resolved::JsonObject(entries) => {
+            let mut map = Map::Json(JsonMap {
+                len: entries.len(),
+                entries: entries.into_iter(),
+                value: None,
+            });
+            visitor
+                .visit_map(&mut map)
+                .and_then(|out| map.finish().map(|()| out))
+        }
     };
     match at {
         Some(at) => out.map_err(|e| Unsupported(format!("{at}: {e}"))),
@@ -846,6 +964,9 @@ impl<'de> serde::Deserializer<'de> for ValueDe<'_, '_> {
     }
 
     fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
+        if !self.may_be_null() {
+            return visitor.visit_some(self);
+        }
         match self.option()? {
             None => visitor.visit_none(),
             Some(value) => visitor.visit_some(value),
@@ -910,15 +1031,8 @@ fn json<'w, 'a>(v: Value) -> Result<Resolved<'w, 'a>, Unsupported> {
             }
         }
         Value::String(s) => Resolved::String(s),
-        Value::Array(items) => Resolved::Seq(Seq::Json {
-            len: items.len(),
-            values: items.into_iter(),
-        }),
-        Value::Object(entries) => Resolved::Map(Map::Json(JsonMap {
-            len: entries.len(),
-            entries: entries.into_iter(),
-            value: None,
-        })),
+        Value::Array(items) => Resolved::JsonArray(items),
+        Value::Object(entries) => Resolved::JsonObject(entries),
     })
 }
 
@@ -951,7 +1065,14 @@ fn single<'w, 'a>(
                 [Wire::Len(b)] => *b,
                 _ => &[],
             };
-            (Resolved::Fields(message(bytes, m, depth)?), None)
+            (
+                Resolved::Message {
+                    bytes,
+                    message: m,
+                    depth,
+                },
+                None,
+            )
         }
         // Several occurrences of a message merge, as Go's generated Unmarshal merges.
         (Ty::Msg(m), _) => (
@@ -1018,7 +1139,11 @@ fn one<'w, 'a>(
         (Ty::I64, Wire::Varint(v)) => Resolved::I64(v as i64),
         (Ty::U32, Wire::Varint(v)) => Resolved::U64(u64::from(v as u32)),
         (Ty::U64, Wire::Varint(v)) => Resolved::U64(v),
-        (Ty::Msg(m), Wire::Len(b)) => Resolved::Fields(message(b, m, depth)?),
+        (Ty::Msg(m), Wire::Len(b)) => Resolved::Message {
+            bytes: b,
+            message: m,
+            depth,
+        },
         (Ty::Msg(m), w) => Resolved::Merged {
             bytes: merged(&[w], &|| at.to_owned())?,
             message: m,
@@ -1131,5 +1256,48 @@ impl<'a> Entries<'_, 'a> {
         }
         self.value = Some(value);
         Ok(Some(String::from_utf8_lossy(key)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_message_the_table_names_is_found_by_address_as_by_name() {
+        let t = table();
+        let mut checked = 0;
+        for fields in t.messages.values() {
+            for f in fields {
+                if let Ty::Msg(m) = &f.ty {
+                    let by_name = t.messages[m].as_slice();
+                    assert!(std::ptr::eq(fields_of(m).unwrap(), by_name), "{m}");
+                    assert!(by_address().contains_key(&(m.as_ptr() as usize, m.len())));
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 500, "only {checked} message fields");
+    }
+
+    #[test]
+    fn a_prefix_of_a_table_name_is_looked_up_by_its_own_name() {
+        let t = table();
+        let spec = t
+            .messages
+            .values()
+            .flatten()
+            .find_map(|f| match &f.ty {
+                Ty::Msg(m) if m == "core/v1.PodSpec" => Some(m),
+                _ => None,
+            })
+            .expect("a field of type PodSpec");
+        // Same address as the table's "…PodSpec", shorter: must be Pod's fields.
+        let pod = &spec[..spec.len() - "Spec".len()];
+        assert!(std::ptr::eq(
+            fields_of(pod).unwrap(),
+            t.messages["core/v1.Pod"].as_slice()
+        ));
+        assert!(fields_of("core/v1.NoSuchKind").is_err());
     }
 }
