@@ -12,11 +12,109 @@
 #   - clean: the controller crate alone from scratch (`cargo clean -p`, then build);
 #   - touch: a rebuild after touching main.rs (ROUNDS times, default 3; median).
 # Debug profile, the workspace's Cargo.lock versions. Results: a table and the ratios.
+#
+# Usage: hack/bench-compile.sh --builtin
+#   The same for a built-in kind: a crate that lists and watches every Pod into a cache,
+#   (a) kubegen-runtime's `InformerFactory::informer::<Pod>()` (protobuf negotiated, as
+#   for every built-in kind), (b) kube-runtime's `reflector` over `watcher(Api<Pod>)`.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-CRD=$(cd "$(dirname "${1:-$ROOT/../shared/crds/cert-manager__certificates.cert-manager.io.yaml}")" && pwd)/$(basename "${1:-cert-manager__certificates.cert-manager.io.yaml}")
 ROUNDS=${ROUNDS:-3}
 OUT=$ROOT/target/bench-compile
+median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
+now() { date +%s.%N; }
+time_crate() { # dir, crate name -> "clean touch"
+  local dir=$1 name=$2 t clean touches=()
+  (cd "$dir" && cargo build -q 2>"$dir/build.log") || { echo "build of $dir failed; see $dir/build.log" >&2; exit 1; }
+  (cd "$dir" && cargo clean -q -p "$name")
+  t=$(now); (cd "$dir" && cargo build -q 2>>"$dir/build.log"); clean=$(echo "$(now) - $t" | bc)
+  for ((r = 0; r < ROUNDS; r++)); do
+    touch "$dir/src/main.rs"
+    t=$(now); (cd "$dir" && cargo build -q 2>>"$dir/build.log"); touches+=("$(echo "$(now) - $t" | bc)")
+  done
+  echo "$clean $(median "${touches[@]}")"
+}
+
+if [ "${1:-}" = --builtin ]; then
+  mkdir -p "$OUT/builtin-kubegen/src" "$OUT/builtin-kube/src"
+  cp "$ROOT/Cargo.lock" "$OUT/builtin-kubegen/Cargo.lock"; cp "$ROOT/Cargo.lock" "$OUT/builtin-kube/Cargo.lock"
+  profile='[profile.dev]
+debug = "line-tables-only"
+[profile.dev.package."*"]
+debug = false'
+  cat >"$OUT/builtin-kubegen/Cargo.toml" <<TOML
+[package]
+name = "bench-builtin-kubegen"
+version = "0.0.0"
+edition = "2021"
+publish = false
+[workspace]
+[dependencies]
+kubegen-runtime = { path = "$ROOT/runtime" }
+k8s-openapi = { version = "0.29", features = ["latest"] }
+tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
+$profile
+TOML
+  cat >"$OUT/builtin-kubegen/src/main.rs" <<'RUST'
+use std::time::Duration;
+use k8s_openapi::api::core::v1::Pod;
+use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
+use kubegen_runtime::tokio_util::sync::CancellationToken;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let client = kubegen_runtime::kube::Client::try_default().await?;
+    let factory = InformerFactory::new(client, FactoryOptions::new(Duration::from_secs(600)));
+    let pods = factory.informer::<Pod>();
+    let stop = CancellationToken::new();
+    factory.start(&stop);
+    factory.wait_for_cache_sync(&stop).await;
+    println!("{} pods", pods.indexer().len());
+    Ok(())
+}
+RUST
+  cat >"$OUT/builtin-kube/Cargo.toml" <<TOML
+[package]
+name = "bench-builtin-kube"
+version = "0.0.0"
+edition = "2021"
+publish = false
+[workspace]
+[dependencies]
+kube = { version = "5", default-features = false, features = ["client", "rustls-tls", "ring", "runtime"] }
+k8s-openapi = { version = "0.29", features = ["latest"] }
+tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
+futures = "0.3"
+$profile
+TOML
+  cat >"$OUT/builtin-kube/src/main.rs" <<'RUST'
+use futures::StreamExt;
+use k8s_openapi::api::core::v1::Pod;
+use kube::runtime::{reflector, watcher, WatchStreamExt};
+use kube::{Api, Client};
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let client = Client::try_default().await?;
+    let api: Api<Pod> = Api::all(client);
+    let (reader, writer) = reflector::store();
+    let stream = reflector(writer, watcher(api, watcher::Config::default())).applied_objects();
+    tokio::spawn(stream.for_each(|_| async {}));
+    reader.wait_until_ready().await?;
+    println!("{} pods", reader.state().len());
+    Ok(())
+}
+RUST
+  read -r a_clean a_touch < <(time_crate "$OUT/builtin-kubegen" bench-builtin-kubegen)
+  read -r b_clean b_touch < <(time_crate "$OUT/builtin-kube" bench-builtin-kube)
+  printf '\na cache of every Pod, debug build, touch = median of %d\n\n' "$ROUNDS"
+  printf '| crate | crate alone, clean (s) | rebuild after touching main.rs (s) |\n|---|---|---|\n'
+  printf '| (a) kubegen-runtime InformerFactory::informer::<Pod> | %.2f | %.2f |\n' "$a_clean" "$a_touch"
+  printf '| (b) kube-runtime reflector over watcher(Api<Pod>) | %.2f | %.2f |\n' "$b_clean" "$b_touch"
+  printf '\nratios (a)/(b): clean %.2f, touch %.2f\n' "$(echo "$a_clean / $b_clean" | bc -l)" "$(echo "$a_touch / $b_touch" | bc -l)"
+  exit 0
+fi
+CRD=$(cd "$(dirname "${1:-$ROOT/../shared/crds/cert-manager__certificates.cert-manager.io.yaml}")" && pwd)/$(basename "${1:-cert-manager__certificates.cert-manager.io.yaml}")
 TOOLS=$ROOT/target/tools
 KIND=$(awk '/^  names:/{n=1; next} n&&/^    kind:/{print $2; exit}' "$CRD")
 PLURAL=$(awk '/^  names:/{n=1; next} n&&/^    plural:/{print $2; exit}' "$CRD")
@@ -141,19 +239,6 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 }
 RUST
 
-median() { printf '%s\n' "$@" | sort -g | awk '{a[NR] = $1} END {print a[int((NR + 1) / 2)]}'; }
-now() { date +%s.%N; }
-time_crate() { # dir, crate name -> "clean touch"
-  local dir=$1 name=$2 t clean touches=()
-  (cd "$dir" && cargo build -q 2>"$dir/build.log") || { echo "build of $dir failed; see $dir/build.log" >&2; exit 1; }
-  (cd "$dir" && cargo clean -q -p "$name")
-  t=$(now); (cd "$dir" && cargo build -q 2>>"$dir/build.log"); clean=$(echo "$(now) - $t" | bc)
-  for ((r = 0; r < ROUNDS; r++)); do
-    touch "$dir/src/main.rs"
-    t=$(now); (cd "$dir" && cargo build -q 2>>"$dir/build.log"); touches+=("$(echo "$(now) - $t" | bc)")
-  done
-  echo "$clean $(median "${touches[@]}")"
-}
 read -r a_clean a_touch < <(time_crate "$OUT/kubegen" bench-kubegen-controller)
 read -r b_clean b_touch < <(time_crate "$OUT/kube" bench-kube-controller)
 printf '\ncontroller over %s (%s), debug build, touch = median of %d\n\n' "$KIND" "$(basename "$CRD")" "$ROUNDS"
