@@ -6,9 +6,15 @@
 //! removed: the entry's value is skipped by the inner deserializer (no allocation) and
 //! its key never reaches `K`'s visitor. Only the top-level map and its `metadata` value
 //! are inspected (their keys pass through as strings); everything below passes through
-//! the adapter switched off, so a `managedFields` anywhere else is kept. Values stay
-//! under the adapter, rather than being handed to the inner deserializer bare, so that a
-//! type is only ever deserialized through one deserializer type (compile time).
+//! the adapter switched off, so a `managedFields` anywhere else is kept.
+//!
+//! Compile time: map values stay under the adapter rather than being handed to the
+//! inner deserializer bare, so that a type is deserialized through one deserializer type
+//! whether or not it is the top level's `metadata` (see [`LevelSeed`]). Lists asked for
+//! with `deserialize_seq` are the exception: their items go to the inner deserializer
+//! bare, because wrapping them made every type pay the adapter's per-key code, which
+//! measured costlier than compiling twice the few types found both inside and outside a
+//! list (docs/informer-benchmark.md, "sixth round").
 
 use std::fmt;
 
@@ -157,8 +163,8 @@ impl<'de, V: Visitor<'de>> Visitor<'de> for Wrap<V> {
     }
 }
 
-/// The elements of a list inside the object: each passes through, under the same adapter
-/// type as every other value (see [`LevelSeed`]).
+/// The elements of a list a visitor reached through `deserialize_any` (a `Value`, say):
+/// each passes through, under the same adapter type as the map values beside it.
 struct Seq<A>(A);
 
 impl<'de, A: de::SeqAccess<'de>> de::SeqAccess<'de> for Seq<A> {
@@ -315,10 +321,10 @@ impl<'de, A: MapAccess<'de>> MapAccess<'de> for Map<A> {
 /// The seed of every value inside the object: the top level's `metadata` is inspected
 /// (`Meta`), everything else passes through (`Off`).
 ///
-/// One seed type for both, and for list elements too, so that every type below the object
-/// is deserialized through one adapter type, `SkipManagedFields<D>`: its `Deserialize` is
-/// compiled once per adapter, not once for the inspected path and again for the bare one
-/// (which doubled the deserialization code of every user type).
+/// One seed type for both, so that a type below the object is deserialized through one
+/// adapter type, `SkipManagedFields<D>`: its `Deserialize` is compiled once, not once
+/// for the inspected path and again for the bare one (which doubled the deserialization
+/// code of every user type).
 struct LevelSeed<S> {
     seed: S,
     level: Level,
