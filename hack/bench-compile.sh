@@ -34,27 +34,31 @@ time_crate() { # dir, crate name -> "clean touch"
   done
   echo "$clean $(median "${touches[@]}")"
 }
-
-if [ "${1:-}" = --builtin ]; then
-  mkdir -p "$OUT/builtin-kubegen/src" "$OUT/builtin-kube/src"
-  cp "$ROOT/Cargo.lock" "$OUT/builtin-kubegen/Cargo.lock"; cp "$ROOT/Cargo.lock" "$OUT/builtin-kube/Cargo.lock"
-  profile='[profile.dev]
-debug = "line-tables-only"
-[profile.dev.package."*"]
-debug = false'
-  cat >"$OUT/builtin-kubegen/Cargo.toml" <<TOML
+# manifest DIR NAME DEPENDENCY-LINES: the crate's Cargo.toml (its own workspace, the
+# same debug profile for every crate timed).
+manifest() {
+  cat >"$1/Cargo.toml" <<TOML
 [package]
-name = "bench-builtin-kubegen"
+name = "$2"
 version = "0.0.0"
 edition = "2021"
 publish = false
 [workspace]
 [dependencies]
-kubegen-runtime = { path = "$ROOT/runtime" }
-k8s-openapi = { version = "0.29", features = ["latest"] }
-tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
-$profile
+$3
+[profile.dev]
+debug = "line-tables-only"
+[profile.dev.package."*"]
+debug = false
 TOML
+}
+
+if [ "${1:-}" = --builtin ]; then
+  mkdir -p "$OUT/builtin-kubegen/src" "$OUT/builtin-kube/src"
+  cp "$ROOT/Cargo.lock" "$OUT/builtin-kubegen/Cargo.lock"; cp "$ROOT/Cargo.lock" "$OUT/builtin-kube/Cargo.lock"
+  manifest "$OUT/builtin-kubegen" bench-builtin-kubegen "kubegen-runtime = { path = \"$ROOT/runtime\" }
+k8s-openapi = { version = \"0.29\", features = [\"latest\"] }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }"
   cat >"$OUT/builtin-kubegen/src/main.rs" <<'RUST'
 use std::time::Duration;
 use k8s_openapi::api::core::v1::Pod;
@@ -73,20 +77,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     Ok(())
 }
 RUST
-  cat >"$OUT/builtin-kube/Cargo.toml" <<TOML
-[package]
-name = "bench-builtin-kube"
-version = "0.0.0"
-edition = "2021"
-publish = false
-[workspace]
-[dependencies]
-kube = { version = "5", default-features = false, features = ["client", "rustls-tls", "ring", "runtime"] }
-k8s-openapi = { version = "0.29", features = ["latest"] }
-tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
-futures = "0.3"
-$profile
-TOML
+  manifest "$OUT/builtin-kube" bench-builtin-kube "kube = { version = \"5\", default-features = false, features = [\"client\", \"rustls-tls\", \"ring\", \"runtime\"] }
+k8s-openapi = { version = \"0.29\", features = [\"latest\"] }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }
+futures = \"0.3\""
   cat >"$OUT/builtin-kube/src/main.rs" <<'RUST'
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
@@ -136,22 +130,9 @@ GROUP_MOD=$(ls "$OUT/kubegen/src/generated/apis" | grep -v mod.rs | head -1)
 VMOD=$(ls "$OUT/kubegen/src/generated/apis/$GROUP_MOD" | grep -v mod.rs | head -1)
 ACCESSOR=$(grep -rhoE "pub fn [a-z_0-9]+\(&self(, namespace: &str)?\) -> ${KIND}Client" "$OUT/kubegen/src/generated/clientset" \
   | head -1 | sed -E 's/pub fn ([a-z_0-9]+).*/\1/')
-cat >"$OUT/kubegen/Cargo.toml" <<TOML
-[package]
-name = "bench-kubegen-controller"
-version = "0.0.0"
-edition = "2021"
-publish = false
-[workspace]
-[dependencies]
-kubegen-runtime = { path = "$ROOT/runtime" }
-k8s-openapi = { version = "0.29", features = ["latest"] }
-tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
-[profile.dev]
-debug = "line-tables-only"
-[profile.dev.package."*"]
-debug = false
-TOML
+manifest "$OUT/kubegen" bench-kubegen-controller "kubegen-runtime = { path = \"$ROOT/runtime\" }
+k8s-openapi = { version = \"0.29\", features = [\"latest\"] }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }"
 cat >"$OUT/kubegen/src/main.rs" <<RUST
 mod generated;
 use std::{sync::Arc, time::Duration};
@@ -191,26 +172,13 @@ RUST
 
 # (b) kopium + kube-runtime
 "$TOOLS/bin/kopium" -f "$CRD" --api-version "$VERSION" >"$OUT/kube/src/types.rs"
-cat >"$OUT/kube/Cargo.toml" <<TOML
-[package]
-name = "bench-kube-controller"
-version = "0.0.0"
-edition = "2021"
-publish = false
-[workspace]
-[dependencies]
-kube = { version = "5", default-features = false, features = ["client", "rustls-tls", "ring", "runtime", "derive"] }
-k8s-openapi = { version = "0.29", features = ["latest"] }
-schemars = "1"
-serde = { version = "1", features = ["derive"] }
-serde_json = "1"
-tokio = { version = "1", features = ["rt-multi-thread", "macros"] }
-futures = "0.3"
-[profile.dev]
-debug = "line-tables-only"
-[profile.dev.package."*"]
-debug = false
-TOML
+manifest "$OUT/kube" bench-kube-controller "kube = { version = \"5\", default-features = false, features = [\"client\", \"rustls-tls\", \"ring\", \"runtime\", \"derive\"] }
+k8s-openapi = { version = \"0.29\", features = [\"latest\"] }
+schemars = \"1\"
+serde = { version = \"1\", features = [\"derive\"] }
+serde_json = \"1\"
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }
+futures = \"0.3\""
 cat >"$OUT/kube/src/main.rs" <<RUST
 #[allow(dead_code, clippy::all)]
 mod types;
