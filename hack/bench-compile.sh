@@ -108,12 +108,19 @@ RUST
   printf '\nratios (a)/(b): clean %.2f, touch %.2f\n' "$(echo "$a_clean / $b_clean" | bc -l)" "$(echo "$a_touch / $b_touch" | bc -l)"
   exit 0
 fi
+case "${1:-}" in
+  -*) echo "hack/bench-compile.sh: unknown option $1; usage: hack/bench-compile.sh [CRD.yaml] or hack/bench-compile.sh --builtin" >&2; exit 2 ;;
+esac
+if [ -n "${1:-}" ] && [ ! -f "$1" ]; then
+  echo "hack/bench-compile.sh: no CRD file at $1; pass the path of a CRD YAML, or nothing for cert-manager's Certificate" >&2
+  exit 2
+fi
 CRD=$(cd "$(dirname "${1:-$ROOT/../shared/crds/cert-manager__certificates.cert-manager.io.yaml}")" && pwd)/$(basename "${1:-cert-manager__certificates.cert-manager.io.yaml}")
 TOOLS=$ROOT/target/tools
 KIND=$(awk '/^  names:/{n=1; next} n&&/^    kind:/{print $2; exit}' "$CRD")
 PLURAL=$(awk '/^  names:/{n=1; next} n&&/^    plural:/{print $2; exit}' "$CRD")
 VERSION=$(awk '/^  versions:/{n=1; next} n&&/^  - name:/{print $3; exit} n&&/^    name:/{print $2; exit}' "$CRD")
-[ -n "$KIND" ] && [ -n "$PLURAL" ] && [ -n "$VERSION" ] || { echo "cannot read kind/plural/version of $CRD" >&2; exit 1; }
+[ -n "$KIND" ] && [ -n "$PLURAL" ] && [ -n "$VERSION" ] || { echo "hack/bench-compile.sh: $CRD has no spec.names.kind, spec.names.plural or spec.versions[0].name; pass a CustomResourceDefinition" >&2; exit 1; }
 
 if [ ! -x "$TOOLS/bin/kopium" ]; then
   echo "installing kopium into $TOOLS (several minutes)" >&2
