@@ -132,6 +132,7 @@ pub mod cache;
 pub mod client;
 pub mod controller;
 pub mod conversion;
+pub mod de;
 pub mod errors;
 pub mod flowcontrol;
 pub mod leaderelection;

@@ -26,6 +26,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::{ident, kind_module, kind_type, Module};
+use super::types::{deserialize_impl, DeField, WhenAbsent};
 use crate::model::{Api, Group, Kind, Scope, Version};
 use crate::names::{self, Namer};
 
@@ -367,8 +368,10 @@ impl Builder<'_> {
         let mut field_namer = Namer::default();
         let mut fields = Vec::new();
         let mut methods = Vec::new();
+        let mut rust_names = Vec::new();
         for (json_name, prop) in props {
             let rust = field_namer.unique(&names::field_name(json_name));
+            rust_names.push((json_name.as_str(), rust.clone()));
             let f = format_ident!("{}", rust);
             let (value_ty, element) = match (root, json_name.as_str()) {
                 (true, "metadata") => (
@@ -513,6 +516,15 @@ impl Builder<'_> {
                 }
             }
         });
+        let de_fields: Vec<_> = rust_names
+            .iter()
+            .map(|(json, rust)| DeField {
+                json,
+                rust,
+                absent: WhenAbsent::Default,
+            })
+            .collect();
+        let deserialize = deserialize_impl(&name, &de_fields, None);
         let doc = format!(" The apply configuration of `{hint}`: only what is set is sent.");
         self.items.push(quote! {
             #[doc = #doc]
@@ -521,13 +533,14 @@ impl Builder<'_> {
                 ::std::fmt::Debug,
                 ::std::default::Default,
                 ::std::cmp::PartialEq,
-                ::kubegen_runtime::serde::Serialize,
-                ::kubegen_runtime::serde::Deserialize
+                ::kubegen_runtime::serde::Serialize
             )]
             #[serde(crate = "::kubegen_runtime::serde")]
             pub struct #ty {
                 #(#fields)*
             }
+
+            #deserialize
 
             impl #ty {
                 #(#methods)*

@@ -1,5 +1,7 @@
 //! `types.rs`: one struct or enum per [`TypeDef`], with serde attributes that keep the
-//! wire exact, and `apply_defaults` where the schema declares defaults.
+//! wire exact, and `apply_defaults` where the schema declares defaults. `Serialize` is
+//! derived; `Deserialize` is written out ([`deserialize_impl`], also used for apply
+//! configurations) to the same values and errors, in less code.
 //!
 //! Guarantees of the emitted code: optional fields are `Option` and skipped when `None`
 //! (absent stays absent); optional nullable fields are the runtime's `Nullable` (absent,
@@ -84,13 +86,168 @@ pub fn struct_def(
         }
     });
     let default = derives_default(s, without_default).then(|| quote!(::std::default::Default,));
+    let deserialize = struct_deserialize(s);
     quote! {
         #doc
-        #[derive(::std::fmt::Debug, ::std::cmp::PartialEq, #default ::kubegen_runtime::serde::Deserialize, ::kubegen_runtime::serde::Serialize)]
+        #[derive(::std::fmt::Debug, ::std::cmp::PartialEq, #default ::kubegen_runtime::serde::Serialize)]
         #[serde(crate = "::kubegen_runtime::serde")]
         pub struct #name {
             #(#fields)*
             #unknown
+        }
+        #deserialize
+    }
+}
+
+/// What a field takes when its key is absent.
+#[derive(Clone, Copy)]
+pub(super) enum WhenAbsent {
+    /// `Default::default()` (`#[serde(default)]`: optional fields, `apiVersion`, `kind`,
+    /// `metadata`).
+    Default,
+    /// The "missing field" error.
+    Error,
+    /// As serde's derive decides it at run time: `None` for a type that reads an option,
+    /// the error otherwise (a named or user-written type, whose impl kubegen may not have
+    /// written).
+    AsSerde,
+}
+
+/// A field as its written-out `Deserialize` reads it.
+pub(super) struct DeField<'a> {
+    /// The JSON key.
+    pub json: &'a str,
+    /// The Rust field.
+    pub rust: &'a str,
+    /// What it takes when its key is absent.
+    pub absent: WhenAbsent,
+}
+
+/// Whether a type's `Deserialize` may read an absent key as a value (serde asks it for an
+/// option): an `Option`, or a named type, whose impl kubegen may not have written.
+fn may_read_option(ty: &Ty) -> bool {
+    match ty {
+        Ty::Option(_) | Ty::Named(_) | Ty::External(_) => true,
+        Ty::Box(inner) => may_read_option(inner),
+        _ => false,
+    }
+}
+
+/// A generated struct's `Deserialize` ([`deserialize_impl`]), with what each field takes
+/// when absent as the attributes [`field`] writes decide it.
+fn struct_deserialize(s: &StructDef) -> TokenStream {
+    let fields: Vec<DeField> = s
+        .fields
+        .iter()
+        .map(|f| DeField {
+            json: &f.json_name,
+            rust: &f.rust_name,
+            absent: match &f.ty {
+                Ty::ApiVersion | Ty::KindField | Ty::ObjectMeta => WhenAbsent::Default,
+                _ if f.optional => WhenAbsent::Default,
+                ty if may_read_option(ty) => WhenAbsent::AsSerde,
+                _ => WhenAbsent::Error,
+            },
+        })
+        .collect();
+    deserialize_impl(&s.name, &fields, s.unknown_fields.as_deref())
+}
+
+/// A struct's `Deserialize`, written out rather than derived (see
+/// `kubegen_runtime::de`): the same values and errors as serde's derive with `rename` and
+/// `default` on fields, and `flatten` on `unknown` (a map that keeps the keys no field
+/// has), with one field-name lookup shared by every struct, and no reading of a JSON
+/// array as a struct (Kubernetes rejects it too).
+pub(super) fn deserialize_impl(
+    type_name: &str,
+    fields: &[DeField],
+    unknown: Option<&str>,
+) -> TokenStream {
+    let name = ident(type_name);
+    let expecting = format!("struct {type_name}");
+    let json_names = fields.iter().map(|f| f.json);
+    let slots: Vec<_> = (0..fields.len()).map(|i| format_ident!("f{i}")).collect();
+    let index = |i: usize| proc_macro2::Literal::usize_unsuffixed(i);
+    let values = fields.iter().zip(&slots).enumerate().map(|(i, (f, slot))| {
+        let field = ident(f.rust);
+        let i = index(i);
+        let value = match f.absent {
+            WhenAbsent::Default => quote!(#slot.unwrap_or_default()),
+            WhenAbsent::Error => quote! {
+                match #slot {
+                    ::std::option::Option::Some(v) => v,
+                    ::std::option::Option::None => return ::std::result::Result::Err(<A::Error as ::kubegen_runtime::serde::de::Error>::missing_field(FIELDS[#i])),
+                }
+            },
+            WhenAbsent::AsSerde => quote! {
+                match #slot {
+                    ::std::option::Option::Some(v) => v,
+                    ::std::option::Option::None => ::kubegen_runtime::de::missing(FIELDS[#i])?,
+                }
+            },
+        };
+        quote!(#field: #value,)
+    });
+    let (seed, read, other, unknown_init, unknown_value, call) = match unknown {
+        None => (
+            quote!(::kubegen_runtime::de::FieldSeed(FIELDS)),
+            quote!(::kubegen_runtime::de::Key::Field),
+            quote!(_ => ::kubegen_runtime::de::skip_value(&mut map)?,),
+            quote!(),
+            quote!(),
+            quote!(deserializer.deserialize_struct(#type_name, FIELDS, V)),
+        ),
+        Some(unknown) => {
+            let unknown = ident(unknown);
+            (
+                quote!(::kubegen_runtime::de::OwnedKeySeed(FIELDS)),
+                quote!(::kubegen_runtime::de::OwnedKey::Field),
+                quote! {
+                    ::kubegen_runtime::de::OwnedKey::Other(key) => {
+                        let value = map.next_value()?;
+                        unknown.insert(key, value);
+                    }
+                    // An index past the fields: the seed never gives one.
+                    ::kubegen_runtime::de::OwnedKey::Field(_) => ::kubegen_runtime::de::skip_value(&mut map)?,
+                },
+                quote!(let mut unknown = ::std::collections::BTreeMap::new();),
+                quote!(#unknown: unknown,),
+                // serde reads a struct with a flattened map as a map.
+                quote!(deserializer.deserialize_map(V)),
+            )
+        }
+    };
+    let arms = slots.iter().enumerate().map(|(i, slot)| {
+        let i = index(i);
+        quote!(#read(#i) => ::kubegen_runtime::de::next_field(&mut map, &mut #slot, FIELDS[#i])?,)
+    });
+    quote! {
+        impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for #name {
+            fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+                const FIELDS: &[&str] = &[#(#json_names),*];
+                struct V;
+                impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+                    type Value = #name;
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                        f.write_str(#expecting)
+                    }
+                    fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(self, mut map: A) -> ::std::result::Result<#name, A::Error> {
+                        #(let mut #slots = ::std::option::Option::None;)*
+                        #unknown_init
+                        while let ::std::option::Option::Some(key) = map.next_key_seed(#seed)? {
+                            match key {
+                                #(#arms)*
+                                #other
+                            }
+                        }
+                        ::std::result::Result::Ok(#name {
+                            #(#values)*
+                            #unknown_value
+                        })
+                    }
+                }
+                #call
+            }
         }
     }
 }

@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct JSONSchemaPropsApplyConfiguration {
@@ -374,6 +373,478 @@ pub struct JSONSchemaPropsApplyConfiguration {
             super::super::super::apiextensions::v1::ValidationRuleApplyConfiguration,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for JSONSchemaPropsApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "$ref",
+            "$schema",
+            "additionalItems",
+            "additionalProperties",
+            "allOf",
+            "anyOf",
+            "default",
+            "definitions",
+            "dependencies",
+            "description",
+            "enum",
+            "example",
+            "exclusiveMaximum",
+            "exclusiveMinimum",
+            "externalDocs",
+            "format",
+            "id",
+            "items",
+            "maxItems",
+            "maxLength",
+            "maxProperties",
+            "maximum",
+            "minItems",
+            "minLength",
+            "minProperties",
+            "minimum",
+            "multipleOf",
+            "not",
+            "nullable",
+            "oneOf",
+            "pattern",
+            "patternProperties",
+            "properties",
+            "required",
+            "title",
+            "type",
+            "uniqueItems",
+            "x-kubernetes-embedded-resource",
+            "x-kubernetes-int-or-string",
+            "x-kubernetes-list-map-keys",
+            "x-kubernetes-list-type",
+            "x-kubernetes-map-type",
+            "x-kubernetes-preserve-unknown-fields",
+            "x-kubernetes-validations",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = JSONSchemaPropsApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct JSONSchemaPropsApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<JSONSchemaPropsApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                let mut f15 = ::std::option::Option::None;
+                let mut f16 = ::std::option::Option::None;
+                let mut f17 = ::std::option::Option::None;
+                let mut f18 = ::std::option::Option::None;
+                let mut f19 = ::std::option::Option::None;
+                let mut f20 = ::std::option::Option::None;
+                let mut f21 = ::std::option::Option::None;
+                let mut f22 = ::std::option::Option::None;
+                let mut f23 = ::std::option::Option::None;
+                let mut f24 = ::std::option::Option::None;
+                let mut f25 = ::std::option::Option::None;
+                let mut f26 = ::std::option::Option::None;
+                let mut f27 = ::std::option::Option::None;
+                let mut f28 = ::std::option::Option::None;
+                let mut f29 = ::std::option::Option::None;
+                let mut f30 = ::std::option::Option::None;
+                let mut f31 = ::std::option::Option::None;
+                let mut f32 = ::std::option::Option::None;
+                let mut f33 = ::std::option::Option::None;
+                let mut f34 = ::std::option::Option::None;
+                let mut f35 = ::std::option::Option::None;
+                let mut f36 = ::std::option::Option::None;
+                let mut f37 = ::std::option::Option::None;
+                let mut f38 = ::std::option::Option::None;
+                let mut f39 = ::std::option::Option::None;
+                let mut f40 = ::std::option::Option::None;
+                let mut f41 = ::std::option::Option::None;
+                let mut f42 = ::std::option::Option::None;
+                let mut f43 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f13,
+                                FIELDS[13],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f14,
+                                FIELDS[14],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(15) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f15,
+                                FIELDS[15],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(16) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f16,
+                                FIELDS[16],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(17) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f17,
+                                FIELDS[17],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(18) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f18,
+                                FIELDS[18],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(19) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f19,
+                                FIELDS[19],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(20) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f20,
+                                FIELDS[20],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(21) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f21,
+                                FIELDS[21],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(22) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f22,
+                                FIELDS[22],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(23) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f23,
+                                FIELDS[23],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(24) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f24,
+                                FIELDS[24],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(25) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f25,
+                                FIELDS[25],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(26) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f26,
+                                FIELDS[26],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(27) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f27,
+                                FIELDS[27],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(28) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f28,
+                                FIELDS[28],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(29) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f29,
+                                FIELDS[29],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(30) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f30,
+                                FIELDS[30],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(31) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f31,
+                                FIELDS[31],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(32) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f32,
+                                FIELDS[32],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(33) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f33,
+                                FIELDS[33],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(34) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f34,
+                                FIELDS[34],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(35) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f35,
+                                FIELDS[35],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(36) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f36,
+                                FIELDS[36],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(37) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f37,
+                                FIELDS[37],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(38) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f38,
+                                FIELDS[38],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(39) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f39,
+                                FIELDS[39],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(40) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f40,
+                                FIELDS[40],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(41) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f41,
+                                FIELDS[41],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(42) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f42,
+                                FIELDS[42],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(43) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f43,
+                                FIELDS[43],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(JSONSchemaPropsApplyConfiguration {
+                    ref_: f0.unwrap_or_default(),
+                    schema: f1.unwrap_or_default(),
+                    additional_items: f2.unwrap_or_default(),
+                    additional_properties: f3.unwrap_or_default(),
+                    all_of: f4.unwrap_or_default(),
+                    any_of: f5.unwrap_or_default(),
+                    default: f6.unwrap_or_default(),
+                    definitions: f7.unwrap_or_default(),
+                    dependencies: f8.unwrap_or_default(),
+                    description: f9.unwrap_or_default(),
+                    enum_: f10.unwrap_or_default(),
+                    example: f11.unwrap_or_default(),
+                    exclusive_maximum: f12.unwrap_or_default(),
+                    exclusive_minimum: f13.unwrap_or_default(),
+                    external_docs: f14.unwrap_or_default(),
+                    format: f15.unwrap_or_default(),
+                    id: f16.unwrap_or_default(),
+                    items: f17.unwrap_or_default(),
+                    max_items: f18.unwrap_or_default(),
+                    max_length: f19.unwrap_or_default(),
+                    max_properties: f20.unwrap_or_default(),
+                    maximum: f21.unwrap_or_default(),
+                    min_items: f22.unwrap_or_default(),
+                    min_length: f23.unwrap_or_default(),
+                    min_properties: f24.unwrap_or_default(),
+                    minimum: f25.unwrap_or_default(),
+                    multiple_of: f26.unwrap_or_default(),
+                    not: f27.unwrap_or_default(),
+                    nullable: f28.unwrap_or_default(),
+                    one_of: f29.unwrap_or_default(),
+                    pattern: f30.unwrap_or_default(),
+                    pattern_properties: f31.unwrap_or_default(),
+                    properties: f32.unwrap_or_default(),
+                    required: f33.unwrap_or_default(),
+                    title: f34.unwrap_or_default(),
+                    type_: f35.unwrap_or_default(),
+                    unique_items: f36.unwrap_or_default(),
+                    x_kubernetes_embedded_resource: f37.unwrap_or_default(),
+                    x_kubernetes_int_or_string: f38.unwrap_or_default(),
+                    x_kubernetes_list_map_keys: f39.unwrap_or_default(),
+                    x_kubernetes_list_type: f40.unwrap_or_default(),
+                    x_kubernetes_map_type: f41.unwrap_or_default(),
+                    x_kubernetes_preserve_unknown_fields: f42.unwrap_or_default(),
+                    x_kubernetes_validations: f43.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("JSONSchemaPropsApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl JSONSchemaPropsApplyConfiguration {

@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct JobSpecApplyConfiguration {
@@ -147,6 +146,207 @@ pub struct JobSpecApplyConfiguration {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ttl_seconds_after_finished: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobSpecApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "activeDeadlineSeconds",
+            "backoffLimit",
+            "backoffLimitPerIndex",
+            "completionMode",
+            "completions",
+            "managedBy",
+            "manualSelector",
+            "maxFailedIndexes",
+            "parallelism",
+            "podFailurePolicy",
+            "podReplacementPolicy",
+            "scheduling",
+            "selector",
+            "successPolicy",
+            "suspend",
+            "template",
+            "ttlSecondsAfterFinished",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = JobSpecApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct JobSpecApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<JobSpecApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                let mut f15 = ::std::option::Option::None;
+                let mut f16 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f13,
+                                FIELDS[13],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f14,
+                                FIELDS[14],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(15) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f15,
+                                FIELDS[15],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(16) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f16,
+                                FIELDS[16],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(JobSpecApplyConfiguration {
+                    active_deadline_seconds: f0.unwrap_or_default(),
+                    backoff_limit: f1.unwrap_or_default(),
+                    backoff_limit_per_index: f2.unwrap_or_default(),
+                    completion_mode: f3.unwrap_or_default(),
+                    completions: f4.unwrap_or_default(),
+                    managed_by: f5.unwrap_or_default(),
+                    manual_selector: f6.unwrap_or_default(),
+                    max_failed_indexes: f7.unwrap_or_default(),
+                    parallelism: f8.unwrap_or_default(),
+                    pod_failure_policy: f9.unwrap_or_default(),
+                    pod_replacement_policy: f10.unwrap_or_default(),
+                    scheduling: f11.unwrap_or_default(),
+                    selector: f12.unwrap_or_default(),
+                    success_policy: f13.unwrap_or_default(),
+                    suspend: f14.unwrap_or_default(),
+                    template: f15.unwrap_or_default(),
+                    ttl_seconds_after_finished: f16.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("JobSpecApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl JobSpecApplyConfiguration {

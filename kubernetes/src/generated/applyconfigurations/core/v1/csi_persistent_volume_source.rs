@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct CSIPersistentVolumeSourceApplyConfiguration {
@@ -100,6 +99,142 @@ pub struct CSIPersistentVolumeSourceApplyConfiguration {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub volume_handle: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for CSIPersistentVolumeSourceApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "controllerExpandSecretRef",
+            "controllerPublishSecretRef",
+            "driver",
+            "fsType",
+            "nodeExpandSecretRef",
+            "nodePublishSecretRef",
+            "nodeStageSecretRef",
+            "readOnly",
+            "volumeAttributes",
+            "volumeHandle",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = CSIPersistentVolumeSourceApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct CSIPersistentVolumeSourceApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<
+                CSIPersistentVolumeSourceApplyConfiguration,
+                A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(CSIPersistentVolumeSourceApplyConfiguration {
+                    controller_expand_secret_ref: f0.unwrap_or_default(),
+                    controller_publish_secret_ref: f1.unwrap_or_default(),
+                    driver: f2.unwrap_or_default(),
+                    fs_type: f3.unwrap_or_default(),
+                    node_expand_secret_ref: f4.unwrap_or_default(),
+                    node_publish_secret_ref: f5.unwrap_or_default(),
+                    node_stage_secret_ref: f6.unwrap_or_default(),
+                    read_only: f7.unwrap_or_default(),
+                    volume_attributes: f8.unwrap_or_default(),
+                    volume_handle: f9.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer
+            .deserialize_struct("CSIPersistentVolumeSourceApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl CSIPersistentVolumeSourceApplyConfiguration {

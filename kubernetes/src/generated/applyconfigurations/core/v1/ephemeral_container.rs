@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct EphemeralContainerApplyConfiguration {
@@ -230,6 +229,299 @@ pub struct EphemeralContainerApplyConfiguration {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub working_dir: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for EphemeralContainerApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "args",
+            "command",
+            "env",
+            "envFrom",
+            "image",
+            "imagePullPolicy",
+            "lifecycle",
+            "livenessProbe",
+            "name",
+            "ports",
+            "readinessProbe",
+            "resizePolicy",
+            "resources",
+            "restartPolicy",
+            "restartPolicyRules",
+            "securityContext",
+            "startupProbe",
+            "stdin",
+            "stdinOnce",
+            "targetContainerName",
+            "terminationMessagePath",
+            "terminationMessagePolicy",
+            "tty",
+            "volumeDevices",
+            "volumeMounts",
+            "workingDir",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = EphemeralContainerApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct EphemeralContainerApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<EphemeralContainerApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                let mut f15 = ::std::option::Option::None;
+                let mut f16 = ::std::option::Option::None;
+                let mut f17 = ::std::option::Option::None;
+                let mut f18 = ::std::option::Option::None;
+                let mut f19 = ::std::option::Option::None;
+                let mut f20 = ::std::option::Option::None;
+                let mut f21 = ::std::option::Option::None;
+                let mut f22 = ::std::option::Option::None;
+                let mut f23 = ::std::option::Option::None;
+                let mut f24 = ::std::option::Option::None;
+                let mut f25 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f13,
+                                FIELDS[13],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f14,
+                                FIELDS[14],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(15) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f15,
+                                FIELDS[15],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(16) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f16,
+                                FIELDS[16],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(17) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f17,
+                                FIELDS[17],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(18) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f18,
+                                FIELDS[18],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(19) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f19,
+                                FIELDS[19],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(20) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f20,
+                                FIELDS[20],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(21) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f21,
+                                FIELDS[21],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(22) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f22,
+                                FIELDS[22],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(23) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f23,
+                                FIELDS[23],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(24) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f24,
+                                FIELDS[24],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(25) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f25,
+                                FIELDS[25],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(EphemeralContainerApplyConfiguration {
+                    args: f0.unwrap_or_default(),
+                    command: f1.unwrap_or_default(),
+                    env: f2.unwrap_or_default(),
+                    env_from: f3.unwrap_or_default(),
+                    image: f4.unwrap_or_default(),
+                    image_pull_policy: f5.unwrap_or_default(),
+                    lifecycle: f6.unwrap_or_default(),
+                    liveness_probe: f7.unwrap_or_default(),
+                    name: f8.unwrap_or_default(),
+                    ports: f9.unwrap_or_default(),
+                    readiness_probe: f10.unwrap_or_default(),
+                    resize_policy: f11.unwrap_or_default(),
+                    resources: f12.unwrap_or_default(),
+                    restart_policy: f13.unwrap_or_default(),
+                    restart_policy_rules: f14.unwrap_or_default(),
+                    security_context: f15.unwrap_or_default(),
+                    startup_probe: f16.unwrap_or_default(),
+                    stdin: f17.unwrap_or_default(),
+                    stdin_once: f18.unwrap_or_default(),
+                    target_container_name: f19.unwrap_or_default(),
+                    termination_message_path: f20.unwrap_or_default(),
+                    termination_message_policy: f21.unwrap_or_default(),
+                    tty: f22.unwrap_or_default(),
+                    volume_devices: f23.unwrap_or_default(),
+                    volume_mounts: f24.unwrap_or_default(),
+                    working_dir: f25.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer
+            .deserialize_struct("EphemeralContainerApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl EphemeralContainerApplyConfiguration {

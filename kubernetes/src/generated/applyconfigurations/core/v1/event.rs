@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct EventApplyConfiguration {
@@ -153,6 +152,207 @@ pub struct EventApplyConfiguration {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EventApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "action",
+            "apiVersion",
+            "count",
+            "eventTime",
+            "firstTimestamp",
+            "involvedObject",
+            "kind",
+            "lastTimestamp",
+            "message",
+            "metadata",
+            "reason",
+            "related",
+            "reportingComponent",
+            "reportingInstance",
+            "series",
+            "source",
+            "type",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = EventApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct EventApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<EventApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                let mut f15 = ::std::option::Option::None;
+                let mut f16 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f13,
+                                FIELDS[13],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f14,
+                                FIELDS[14],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(15) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f15,
+                                FIELDS[15],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(16) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f16,
+                                FIELDS[16],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(EventApplyConfiguration {
+                    action: f0.unwrap_or_default(),
+                    api_version: f1.unwrap_or_default(),
+                    count: f2.unwrap_or_default(),
+                    event_time: f3.unwrap_or_default(),
+                    first_timestamp: f4.unwrap_or_default(),
+                    involved_object: f5.unwrap_or_default(),
+                    kind: f6.unwrap_or_default(),
+                    last_timestamp: f7.unwrap_or_default(),
+                    message: f8.unwrap_or_default(),
+                    metadata: f9.unwrap_or_default(),
+                    reason: f10.unwrap_or_default(),
+                    related: f11.unwrap_or_default(),
+                    reporting_component: f12.unwrap_or_default(),
+                    reporting_instance: f13.unwrap_or_default(),
+                    series: f14.unwrap_or_default(),
+                    source: f15.unwrap_or_default(),
+                    type_: f16.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("EventApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl EventApplyConfiguration {

@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct NodeStatusApplyConfiguration {
@@ -146,6 +145,177 @@ pub struct NodeStatusApplyConfiguration {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub volumes_in_use: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeStatusApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "addresses",
+            "allocatable",
+            "capacity",
+            "conditions",
+            "config",
+            "daemonEndpoints",
+            "declaredFeatures",
+            "features",
+            "images",
+            "nodeInfo",
+            "phase",
+            "runtimeHandlers",
+            "volumesAttached",
+            "volumesInUse",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = NodeStatusApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct NodeStatusApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<NodeStatusApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f13,
+                                FIELDS[13],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(NodeStatusApplyConfiguration {
+                    addresses: f0.unwrap_or_default(),
+                    allocatable: f1.unwrap_or_default(),
+                    capacity: f2.unwrap_or_default(),
+                    conditions: f3.unwrap_or_default(),
+                    config: f4.unwrap_or_default(),
+                    daemon_endpoints: f5.unwrap_or_default(),
+                    declared_features: f6.unwrap_or_default(),
+                    features: f7.unwrap_or_default(),
+                    images: f8.unwrap_or_default(),
+                    node_info: f9.unwrap_or_default(),
+                    phase: f10.unwrap_or_default(),
+                    runtime_handlers: f11.unwrap_or_default(),
+                    volumes_attached: f12.unwrap_or_default(),
+                    volumes_in_use: f13.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("NodeStatusApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl NodeStatusApplyConfiguration {

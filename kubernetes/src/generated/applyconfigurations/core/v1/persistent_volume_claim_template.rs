@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PersistentVolumeClaimTemplateApplyConfiguration {
@@ -36,6 +35,63 @@ pub struct PersistentVolumeClaimTemplateApplyConfiguration {
     pub spec: ::std::option::Option<
         super::super::super::core::v1::PersistentVolumeClaimSpecApplyConfiguration,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for PersistentVolumeClaimTemplateApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec"];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = PersistentVolumeClaimTemplateApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PersistentVolumeClaimTemplateApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<
+                PersistentVolumeClaimTemplateApplyConfiguration,
+                A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PersistentVolumeClaimTemplateApplyConfiguration {
+                    metadata: f0.unwrap_or_default(),
+                    spec: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer
+            .deserialize_struct(
+                "PersistentVolumeClaimTemplateApplyConfiguration",
+                FIELDS,
+                V,
+            )
+    }
 }
 
 impl PersistentVolumeClaimTemplateApplyConfiguration {

@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PersistentVolumeSpecApplyConfiguration {
@@ -288,6 +287,352 @@ pub struct PersistentVolumeSpecApplyConfiguration {
     pub vsphere_volume: ::std::option::Option<
         super::super::super::core::v1::VsphereVirtualDiskVolumeSourceApplyConfiguration,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for PersistentVolumeSpecApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "accessModes",
+            "awsElasticBlockStore",
+            "azureDisk",
+            "azureFile",
+            "capacity",
+            "cephfs",
+            "cinder",
+            "claimRef",
+            "csi",
+            "fc",
+            "flexVolume",
+            "flocker",
+            "gcePersistentDisk",
+            "glusterfs",
+            "hostPath",
+            "iscsi",
+            "local",
+            "mountOptions",
+            "nfs",
+            "nodeAffinity",
+            "persistentVolumeReclaimPolicy",
+            "photonPersistentDisk",
+            "portworxVolume",
+            "quobyte",
+            "rbd",
+            "scaleIO",
+            "storageClassName",
+            "storageos",
+            "volumeAttributesClassName",
+            "volumeMode",
+            "vsphereVolume",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = PersistentVolumeSpecApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PersistentVolumeSpecApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<
+                PersistentVolumeSpecApplyConfiguration,
+                A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                let mut f15 = ::std::option::Option::None;
+                let mut f16 = ::std::option::Option::None;
+                let mut f17 = ::std::option::Option::None;
+                let mut f18 = ::std::option::Option::None;
+                let mut f19 = ::std::option::Option::None;
+                let mut f20 = ::std::option::Option::None;
+                let mut f21 = ::std::option::Option::None;
+                let mut f22 = ::std::option::Option::None;
+                let mut f23 = ::std::option::Option::None;
+                let mut f24 = ::std::option::Option::None;
+                let mut f25 = ::std::option::Option::None;
+                let mut f26 = ::std::option::Option::None;
+                let mut f27 = ::std::option::Option::None;
+                let mut f28 = ::std::option::Option::None;
+                let mut f29 = ::std::option::Option::None;
+                let mut f30 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f13,
+                                FIELDS[13],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f14,
+                                FIELDS[14],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(15) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f15,
+                                FIELDS[15],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(16) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f16,
+                                FIELDS[16],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(17) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f17,
+                                FIELDS[17],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(18) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f18,
+                                FIELDS[18],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(19) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f19,
+                                FIELDS[19],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(20) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f20,
+                                FIELDS[20],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(21) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f21,
+                                FIELDS[21],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(22) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f22,
+                                FIELDS[22],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(23) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f23,
+                                FIELDS[23],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(24) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f24,
+                                FIELDS[24],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(25) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f25,
+                                FIELDS[25],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(26) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f26,
+                                FIELDS[26],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(27) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f27,
+                                FIELDS[27],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(28) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f28,
+                                FIELDS[28],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(29) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f29,
+                                FIELDS[29],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(30) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f30,
+                                FIELDS[30],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PersistentVolumeSpecApplyConfiguration {
+                    access_modes: f0.unwrap_or_default(),
+                    aws_elastic_block_store: f1.unwrap_or_default(),
+                    azure_disk: f2.unwrap_or_default(),
+                    azure_file: f3.unwrap_or_default(),
+                    capacity: f4.unwrap_or_default(),
+                    cephfs: f5.unwrap_or_default(),
+                    cinder: f6.unwrap_or_default(),
+                    claim_ref: f7.unwrap_or_default(),
+                    csi: f8.unwrap_or_default(),
+                    fc: f9.unwrap_or_default(),
+                    flex_volume: f10.unwrap_or_default(),
+                    flocker: f11.unwrap_or_default(),
+                    gce_persistent_disk: f12.unwrap_or_default(),
+                    glusterfs: f13.unwrap_or_default(),
+                    host_path: f14.unwrap_or_default(),
+                    iscsi: f15.unwrap_or_default(),
+                    local: f16.unwrap_or_default(),
+                    mount_options: f17.unwrap_or_default(),
+                    nfs: f18.unwrap_or_default(),
+                    node_affinity: f19.unwrap_or_default(),
+                    persistent_volume_reclaim_policy: f20.unwrap_or_default(),
+                    photon_persistent_disk: f21.unwrap_or_default(),
+                    portworx_volume: f22.unwrap_or_default(),
+                    quobyte: f23.unwrap_or_default(),
+                    rbd: f24.unwrap_or_default(),
+                    scale_io: f25.unwrap_or_default(),
+                    storage_class_name: f26.unwrap_or_default(),
+                    storageos: f27.unwrap_or_default(),
+                    volume_attributes_class_name: f28.unwrap_or_default(),
+                    volume_mode: f29.unwrap_or_default(),
+                    vsphere_volume: f30.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer
+            .deserialize_struct("PersistentVolumeSpecApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl PersistentVolumeSpecApplyConfiguration {

@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodSpecApplyConfiguration {
@@ -376,6 +375,467 @@ pub struct PodSpecApplyConfiguration {
     pub volumes: ::std::option::Option<
         ::std::vec::Vec<super::super::super::core::v1::VolumeApplyConfiguration>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodSpecApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "activeDeadlineSeconds",
+            "affinity",
+            "automountServiceAccountToken",
+            "containers",
+            "dnsConfig",
+            "dnsPolicy",
+            "enableServiceLinks",
+            "ephemeralContainers",
+            "evictionResponders",
+            "hostAliases",
+            "hostIPC",
+            "hostNetwork",
+            "hostPID",
+            "hostUsers",
+            "hostname",
+            "hostnameOverride",
+            "imagePullSecrets",
+            "initContainers",
+            "nodeName",
+            "nodeSelector",
+            "os",
+            "overhead",
+            "preemptionPolicy",
+            "priority",
+            "priorityClassName",
+            "readinessGates",
+            "resourceClaims",
+            "resources",
+            "restartPolicy",
+            "runtimeClassName",
+            "schedulerName",
+            "schedulingGates",
+            "schedulingGroup",
+            "securityContext",
+            "serviceAccount",
+            "serviceAccountName",
+            "setHostnameAsFQDN",
+            "shareProcessNamespace",
+            "subdomain",
+            "terminationGracePeriodSeconds",
+            "tolerations",
+            "topologySpreadConstraints",
+            "volumes",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = PodSpecApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodSpecApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<PodSpecApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                let mut f15 = ::std::option::Option::None;
+                let mut f16 = ::std::option::Option::None;
+                let mut f17 = ::std::option::Option::None;
+                let mut f18 = ::std::option::Option::None;
+                let mut f19 = ::std::option::Option::None;
+                let mut f20 = ::std::option::Option::None;
+                let mut f21 = ::std::option::Option::None;
+                let mut f22 = ::std::option::Option::None;
+                let mut f23 = ::std::option::Option::None;
+                let mut f24 = ::std::option::Option::None;
+                let mut f25 = ::std::option::Option::None;
+                let mut f26 = ::std::option::Option::None;
+                let mut f27 = ::std::option::Option::None;
+                let mut f28 = ::std::option::Option::None;
+                let mut f29 = ::std::option::Option::None;
+                let mut f30 = ::std::option::Option::None;
+                let mut f31 = ::std::option::Option::None;
+                let mut f32 = ::std::option::Option::None;
+                let mut f33 = ::std::option::Option::None;
+                let mut f34 = ::std::option::Option::None;
+                let mut f35 = ::std::option::Option::None;
+                let mut f36 = ::std::option::Option::None;
+                let mut f37 = ::std::option::Option::None;
+                let mut f38 = ::std::option::Option::None;
+                let mut f39 = ::std::option::Option::None;
+                let mut f40 = ::std::option::Option::None;
+                let mut f41 = ::std::option::Option::None;
+                let mut f42 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f13,
+                                FIELDS[13],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f14,
+                                FIELDS[14],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(15) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f15,
+                                FIELDS[15],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(16) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f16,
+                                FIELDS[16],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(17) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f17,
+                                FIELDS[17],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(18) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f18,
+                                FIELDS[18],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(19) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f19,
+                                FIELDS[19],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(20) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f20,
+                                FIELDS[20],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(21) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f21,
+                                FIELDS[21],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(22) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f22,
+                                FIELDS[22],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(23) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f23,
+                                FIELDS[23],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(24) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f24,
+                                FIELDS[24],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(25) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f25,
+                                FIELDS[25],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(26) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f26,
+                                FIELDS[26],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(27) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f27,
+                                FIELDS[27],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(28) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f28,
+                                FIELDS[28],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(29) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f29,
+                                FIELDS[29],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(30) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f30,
+                                FIELDS[30],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(31) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f31,
+                                FIELDS[31],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(32) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f32,
+                                FIELDS[32],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(33) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f33,
+                                FIELDS[33],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(34) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f34,
+                                FIELDS[34],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(35) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f35,
+                                FIELDS[35],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(36) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f36,
+                                FIELDS[36],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(37) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f37,
+                                FIELDS[37],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(38) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f38,
+                                FIELDS[38],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(39) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f39,
+                                FIELDS[39],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(40) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f40,
+                                FIELDS[40],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(41) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f41,
+                                FIELDS[41],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(42) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f42,
+                                FIELDS[42],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodSpecApplyConfiguration {
+                    active_deadline_seconds: f0.unwrap_or_default(),
+                    affinity: f1.unwrap_or_default(),
+                    automount_service_account_token: f2.unwrap_or_default(),
+                    containers: f3.unwrap_or_default(),
+                    dns_config: f4.unwrap_or_default(),
+                    dns_policy: f5.unwrap_or_default(),
+                    enable_service_links: f6.unwrap_or_default(),
+                    ephemeral_containers: f7.unwrap_or_default(),
+                    eviction_responders: f8.unwrap_or_default(),
+                    host_aliases: f9.unwrap_or_default(),
+                    host_ipc: f10.unwrap_or_default(),
+                    host_network: f11.unwrap_or_default(),
+                    host_pid: f12.unwrap_or_default(),
+                    host_users: f13.unwrap_or_default(),
+                    hostname: f14.unwrap_or_default(),
+                    hostname_override: f15.unwrap_or_default(),
+                    image_pull_secrets: f16.unwrap_or_default(),
+                    init_containers: f17.unwrap_or_default(),
+                    node_name: f18.unwrap_or_default(),
+                    node_selector: f19.unwrap_or_default(),
+                    os: f20.unwrap_or_default(),
+                    overhead: f21.unwrap_or_default(),
+                    preemption_policy: f22.unwrap_or_default(),
+                    priority: f23.unwrap_or_default(),
+                    priority_class_name: f24.unwrap_or_default(),
+                    readiness_gates: f25.unwrap_or_default(),
+                    resource_claims: f26.unwrap_or_default(),
+                    resources: f27.unwrap_or_default(),
+                    restart_policy: f28.unwrap_or_default(),
+                    runtime_class_name: f29.unwrap_or_default(),
+                    scheduler_name: f30.unwrap_or_default(),
+                    scheduling_gates: f31.unwrap_or_default(),
+                    scheduling_group: f32.unwrap_or_default(),
+                    security_context: f33.unwrap_or_default(),
+                    service_account: f34.unwrap_or_default(),
+                    service_account_name: f35.unwrap_or_default(),
+                    set_hostname_as_fqdn: f36.unwrap_or_default(),
+                    share_process_namespace: f37.unwrap_or_default(),
+                    subdomain: f38.unwrap_or_default(),
+                    termination_grace_period_seconds: f39.unwrap_or_default(),
+                    tolerations: f40.unwrap_or_default(),
+                    topology_spread_constraints: f41.unwrap_or_default(),
+                    volumes: f42.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PodSpecApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl PodSpecApplyConfiguration {

@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodStatusApplyConfiguration {
@@ -205,6 +204,257 @@ pub struct PodStatusApplyConfiguration {
     pub volume_health: ::std::option::Option<
         ::std::vec::Vec<super::super::super::core::v1::PodVolumeHealthApplyConfiguration>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodStatusApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "allocatedResources",
+            "conditions",
+            "containerStatuses",
+            "ephemeralContainerStatuses",
+            "extendedResourceClaimStatus",
+            "hostIP",
+            "hostIPs",
+            "initContainerStatuses",
+            "message",
+            "nodeAllocatableResourceClaimStatuses",
+            "nominatedNodeName",
+            "observedGeneration",
+            "phase",
+            "podIP",
+            "podIPs",
+            "qosClass",
+            "reason",
+            "resize",
+            "resourceClaimStatuses",
+            "resources",
+            "startTime",
+            "volumeHealth",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = PodStatusApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodStatusApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<PodStatusApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                let mut f15 = ::std::option::Option::None;
+                let mut f16 = ::std::option::Option::None;
+                let mut f17 = ::std::option::Option::None;
+                let mut f18 = ::std::option::Option::None;
+                let mut f19 = ::std::option::Option::None;
+                let mut f20 = ::std::option::Option::None;
+                let mut f21 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f13,
+                                FIELDS[13],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f14,
+                                FIELDS[14],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(15) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f15,
+                                FIELDS[15],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(16) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f16,
+                                FIELDS[16],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(17) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f17,
+                                FIELDS[17],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(18) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f18,
+                                FIELDS[18],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(19) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f19,
+                                FIELDS[19],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(20) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f20,
+                                FIELDS[20],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(21) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f21,
+                                FIELDS[21],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodStatusApplyConfiguration {
+                    allocated_resources: f0.unwrap_or_default(),
+                    conditions: f1.unwrap_or_default(),
+                    container_statuses: f2.unwrap_or_default(),
+                    ephemeral_container_statuses: f3.unwrap_or_default(),
+                    extended_resource_claim_status: f4.unwrap_or_default(),
+                    host_ip: f5.unwrap_or_default(),
+                    host_i_ps: f6.unwrap_or_default(),
+                    init_container_statuses: f7.unwrap_or_default(),
+                    message: f8.unwrap_or_default(),
+                    node_allocatable_resource_claim_statuses: f9.unwrap_or_default(),
+                    nominated_node_name: f10.unwrap_or_default(),
+                    observed_generation: f11.unwrap_or_default(),
+                    phase: f12.unwrap_or_default(),
+                    pod_ip: f13.unwrap_or_default(),
+                    pod_i_ps: f14.unwrap_or_default(),
+                    qos_class: f15.unwrap_or_default(),
+                    reason: f16.unwrap_or_default(),
+                    resize: f17.unwrap_or_default(),
+                    resource_claim_statuses: f18.unwrap_or_default(),
+                    resources: f19.unwrap_or_default(),
+                    start_time: f20.unwrap_or_default(),
+                    volume_health: f21.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("PodStatusApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl PodStatusApplyConfiguration {

@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ServiceApplyConfiguration {
@@ -59,6 +58,81 @@ pub struct ServiceApplyConfiguration {
     pub status: ::std::option::Option<
         super::super::super::core::v1::ServiceStatusApplyConfiguration,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["apiVersion", "kind", "metadata", "spec", "status"];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = ServiceApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ServiceApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<ServiceApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ServiceApplyConfiguration {
+                    api_version: f0.unwrap_or_default(),
+                    kind: f1.unwrap_or_default(),
+                    metadata: f2.unwrap_or_default(),
+                    spec: f3.unwrap_or_default(),
+                    status: f4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServiceApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl ServiceApplyConfiguration {

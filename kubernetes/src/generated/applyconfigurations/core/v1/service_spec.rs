@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ServiceSpecApplyConfiguration {
@@ -166,6 +165,237 @@ pub struct ServiceSpecApplyConfiguration {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceSpecApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "allocateLoadBalancerNodePorts",
+            "clusterIP",
+            "clusterIPs",
+            "externalIPs",
+            "externalName",
+            "externalTrafficPolicy",
+            "healthCheckNodePort",
+            "internalTrafficPolicy",
+            "ipFamilies",
+            "ipFamilyPolicy",
+            "loadBalancerClass",
+            "loadBalancerIP",
+            "loadBalancerSourceRanges",
+            "ports",
+            "publishNotReadyAddresses",
+            "selector",
+            "sessionAffinity",
+            "sessionAffinityConfig",
+            "trafficDistribution",
+            "type",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = ServiceSpecApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ServiceSpecApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<ServiceSpecApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                let mut f15 = ::std::option::Option::None;
+                let mut f16 = ::std::option::Option::None;
+                let mut f17 = ::std::option::Option::None;
+                let mut f18 = ::std::option::Option::None;
+                let mut f19 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f13,
+                                FIELDS[13],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f14,
+                                FIELDS[14],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(15) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f15,
+                                FIELDS[15],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(16) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f16,
+                                FIELDS[16],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(17) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f17,
+                                FIELDS[17],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(18) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f18,
+                                FIELDS[18],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(19) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f19,
+                                FIELDS[19],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ServiceSpecApplyConfiguration {
+                    allocate_load_balancer_node_ports: f0.unwrap_or_default(),
+                    cluster_ip: f1.unwrap_or_default(),
+                    cluster_i_ps: f2.unwrap_or_default(),
+                    external_i_ps: f3.unwrap_or_default(),
+                    external_name: f4.unwrap_or_default(),
+                    external_traffic_policy: f5.unwrap_or_default(),
+                    health_check_node_port: f6.unwrap_or_default(),
+                    internal_traffic_policy: f7.unwrap_or_default(),
+                    ip_families: f8.unwrap_or_default(),
+                    ip_family_policy: f9.unwrap_or_default(),
+                    load_balancer_class: f10.unwrap_or_default(),
+                    load_balancer_ip: f11.unwrap_or_default(),
+                    load_balancer_source_ranges: f12.unwrap_or_default(),
+                    ports: f13.unwrap_or_default(),
+                    publish_not_ready_addresses: f14.unwrap_or_default(),
+                    selector: f15.unwrap_or_default(),
+                    session_affinity: f16.unwrap_or_default(),
+                    session_affinity_config: f17.unwrap_or_default(),
+                    traffic_distribution: f18.unwrap_or_default(),
+                    type_: f19.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("ServiceSpecApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl ServiceSpecApplyConfiguration {

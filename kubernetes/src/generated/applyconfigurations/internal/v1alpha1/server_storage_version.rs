@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ServerStorageVersionApplyConfiguration {
@@ -48,6 +47,82 @@ pub struct ServerStorageVersionApplyConfiguration {
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub served_versions: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for ServerStorageVersionApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "apiServerID",
+            "decodableVersions",
+            "encodingVersion",
+            "servedVersions",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = ServerStorageVersionApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ServerStorageVersionApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<
+                ServerStorageVersionApplyConfiguration,
+                A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ServerStorageVersionApplyConfiguration {
+                    api_server_id: f0.unwrap_or_default(),
+                    decodable_versions: f1.unwrap_or_default(),
+                    encoding_version: f2.unwrap_or_default(),
+                    served_versions: f3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer
+            .deserialize_struct("ServerStorageVersionApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl ServerStorageVersionApplyConfiguration {

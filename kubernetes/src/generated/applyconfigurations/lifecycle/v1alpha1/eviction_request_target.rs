@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct EvictionRequestTargetApplyConfiguration {
@@ -27,6 +26,50 @@ pub struct EvictionRequestTargetApplyConfiguration {
     pub pod: ::std::option::Option<
         super::super::super::lifecycle::v1alpha1::EvictionRequestPodReferenceApplyConfiguration,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for EvictionRequestTargetApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["pod"];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = EvictionRequestTargetApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct EvictionRequestTargetApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<
+                EvictionRequestTargetApplyConfiguration,
+                A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(EvictionRequestTargetApplyConfiguration {
+                    pod: f0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer
+            .deserialize_struct("EvictionRequestTargetApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl EvictionRequestTargetApplyConfiguration {

@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DeviceApplyConfiguration {
@@ -136,6 +135,167 @@ pub struct DeviceApplyConfiguration {
     pub taints: ::std::option::Option<
         ::std::vec::Vec<super::super::super::resource::v1::DeviceTaintApplyConfiguration>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "allNodes",
+            "allowMultipleAllocations",
+            "attributes",
+            "bindingConditions",
+            "bindingFailureConditions",
+            "bindsToNode",
+            "capacity",
+            "consumesCounters",
+            "name",
+            "nodeAllocatableResources",
+            "nodeName",
+            "nodeSelector",
+            "taints",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = DeviceApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DeviceApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<DeviceApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f3,
+                                FIELDS[3],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f4,
+                                FIELDS[4],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f5,
+                                FIELDS[5],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f6,
+                                FIELDS[6],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f7,
+                                FIELDS[7],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f8,
+                                FIELDS[8],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f9,
+                                FIELDS[9],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f10,
+                                FIELDS[10],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f11,
+                                FIELDS[11],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f12,
+                                FIELDS[12],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DeviceApplyConfiguration {
+                    all_nodes: f0.unwrap_or_default(),
+                    allow_multiple_allocations: f1.unwrap_or_default(),
+                    attributes: f2.unwrap_or_default(),
+                    binding_conditions: f3.unwrap_or_default(),
+                    binding_failure_conditions: f4.unwrap_or_default(),
+                    binds_to_node: f5.unwrap_or_default(),
+                    capacity: f6.unwrap_or_default(),
+                    consumes_counters: f7.unwrap_or_default(),
+                    name: f8.unwrap_or_default(),
+                    node_allocatable_resources: f9.unwrap_or_default(),
+                    node_name: f10.unwrap_or_default(),
+                    node_selector: f11.unwrap_or_default(),
+                    taints: f12.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("DeviceApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl DeviceApplyConfiguration {

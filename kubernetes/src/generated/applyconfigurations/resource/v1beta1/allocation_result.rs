@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct AllocationResultApplyConfiguration {
@@ -45,6 +44,64 @@ pub struct AllocationResultApplyConfiguration {
     pub node_selector: ::std::option::Option<
         super::super::super::core::v1::NodeSelectorApplyConfiguration,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for AllocationResultApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &["allocationTimestamp", "devices", "nodeSelector"];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = AllocationResultApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct AllocationResultApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<AllocationResultApplyConfiguration, A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(AllocationResultApplyConfiguration {
+                    allocation_timestamp: f0.unwrap_or_default(),
+                    devices: f1.unwrap_or_default(),
+                    node_selector: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_struct("AllocationResultApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl AllocationResultApplyConfiguration {

@@ -13,8 +13,7 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
+    ::kubegen_runtime::serde::Serialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct NodeAllocatableMappingApplyConfiguration {
@@ -43,6 +42,72 @@ pub struct NodeAllocatableMappingApplyConfiguration {
     pub device_multiplier: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for NodeAllocatableMappingApplyConfiguration {
+    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> ::std::result::Result<Self, D::Error> {
+        const FIELDS: &[&str] = &[
+            "capacityKey",
+            "capacityMultiplier",
+            "deviceMultiplier",
+        ];
+        struct V;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+            type Value = NodeAllocatableMappingApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct NodeAllocatableMappingApplyConfiguration")
+            }
+            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> ::std::result::Result<
+                NodeAllocatableMappingApplyConfiguration,
+                A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f0,
+                                FIELDS[0],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f1,
+                                FIELDS[1],
+                            )?
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            ::kubegen_runtime::de::next_field(
+                                &mut map,
+                                &mut f2,
+                                FIELDS[2],
+                            )?
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(NodeAllocatableMappingApplyConfiguration {
+                    capacity_key: f0.unwrap_or_default(),
+                    capacity_multiplier: f1.unwrap_or_default(),
+                    device_multiplier: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer
+            .deserialize_struct("NodeAllocatableMappingApplyConfiguration", FIELDS, V)
+    }
 }
 
 impl NodeAllocatableMappingApplyConfiguration {
