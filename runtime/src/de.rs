@@ -258,7 +258,10 @@ mod tests {
             let (ours, derived) = both(json);
             match (&ours, &derived) {
                 (Ok(o), Ok(d)) => {
-                    assert_eq!((&o.name, o.size, &o.dns_names), (&d.name, d.size, &d.dns_names))
+                    assert_eq!(
+                        (&o.name, o.size, &o.dns_names),
+                        (&d.name, d.size, &d.dns_names)
+                    )
                 }
                 (Err(o), Err(d)) => assert_eq!(o, &d.replace("Derived", "Probe"), "{json}"),
                 _ => panic!("{json}: {ours:?} against {derived:?}"),
@@ -287,16 +290,36 @@ mod tests {
 
     #[test]
     fn keys_are_found_by_name_bytes_and_position() {
-        use serde::de::value::{BorrowedBytesDeserializer, Error as E, StrDeserializer, U64Deserializer};
+        use serde::de::value::{
+            BorrowedBytesDeserializer, Error as E, StrDeserializer, U64Deserializer,
+        };
         const F: &[&str] = &["a", "b"];
         let seed = FieldSeed(F);
-        assert_eq!(seed.deserialize(StrDeserializer::<E>::new("b")), Ok(Key::Field(1)));
-        assert_eq!(seed.deserialize(StrDeserializer::<E>::new("c")), Ok(Key::Other));
-        assert_eq!(seed.deserialize(BorrowedBytesDeserializer::<E>::new(b"a")), Ok(Key::Field(0)));
-        assert_eq!(seed.deserialize(U64Deserializer::<E>::new(1)), Ok(Key::Field(1)));
-        assert_eq!(seed.deserialize(U64Deserializer::<E>::new(2)), Ok(Key::Other));
+        assert_eq!(
+            seed.deserialize(StrDeserializer::<E>::new("b")),
+            Ok(Key::Field(1))
+        );
+        assert_eq!(
+            seed.deserialize(StrDeserializer::<E>::new("c")),
+            Ok(Key::Other)
+        );
+        assert_eq!(
+            seed.deserialize(BorrowedBytesDeserializer::<E>::new(b"a")),
+            Ok(Key::Field(0))
+        );
+        assert_eq!(
+            seed.deserialize(U64Deserializer::<E>::new(1)),
+            Ok(Key::Field(1))
+        );
+        assert_eq!(
+            seed.deserialize(U64Deserializer::<E>::new(2)),
+            Ok(Key::Other)
+        );
         let owned = OwnedKeySeed(F);
-        assert_eq!(owned.deserialize(StrDeserializer::<E>::new("a")), Ok(OwnedKey::Field(0)));
+        assert_eq!(
+            owned.deserialize(StrDeserializer::<E>::new("a")),
+            Ok(OwnedKey::Field(0))
+        );
         assert_eq!(
             owned.deserialize(StrDeserializer::<E>::new("zz")),
             Ok(OwnedKey::Other("zz".to_owned()))

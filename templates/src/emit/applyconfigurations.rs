@@ -25,8 +25,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::{ident, kind_module, kind_type, Module};
 use super::types::{deserialize_impl, DeField, WhenAbsent};
+use super::{ident, kind_module, kind_type, Module};
 use crate::model::{Api, Group, Kind, Scope, Version};
 use crate::names::{self, Namer};
 
