@@ -3,9 +3,10 @@
 //! `kubegen generate` writes each struct's `Deserialize` out instead of deriving it.
 //! serde's derive compiles, per struct, a field-name enum with its own visitor and a
 //! `visit_seq` for structs written as JSON arrays, and every one of them again for each
-//! deserializer the struct is read through. The written-out impl reads a JSON object only
-//! (as Kubernetes does: an array where an object belongs is an error) and finds each key's
-//! field with [`FieldSeed`], one type for every struct, whose lookup is a plain function.
+//! deserializer the struct is read through. The written-out impl asks for a map
+//! (`deserialize_map`), so it reads a JSON object only (as Kubernetes does: an array where
+//! an object belongs is an error), and finds each key's field with [`FieldSeed`], one
+//! type for every struct, whose lookup is a plain function.
 //! What a value decodes to, missing and duplicate keys, unknown keys and the error texts
 //! stay serde's derive's, so the wire and the errors are unchanged.
 //!
@@ -221,7 +222,7 @@ mod tests {
                     })
                 }
             }
-            deserializer.deserialize_struct("Probe", FIELDS, V)
+            deserializer.deserialize_map(V)
         }
     }
 
@@ -276,7 +277,7 @@ mod tests {
         let err = serde_json::from_str::<Probe>(r#"["a",3,null]"#).unwrap_err();
         assert_eq!(
             err.to_string(),
-            "invalid type: sequence, expected struct Probe at line 1 column 1"
+            "invalid type: sequence, expected struct Probe at line 1 column 0"
         );
     }
 

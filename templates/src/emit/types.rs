@@ -156,8 +156,10 @@ fn struct_deserialize(s: &StructDef) -> TokenStream {
 /// A struct's `Deserialize`, written out rather than derived (see
 /// `kubegen_runtime::de`): the same values and errors as serde's derive with `rename` and
 /// `default` on fields, and `flatten` on `unknown` (a map that keeps the keys no field
-/// has), with one field-name lookup shared by every struct, and no reading of a JSON
-/// array as a struct (Kubernetes rejects it too).
+/// has), with one field-name lookup shared by every struct. It asks the deserializer for
+/// a map (`deserialize_map`, as serde's derive does for a struct with a flattened field),
+/// not a struct: a JSON array is then an error (kube-apiserver rejects it too), and
+/// serde_json's struct entry point, which also reads arrays, is not compiled per struct.
 pub(super) fn deserialize_impl(
     type_name: &str,
     fields: &[DeField],
@@ -195,7 +197,7 @@ pub(super) fn deserialize_impl(
             quote!(_ => ::kubegen_runtime::de::skip_value(&mut map)?,),
             quote!(),
             quote!(),
-            quote!(deserializer.deserialize_struct(#type_name, FIELDS, V)),
+            quote!(deserializer.deserialize_map(V)),
         ),
         Some(unknown) => {
             let unknown = ident(unknown);
@@ -212,7 +214,6 @@ pub(super) fn deserialize_impl(
                 },
                 quote!(let mut unknown = ::std::collections::BTreeMap::new();),
                 quote!(#unknown: unknown,),
-                // serde reads a struct with a flattened map as a map.
                 quote!(deserializer.deserialize_map(V)),
             )
         }

@@ -78,7 +78,7 @@ for AuditAnnotationApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("AuditAnnotationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

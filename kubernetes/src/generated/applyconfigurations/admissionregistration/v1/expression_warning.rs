@@ -78,7 +78,7 @@ for ExpressionWarningApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ExpressionWarningApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

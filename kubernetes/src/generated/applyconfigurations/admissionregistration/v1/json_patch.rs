@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JSONPatchApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("JSONPatchApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

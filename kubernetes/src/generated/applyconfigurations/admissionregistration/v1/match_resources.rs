@@ -144,7 +144,7 @@ for MatchResourcesApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("MatchResourcesApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

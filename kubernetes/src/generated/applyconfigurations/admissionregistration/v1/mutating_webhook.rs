@@ -267,7 +267,7 @@ for MutatingWebhookApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("MutatingWebhookApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

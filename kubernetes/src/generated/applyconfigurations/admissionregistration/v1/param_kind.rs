@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamKindApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("ParamKindApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -132,8 +132,7 @@ for RuleWithOperationsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("RuleWithOperationsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -110,7 +110,7 @@ for ServiceReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ServiceReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -65,7 +65,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TypeCheckingApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("TypeCheckingApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

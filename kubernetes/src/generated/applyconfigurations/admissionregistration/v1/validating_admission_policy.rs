@@ -135,8 +135,7 @@ for ValidatingAdmissionPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ValidatingAdmissionPolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -117,12 +117,7 @@ for ValidatingAdmissionPolicyBindingApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ValidatingAdmissionPolicyBindingApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -126,12 +126,7 @@ for ValidatingAdmissionPolicyBindingSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ValidatingAdmissionPolicyBindingSpecApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

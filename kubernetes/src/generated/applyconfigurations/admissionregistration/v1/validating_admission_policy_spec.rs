@@ -189,12 +189,7 @@ for ValidatingAdmissionPolicySpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ValidatingAdmissionPolicySpecApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

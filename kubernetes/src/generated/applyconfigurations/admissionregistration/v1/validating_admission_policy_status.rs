@@ -101,12 +101,7 @@ for ValidatingAdmissionPolicyStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ValidatingAdmissionPolicyStatusApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -250,7 +250,7 @@ for ValidatingWebhookApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ValidatingWebhookApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

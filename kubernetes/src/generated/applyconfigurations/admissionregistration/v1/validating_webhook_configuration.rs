@@ -119,12 +119,7 @@ for ValidatingWebhookConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ValidatingWebhookConfigurationApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -114,7 +114,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ValidationApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("ValidationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

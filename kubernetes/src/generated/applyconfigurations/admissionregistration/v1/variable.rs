@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VariableApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("VariableApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

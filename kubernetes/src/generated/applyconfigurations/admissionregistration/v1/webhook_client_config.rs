@@ -96,8 +96,7 @@ for WebhookClientConfigApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("WebhookClientConfigApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

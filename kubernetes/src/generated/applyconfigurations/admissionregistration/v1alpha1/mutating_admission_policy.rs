@@ -117,8 +117,7 @@ for MutatingAdmissionPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("MutatingAdmissionPolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -103,12 +103,7 @@ for MutatingAdmissionPolicyBindingSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "MutatingAdmissionPolicyBindingSpecApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

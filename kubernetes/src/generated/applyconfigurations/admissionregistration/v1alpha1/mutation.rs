@@ -97,7 +97,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutationApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("MutationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

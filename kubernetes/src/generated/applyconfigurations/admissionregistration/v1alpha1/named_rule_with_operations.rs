@@ -152,8 +152,7 @@ for NamedRuleWithOperationsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NamedRuleWithOperationsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

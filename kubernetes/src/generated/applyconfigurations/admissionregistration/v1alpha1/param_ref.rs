@@ -116,7 +116,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamRefApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("ParamRefApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -62,8 +62,7 @@ for ApplyConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ApplyConfigurationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -78,7 +78,7 @@ for MatchConditionApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("MatchConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -117,12 +117,7 @@ for MutatingAdmissionPolicyBindingApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "MutatingAdmissionPolicyBindingApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

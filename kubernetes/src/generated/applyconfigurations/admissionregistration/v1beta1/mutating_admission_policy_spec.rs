@@ -185,12 +185,7 @@ for MutatingAdmissionPolicySpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "MutatingAdmissionPolicySpecApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -152,12 +152,7 @@ for CustomResourceColumnDefinitionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CustomResourceColumnDefinitionApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

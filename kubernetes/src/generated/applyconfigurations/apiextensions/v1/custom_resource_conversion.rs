@@ -83,8 +83,7 @@ for CustomResourceConversionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CustomResourceConversionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -135,8 +135,7 @@ for CustomResourceDefinitionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CustomResourceDefinitionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

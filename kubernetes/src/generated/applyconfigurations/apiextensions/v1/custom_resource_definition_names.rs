@@ -152,12 +152,7 @@ for CustomResourceDefinitionNamesApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CustomResourceDefinitionNamesApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -124,12 +124,7 @@ for CustomResourceDefinitionStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CustomResourceDefinitionStatusApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -215,12 +215,7 @@ for CustomResourceDefinitionVersionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CustomResourceDefinitionVersionApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

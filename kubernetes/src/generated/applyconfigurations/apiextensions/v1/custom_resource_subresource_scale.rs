@@ -101,12 +101,7 @@ for CustomResourceSubresourceScaleApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CustomResourceSubresourceScaleApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -67,8 +67,7 @@ for CustomResourceValidationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CustomResourceValidationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

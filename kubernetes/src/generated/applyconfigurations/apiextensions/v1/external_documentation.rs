@@ -81,8 +81,7 @@ for ExternalDocumentationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ExternalDocumentationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

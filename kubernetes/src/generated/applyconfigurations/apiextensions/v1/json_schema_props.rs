@@ -843,7 +843,7 @@ for JSONSchemaPropsApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("JSONSchemaPropsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -62,7 +62,7 @@ for SelectableFieldApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SelectableFieldApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -149,7 +149,7 @@ for ValidationRuleApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ValidationRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -82,7 +82,7 @@ for WebhookConversionApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("WebhookConversionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for APIServiceApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("APIServiceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -134,8 +134,7 @@ for APIServiceConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("APIServiceConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

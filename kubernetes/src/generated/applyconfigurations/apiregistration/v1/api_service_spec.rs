@@ -168,7 +168,7 @@ for APIServiceSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("APIServiceSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -66,7 +66,7 @@ for APIServiceStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("APIServiceStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

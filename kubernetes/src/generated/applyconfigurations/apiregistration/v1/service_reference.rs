@@ -94,7 +94,7 @@ for ServiceReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ServiceReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

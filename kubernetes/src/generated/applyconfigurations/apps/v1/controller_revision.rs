@@ -128,8 +128,7 @@ for ControllerRevisionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ControllerRevisionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSetApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("DaemonSetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -134,8 +134,7 @@ for DaemonSetConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DaemonSetConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

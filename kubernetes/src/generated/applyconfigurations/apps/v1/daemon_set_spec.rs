@@ -138,7 +138,7 @@ for DaemonSetSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DaemonSetSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -221,7 +221,7 @@ for DaemonSetStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DaemonSetStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -83,8 +83,7 @@ for DaemonSetUpdateStrategyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DaemonSetUpdateStrategyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

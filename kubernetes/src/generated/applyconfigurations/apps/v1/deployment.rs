@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeploymentApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("DeploymentApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

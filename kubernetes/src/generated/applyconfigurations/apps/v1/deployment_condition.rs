@@ -153,8 +153,7 @@ for DeploymentConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeploymentConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -189,7 +189,7 @@ for DeploymentSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeploymentSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

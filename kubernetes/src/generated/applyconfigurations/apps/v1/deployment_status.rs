@@ -204,7 +204,7 @@ for DeploymentStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeploymentStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -80,8 +80,7 @@ for DeploymentStrategyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeploymentStrategyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicaSetApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("ReplicaSetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

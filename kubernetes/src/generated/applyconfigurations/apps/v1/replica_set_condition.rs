@@ -134,8 +134,7 @@ for ReplicaSetConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ReplicaSetConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -114,7 +114,7 @@ for ReplicaSetSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ReplicaSetSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -170,7 +170,7 @@ for ReplicaSetStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ReplicaSetStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -85,8 +85,7 @@ for RollingUpdateDaemonSetApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("RollingUpdateDaemonSetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -85,8 +85,7 @@ for RollingUpdateDeploymentApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("RollingUpdateDeploymentApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

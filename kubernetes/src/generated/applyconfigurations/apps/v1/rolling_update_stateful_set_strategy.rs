@@ -83,12 +83,7 @@ for RollingUpdateStatefulSetStrategyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "RollingUpdateStatefulSetStrategyApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

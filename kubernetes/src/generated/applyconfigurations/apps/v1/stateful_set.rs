@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("StatefulSetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

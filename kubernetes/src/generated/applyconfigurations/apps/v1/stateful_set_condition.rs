@@ -137,8 +137,7 @@ for StatefulSetConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("StatefulSetConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

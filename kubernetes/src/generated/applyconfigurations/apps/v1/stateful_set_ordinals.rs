@@ -62,8 +62,7 @@ for StatefulSetOrdinalsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("StatefulSetOrdinalsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

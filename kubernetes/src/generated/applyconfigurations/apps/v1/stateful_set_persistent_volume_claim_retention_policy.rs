@@ -83,12 +83,7 @@ for StatefulSetPersistentVolumeClaimRetentionPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "StatefulSetPersistentVolumeClaimRetentionPolicyApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -248,7 +248,7 @@ for StatefulSetSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("StatefulSetSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -221,7 +221,7 @@ for StatefulSetStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("StatefulSetStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

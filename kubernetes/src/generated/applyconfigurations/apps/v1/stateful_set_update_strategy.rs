@@ -83,8 +83,7 @@ for StatefulSetUpdateStrategyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("StatefulSetUpdateStrategyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

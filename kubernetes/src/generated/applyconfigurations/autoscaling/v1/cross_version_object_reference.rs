@@ -97,12 +97,7 @@ for CrossVersionObjectReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CrossVersionObjectReferenceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -120,12 +120,7 @@ for HorizontalPodAutoscalerSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "HorizontalPodAutoscalerSpecApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -137,12 +137,7 @@ for HorizontalPodAutoscalerStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "HorizontalPodAutoscalerStatusApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

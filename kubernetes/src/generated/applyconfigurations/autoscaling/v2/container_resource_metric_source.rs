@@ -99,12 +99,7 @@ for ContainerResourceMetricSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ContainerResourceMetricSourceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

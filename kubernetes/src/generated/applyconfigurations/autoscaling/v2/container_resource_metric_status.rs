@@ -99,12 +99,7 @@ for ContainerResourceMetricStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ContainerResourceMetricStatusApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

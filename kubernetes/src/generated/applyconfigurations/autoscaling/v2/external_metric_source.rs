@@ -85,8 +85,7 @@ for ExternalMetricSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ExternalMetricSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -85,8 +85,7 @@ for ExternalMetricStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ExternalMetricStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -135,8 +135,7 @@ for HorizontalPodAutoscalerApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("HorizontalPodAutoscalerApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -154,12 +154,7 @@ for HorizontalPodAutoscalerConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "HorizontalPodAutoscalerConditionApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

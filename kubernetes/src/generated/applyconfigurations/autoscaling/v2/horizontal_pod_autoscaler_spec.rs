@@ -143,12 +143,7 @@ for HorizontalPodAutoscalerSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "HorizontalPodAutoscalerSpecApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -162,12 +162,7 @@ for HorizontalPodAutoscalerStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "HorizontalPodAutoscalerStatusApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -94,7 +94,7 @@ for HPAScalingPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("HPAScalingPolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -121,7 +121,7 @@ for HPAScalingRulesApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("HPAScalingRulesApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -80,7 +80,7 @@ for MetricIdentifierApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("MetricIdentifierApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

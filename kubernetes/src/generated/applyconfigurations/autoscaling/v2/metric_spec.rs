@@ -158,7 +158,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MetricSpecApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("MetricSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -158,7 +158,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MetricStatusApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("MetricStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MetricTargetApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("MetricTargetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -98,7 +98,7 @@ for MetricValueStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("MetricValueStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

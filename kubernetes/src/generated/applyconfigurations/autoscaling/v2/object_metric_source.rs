@@ -100,8 +100,7 @@ for ObjectMetricSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ObjectMetricSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

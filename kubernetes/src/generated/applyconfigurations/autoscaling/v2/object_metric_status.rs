@@ -100,8 +100,7 @@ for ObjectMetricStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ObjectMetricStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -82,7 +82,7 @@ for PodsMetricSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodsMetricSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -82,7 +82,7 @@ for PodsMetricStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodsMetricStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -83,8 +83,7 @@ for ResourceMetricSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourceMetricSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

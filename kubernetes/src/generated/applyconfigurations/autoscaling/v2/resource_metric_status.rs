@@ -83,8 +83,7 @@ for ResourceMetricStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourceMetricStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CronJobApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("CronJobApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -184,7 +184,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CronJobSpecApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("CronJobSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -100,7 +100,7 @@ for CronJobStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("CronJobStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("JobApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

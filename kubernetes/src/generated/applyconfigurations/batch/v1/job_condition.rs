@@ -152,7 +152,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobConditionApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("JobConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

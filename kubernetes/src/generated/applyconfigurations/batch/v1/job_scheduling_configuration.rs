@@ -128,12 +128,7 @@ for JobSchedulingConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "JobSchedulingConfigurationApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -345,7 +345,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobSpecApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("JobSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -241,7 +241,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobStatusApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("JobStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

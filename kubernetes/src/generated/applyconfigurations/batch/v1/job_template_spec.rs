@@ -82,7 +82,7 @@ for JobTemplateSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("JobTemplateSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

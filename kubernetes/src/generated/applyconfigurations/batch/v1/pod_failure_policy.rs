@@ -66,7 +66,7 @@ for PodFailurePolicyApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodFailurePolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -99,12 +99,7 @@ for PodFailurePolicyOnExitCodesRequirementApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "PodFailurePolicyOnExitCodesRequirementApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

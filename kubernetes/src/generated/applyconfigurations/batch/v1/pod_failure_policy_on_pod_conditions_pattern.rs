@@ -83,12 +83,7 @@ for PodFailurePolicyOnPodConditionsPatternApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "PodFailurePolicyOnPodConditionsPatternApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -103,8 +103,7 @@ for PodFailurePolicyRuleApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodFailurePolicyRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -66,7 +66,7 @@ for SuccessPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SuccessPolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -78,7 +78,7 @@ for SuccessPolicyRuleApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SuccessPolicyRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

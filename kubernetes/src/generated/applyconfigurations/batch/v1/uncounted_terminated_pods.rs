@@ -81,8 +81,7 @@ for UncountedTerminatedPodsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("UncountedTerminatedPodsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -135,8 +135,7 @@ for CertificateSigningRequestApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CertificateSigningRequestApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

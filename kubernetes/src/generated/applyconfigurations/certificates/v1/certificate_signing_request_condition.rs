@@ -158,12 +158,7 @@ for CertificateSigningRequestConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CertificateSigningRequestConditionApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

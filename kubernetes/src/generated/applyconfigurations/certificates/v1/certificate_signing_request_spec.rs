@@ -191,12 +191,7 @@ for CertificateSigningRequestSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CertificateSigningRequestSpecApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -81,8 +81,7 @@ for ClusterTrustBundleSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ClusterTrustBundleSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

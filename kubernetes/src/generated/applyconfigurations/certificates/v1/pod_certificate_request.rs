@@ -135,8 +135,7 @@ for PodCertificateRequestApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodCertificateRequestApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

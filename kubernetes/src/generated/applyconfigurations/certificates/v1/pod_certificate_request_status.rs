@@ -143,12 +143,7 @@ for PodCertificateRequestStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "PodCertificateRequestStatusApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -114,8 +114,7 @@ for ClusterTrustBundleApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ClusterTrustBundleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

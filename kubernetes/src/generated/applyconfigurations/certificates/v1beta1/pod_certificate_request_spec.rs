@@ -256,8 +256,7 @@ for PodCertificateRequestSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodCertificateRequestSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

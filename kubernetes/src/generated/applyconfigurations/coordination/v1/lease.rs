@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LeaseApplyConfiguration
                 })
             }
         }
-        deserializer.deserialize_struct("LeaseApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -169,7 +169,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LeaseSpecApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("LeaseSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

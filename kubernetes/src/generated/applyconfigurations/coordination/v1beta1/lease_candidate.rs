@@ -114,7 +114,7 @@ for LeaseCandidateApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("LeaseCandidateApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -153,8 +153,7 @@ for LeaseCandidateSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("LeaseCandidateSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

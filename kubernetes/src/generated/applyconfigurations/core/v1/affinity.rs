@@ -99,7 +99,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AffinityApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("AffinityApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

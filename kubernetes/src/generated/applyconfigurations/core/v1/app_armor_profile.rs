@@ -78,7 +78,7 @@ for AppArmorProfileApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("AppArmorProfileApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -78,7 +78,7 @@ for AttachedVolumeApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("AttachedVolumeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

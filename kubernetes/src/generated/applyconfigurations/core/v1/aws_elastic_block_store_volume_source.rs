@@ -113,12 +113,7 @@ for AWSElasticBlockStoreVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "AWSElasticBlockStoreVolumeSourceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

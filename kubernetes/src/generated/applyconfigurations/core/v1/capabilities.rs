@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CapabilitiesApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("CapabilitiesApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

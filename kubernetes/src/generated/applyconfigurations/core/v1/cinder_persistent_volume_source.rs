@@ -115,12 +115,7 @@ for CinderPersistentVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CinderPersistentVolumeSourceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -62,7 +62,7 @@ for ClientIPConfigApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ClientIPConfigApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -154,12 +154,7 @@ for ClusterTrustBundleProjectionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ClusterTrustBundleProjectionApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

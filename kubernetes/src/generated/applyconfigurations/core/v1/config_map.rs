@@ -154,7 +154,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ConfigMapApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("ConfigMapApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

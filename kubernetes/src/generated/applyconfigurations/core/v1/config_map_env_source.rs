@@ -78,8 +78,7 @@ for ConfigMapEnvSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ConfigMapEnvSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

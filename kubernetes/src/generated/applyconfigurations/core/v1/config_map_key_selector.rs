@@ -97,8 +97,7 @@ for ConfigMapKeySelectorApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ConfigMapKeySelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

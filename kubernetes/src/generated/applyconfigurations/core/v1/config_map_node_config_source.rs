@@ -135,8 +135,7 @@ for ConfigMapNodeConfigSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ConfigMapNodeConfigSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -96,8 +96,7 @@ for ConfigMapProjectionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ConfigMapProjectionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -501,7 +501,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("ContainerApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

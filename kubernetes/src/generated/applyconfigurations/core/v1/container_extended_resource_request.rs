@@ -97,12 +97,7 @@ for ContainerExtendedResourceRequestApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ContainerExtendedResourceRequestApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

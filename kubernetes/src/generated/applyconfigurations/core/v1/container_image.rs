@@ -78,7 +78,7 @@ for ContainerImageApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ContainerImageApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

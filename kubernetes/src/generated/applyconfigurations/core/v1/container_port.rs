@@ -132,7 +132,7 @@ for ContainerPortApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ContainerPortApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -81,8 +81,7 @@ for ContainerResizePolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ContainerResizePolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -83,8 +83,7 @@ for ContainerRestartRuleApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ContainerRestartRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

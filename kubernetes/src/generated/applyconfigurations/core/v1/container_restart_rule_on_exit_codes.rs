@@ -81,12 +81,7 @@ for ContainerRestartRuleOnExitCodesApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ContainerRestartRuleOnExitCodesApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

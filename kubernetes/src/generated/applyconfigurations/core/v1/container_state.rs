@@ -100,7 +100,7 @@ for ContainerStateApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ContainerStateApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -67,8 +67,7 @@ for ContainerStateRunningApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ContainerStateRunningApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -173,8 +173,7 @@ for ContainerStateTerminatedApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ContainerStateTerminatedApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

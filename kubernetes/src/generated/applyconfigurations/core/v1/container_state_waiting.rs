@@ -81,8 +81,7 @@ for ContainerStateWaitingApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ContainerStateWaitingApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -321,7 +321,7 @@ for ContainerStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ContainerStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -64,7 +64,7 @@ for ContainerUserApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ContainerUserApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

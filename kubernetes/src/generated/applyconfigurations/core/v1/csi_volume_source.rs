@@ -136,7 +136,7 @@ for CSIVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("CSIVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -62,7 +62,7 @@ for DaemonEndpointApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DaemonEndpointApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

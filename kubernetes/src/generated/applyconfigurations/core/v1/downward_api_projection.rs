@@ -69,8 +69,7 @@ for DownwardAPIProjectionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DownwardAPIProjectionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

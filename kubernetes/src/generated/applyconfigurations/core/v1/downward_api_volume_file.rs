@@ -139,8 +139,7 @@ for DownwardAPIVolumeFileApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DownwardAPIVolumeFileApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

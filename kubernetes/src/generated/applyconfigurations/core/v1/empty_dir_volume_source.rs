@@ -99,8 +99,7 @@ for EmptyDirVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("EmptyDirVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -112,7 +112,7 @@ for EndpointAddressApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("EndpointAddressApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -100,7 +100,7 @@ for EndpointSubsetApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("EndpointSubsetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointsApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("EndpointsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -98,7 +98,7 @@ for EnvFromSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("EnvFromSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -95,7 +95,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EnvVarApplyConfiguratio
                 })
             }
         }
-        deserializer.deserialize_struct("EnvVarApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

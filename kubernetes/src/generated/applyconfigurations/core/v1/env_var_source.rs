@@ -141,7 +141,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EnvVarSourceApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("EnvVarSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -519,8 +519,7 @@ for EphemeralContainerApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("EphemeralContainerApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -67,8 +67,7 @@ for EphemeralVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("EphemeralVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

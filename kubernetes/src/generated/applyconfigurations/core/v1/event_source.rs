@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EventSourceApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("EventSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

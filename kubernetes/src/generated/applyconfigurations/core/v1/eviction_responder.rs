@@ -78,7 +78,7 @@ for EvictionResponderApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("EvictionResponderApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ExecActionApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("ExecActionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

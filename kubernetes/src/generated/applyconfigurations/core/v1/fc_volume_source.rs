@@ -126,7 +126,7 @@ for FCVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("FCVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -110,7 +110,7 @@ for FileKeySelectorApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("FileKeySelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

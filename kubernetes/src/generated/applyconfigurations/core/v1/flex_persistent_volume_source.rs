@@ -139,12 +139,7 @@ for FlexPersistentVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "FlexPersistentVolumeSourceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -136,7 +136,7 @@ for FlexVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("FlexVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

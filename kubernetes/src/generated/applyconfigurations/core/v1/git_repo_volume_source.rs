@@ -94,8 +94,7 @@ for GitRepoVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("GitRepoVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -93,7 +93,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for GRPCActionApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("GRPCActionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HostAliasApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("HostAliasApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HostIPApplyConfiguratio
                 })
             }
         }
-        deserializer.deserialize_struct("HostIPApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -153,7 +153,7 @@ for HTTPGetActionApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("HTTPGetActionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

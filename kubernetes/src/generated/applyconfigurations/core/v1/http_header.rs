@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HTTPHeaderApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("HTTPHeaderApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -78,7 +78,7 @@ for ImageVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ImageVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -62,7 +62,7 @@ for ImageVolumeStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ImageVolumeStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -239,12 +239,7 @@ for ISCSIPersistentVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ISCSIPersistentVolumeSourceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

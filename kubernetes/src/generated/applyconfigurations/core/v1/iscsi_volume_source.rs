@@ -236,7 +236,7 @@ for ISCSIVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ISCSIVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

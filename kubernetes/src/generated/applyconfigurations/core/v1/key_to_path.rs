@@ -109,7 +109,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for KeyToPathApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("KeyToPathApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -97,7 +97,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LifecycleApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("LifecycleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -118,7 +118,7 @@ for LifecycleHandlerApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("LifecycleHandlerApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

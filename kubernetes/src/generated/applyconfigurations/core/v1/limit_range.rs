@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LimitRangeApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("LimitRangeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -174,7 +174,7 @@ for LimitRangeItemApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("LimitRangeItemApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

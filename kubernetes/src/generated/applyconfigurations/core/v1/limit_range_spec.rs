@@ -64,7 +64,7 @@ for LimitRangeSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("LimitRangeSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -94,8 +94,7 @@ for LinuxContainerUserApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("LinuxContainerUserApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -112,8 +112,7 @@ for LoadBalancerIngressApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("LoadBalancerIngressApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

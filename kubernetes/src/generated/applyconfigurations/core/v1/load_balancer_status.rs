@@ -66,8 +66,7 @@ for LoadBalancerStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("LoadBalancerStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

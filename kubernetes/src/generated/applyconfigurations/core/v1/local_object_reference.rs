@@ -65,8 +65,7 @@ for LocalObjectReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("LocalObjectReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

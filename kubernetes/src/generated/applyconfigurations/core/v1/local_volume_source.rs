@@ -78,7 +78,7 @@ for LocalVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("LocalVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -80,8 +80,7 @@ for ModifyVolumeStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ModifyVolumeStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

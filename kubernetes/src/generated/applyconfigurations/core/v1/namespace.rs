@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NamespaceApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("NamespaceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -134,8 +134,7 @@ for NamespaceConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NamespaceConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

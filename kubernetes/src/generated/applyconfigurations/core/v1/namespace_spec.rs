@@ -62,7 +62,7 @@ for NamespaceSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NamespaceSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -82,7 +82,7 @@ for NamespaceStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NamespaceStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -94,7 +94,7 @@ for NFSVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NFSVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeApplyConfiguration 
                 })
             }
         }
-        deserializer.deserialize_struct("NodeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeAddressApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("NodeAddressApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -88,7 +88,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeAffinityApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("NodeAffinityApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -83,12 +83,7 @@ for NodeAllocatableMappedResourcesApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "NodeAllocatableMappedResourcesApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

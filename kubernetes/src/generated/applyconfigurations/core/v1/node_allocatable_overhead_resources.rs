@@ -101,12 +101,7 @@ for NodeAllocatableOverheadResourcesApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "NodeAllocatableOverheadResourcesApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

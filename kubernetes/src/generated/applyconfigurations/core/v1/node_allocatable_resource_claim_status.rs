@@ -128,12 +128,7 @@ for NodeAllocatableResourceClaimStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "NodeAllocatableResourceClaimStatusApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

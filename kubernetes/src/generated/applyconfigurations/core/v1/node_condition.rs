@@ -153,7 +153,7 @@ for NodeConditionApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NodeConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -64,7 +64,7 @@ for NodeConfigSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NodeConfigSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

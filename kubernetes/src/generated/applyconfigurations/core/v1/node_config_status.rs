@@ -116,7 +116,7 @@ for NodeConfigStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NodeConfigStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

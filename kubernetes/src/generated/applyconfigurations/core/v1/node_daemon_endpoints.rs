@@ -64,8 +64,7 @@ for NodeDaemonEndpointsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NodeDaemonEndpointsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

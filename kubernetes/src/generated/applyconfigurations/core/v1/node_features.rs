@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeFeaturesApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("NodeFeaturesApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

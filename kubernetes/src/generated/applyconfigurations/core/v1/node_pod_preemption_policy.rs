@@ -67,8 +67,7 @@ for NodePodPreemptionPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NodePodPreemptionPolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -80,8 +80,7 @@ for NodeRuntimeHandlerApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NodeRuntimeHandlerApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

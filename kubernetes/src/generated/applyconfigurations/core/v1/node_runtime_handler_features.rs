@@ -81,12 +81,7 @@ for NodeRuntimeHandlerFeaturesApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "NodeRuntimeHandlerFeaturesApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

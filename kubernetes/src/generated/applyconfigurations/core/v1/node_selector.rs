@@ -65,7 +65,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeSelectorApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("NodeSelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

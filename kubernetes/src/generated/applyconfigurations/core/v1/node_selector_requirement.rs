@@ -97,8 +97,7 @@ for NodeSelectorRequirementApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NodeSelectorRequirementApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

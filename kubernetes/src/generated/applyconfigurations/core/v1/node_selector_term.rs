@@ -86,7 +86,7 @@ for NodeSelectorTermApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NodeSelectorTermApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

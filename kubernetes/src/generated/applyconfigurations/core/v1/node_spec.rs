@@ -188,7 +188,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeSpecApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("NodeSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -314,7 +314,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeStatusApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("NodeStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

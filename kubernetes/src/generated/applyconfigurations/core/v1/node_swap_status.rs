@@ -62,7 +62,7 @@ for NodeSwapStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NodeSwapStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -253,7 +253,7 @@ for NodeSystemInfoApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NodeSystemInfoApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -78,8 +78,7 @@ for ObjectFieldSelectorApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ObjectFieldSelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -166,7 +166,7 @@ for ObjectReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ObjectReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

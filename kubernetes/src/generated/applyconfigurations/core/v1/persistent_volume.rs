@@ -132,7 +132,7 @@ for PersistentVolumeApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PersistentVolumeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

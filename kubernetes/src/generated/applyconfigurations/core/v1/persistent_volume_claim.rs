@@ -135,8 +135,7 @@ for PersistentVolumeClaimApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PersistentVolumeClaimApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

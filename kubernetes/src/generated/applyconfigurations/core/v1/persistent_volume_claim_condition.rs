@@ -156,12 +156,7 @@ for PersistentVolumeClaimConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "PersistentVolumeClaimConditionApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -211,8 +211,7 @@ for PersistentVolumeClaimSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PersistentVolumeClaimSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -85,12 +85,7 @@ for PersistentVolumeClaimTemplateApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "PersistentVolumeClaimTemplateApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -630,8 +630,7 @@ for PersistentVolumeSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PersistentVolumeSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -120,8 +120,7 @@ for PersistentVolumeStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PersistentVolumeStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

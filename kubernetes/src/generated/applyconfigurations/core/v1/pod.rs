@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

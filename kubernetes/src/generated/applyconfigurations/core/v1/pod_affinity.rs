@@ -88,7 +88,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodAffinityApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("PodAffinityApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -155,7 +155,7 @@ for PodAffinityTermApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodAffinityTermApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

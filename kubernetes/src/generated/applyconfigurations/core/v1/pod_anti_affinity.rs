@@ -89,7 +89,7 @@ for PodAntiAffinityApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodAntiAffinityApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

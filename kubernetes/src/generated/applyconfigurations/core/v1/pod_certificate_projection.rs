@@ -188,8 +188,7 @@ for PodCertificateProjectionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodCertificateProjectionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -169,7 +169,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodConditionApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("PodConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

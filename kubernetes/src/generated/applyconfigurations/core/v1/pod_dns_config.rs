@@ -97,7 +97,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodDNSConfigApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("PodDNSConfigApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -78,8 +78,7 @@ for PodDNSConfigOptionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodDNSConfigOptionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

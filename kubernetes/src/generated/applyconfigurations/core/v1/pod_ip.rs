@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodIPApplyConfiguration
                 })
             }
         }
-        deserializer.deserialize_struct("PodIPApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodOSApplyConfiguration
                 })
             }
         }
-        deserializer.deserialize_struct("PodOSApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

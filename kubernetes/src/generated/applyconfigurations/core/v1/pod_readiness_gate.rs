@@ -62,7 +62,7 @@ for PodReadinessGateApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodReadinessGateApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -98,7 +98,7 @@ for PodResourceClaimApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodResourceClaimApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

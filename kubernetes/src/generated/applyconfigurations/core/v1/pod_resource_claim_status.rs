@@ -81,8 +81,7 @@ for PodResourceClaimStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodResourceClaimStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

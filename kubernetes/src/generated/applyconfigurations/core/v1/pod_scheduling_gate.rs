@@ -62,7 +62,7 @@ for PodSchedulingGateApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodSchedulingGateApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -62,8 +62,7 @@ for PodSchedulingGroupApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodSchedulingGroupApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -278,8 +278,7 @@ for PodSecurityContextApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodSecurityContextApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

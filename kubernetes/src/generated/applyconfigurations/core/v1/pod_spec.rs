@@ -834,7 +834,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodSpecApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("PodSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -453,7 +453,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodStatusApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("PodStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

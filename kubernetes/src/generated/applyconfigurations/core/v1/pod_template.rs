@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodTemplateApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("PodTemplateApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -82,7 +82,7 @@ for PodTemplateSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodTemplateSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -100,7 +100,7 @@ for PodVolumeHealthApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodVolumeHealthApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -93,7 +93,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PortStatusApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("PortStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -83,8 +83,7 @@ for PreferredSchedulingTermApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PreferredSchedulingTermApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -224,7 +224,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ProbeApplyConfiguration
                 })
             }
         }
-        deserializer.deserialize_struct("ProbeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -188,8 +188,7 @@ for RBDPersistentVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("RBDPersistentVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

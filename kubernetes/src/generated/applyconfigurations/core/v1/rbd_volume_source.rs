@@ -185,7 +185,7 @@ for RBDVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("RBDVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

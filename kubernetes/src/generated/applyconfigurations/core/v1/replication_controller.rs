@@ -135,8 +135,7 @@ for ReplicationControllerApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ReplicationControllerApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

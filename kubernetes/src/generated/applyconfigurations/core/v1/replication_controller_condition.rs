@@ -137,12 +137,7 @@ for ReplicationControllerConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ReplicationControllerConditionApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -117,8 +117,7 @@ for ReplicationControllerSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ReplicationControllerSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -78,7 +78,7 @@ for ResourceClaimApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceClaimApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -99,8 +99,7 @@ for ResourceFieldSelectorApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourceFieldSelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

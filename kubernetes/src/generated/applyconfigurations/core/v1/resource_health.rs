@@ -94,7 +94,7 @@ for ResourceHealthApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceHealthApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -132,7 +132,7 @@ for ResourceQuotaApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceQuotaApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

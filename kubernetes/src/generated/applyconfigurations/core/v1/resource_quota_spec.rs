@@ -101,7 +101,7 @@ for ResourceQuotaSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceQuotaSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -88,8 +88,7 @@ for ResourceQuotaStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourceQuotaStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -109,8 +109,7 @@ for ResourceRequirementsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourceRequirementsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -80,7 +80,7 @@ for ResourceStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

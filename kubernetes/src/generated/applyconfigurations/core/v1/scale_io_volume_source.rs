@@ -219,8 +219,7 @@ for ScaleIOVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ScaleIOVolumeSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -66,7 +66,7 @@ for ScopeSelectorApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ScopeSelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -97,12 +97,7 @@ for ScopedResourceSelectorRequirementApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ScopedResourceSelectorRequirementApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -110,7 +110,7 @@ for SELinuxOptionsApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SELinuxOptionsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

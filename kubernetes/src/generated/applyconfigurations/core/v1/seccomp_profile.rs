@@ -78,7 +78,7 @@ for SeccompProfileApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SeccompProfileApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -171,7 +171,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SecretApplyConfiguratio
                 })
             }
         }
-        deserializer.deserialize_struct("SecretApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

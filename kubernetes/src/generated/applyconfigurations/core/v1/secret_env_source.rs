@@ -78,7 +78,7 @@ for SecretEnvSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SecretEnvSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

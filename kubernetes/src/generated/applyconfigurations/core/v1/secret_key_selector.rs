@@ -94,7 +94,7 @@ for SecretKeySelectorApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SecretKeySelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -96,7 +96,7 @@ for SecretProjectionApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SecretProjectionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

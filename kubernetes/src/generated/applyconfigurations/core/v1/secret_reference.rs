@@ -78,7 +78,7 @@ for SecretReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SecretReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -261,7 +261,7 @@ for SecurityContextApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("SecurityContextApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("ServiceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -157,7 +157,7 @@ for ServiceAccountApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ServiceAccountApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

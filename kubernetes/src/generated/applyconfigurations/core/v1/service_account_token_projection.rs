@@ -113,12 +113,7 @@ for ServiceAccountTokenProjectionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ServiceAccountTokenProjectionApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

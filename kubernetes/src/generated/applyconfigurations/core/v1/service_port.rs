@@ -150,7 +150,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServicePortApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("ServicePortApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

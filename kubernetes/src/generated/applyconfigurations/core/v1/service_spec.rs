@@ -394,7 +394,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceSpecApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("ServiceSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

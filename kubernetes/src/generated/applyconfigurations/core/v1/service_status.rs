@@ -82,7 +82,7 @@ for ServiceStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ServiceStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

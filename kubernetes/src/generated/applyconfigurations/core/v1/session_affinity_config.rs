@@ -67,8 +67,7 @@ for SessionAffinityConfigApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("SessionAffinityConfigApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SleepActionApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("SleepActionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

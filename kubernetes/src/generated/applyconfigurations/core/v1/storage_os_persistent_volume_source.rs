@@ -137,12 +137,7 @@ for StorageOSPersistentVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "StorageOSPersistentVolumeSourceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

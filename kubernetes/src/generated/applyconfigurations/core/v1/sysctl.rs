@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SysctlApplyConfiguratio
                 })
             }
         }
-        deserializer.deserialize_struct("SysctlApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -111,7 +111,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TaintApplyConfiguration
                 })
             }
         }
-        deserializer.deserialize_struct("TaintApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -80,7 +80,7 @@ for TCPSocketActionApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("TCPSocketActionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

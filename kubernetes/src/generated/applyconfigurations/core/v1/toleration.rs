@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TolerationApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("TolerationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

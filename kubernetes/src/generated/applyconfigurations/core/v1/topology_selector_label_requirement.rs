@@ -81,12 +81,7 @@ for TopologySelectorLabelRequirementApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "TopologySelectorLabelRequirementApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

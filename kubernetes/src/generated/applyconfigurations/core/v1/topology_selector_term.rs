@@ -69,8 +69,7 @@ for TopologySelectorTermApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("TopologySelectorTermApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -188,8 +188,7 @@ for TopologySpreadConstraintApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("TopologySpreadConstraintApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

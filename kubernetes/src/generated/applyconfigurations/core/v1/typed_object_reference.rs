@@ -113,8 +113,7 @@ for TypedObjectReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("TypedObjectReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

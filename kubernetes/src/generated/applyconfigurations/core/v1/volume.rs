@@ -633,7 +633,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeApplyConfiguratio
                 })
             }
         }
-        deserializer.deserialize_struct("VolumeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

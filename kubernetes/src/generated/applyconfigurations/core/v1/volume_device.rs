@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeDeviceApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("VolumeDeviceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

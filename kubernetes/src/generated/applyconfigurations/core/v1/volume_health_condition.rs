@@ -97,8 +97,7 @@ for VolumeHealthConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("VolumeHealthConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -84,8 +84,7 @@ for VolumeHealthStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("VolumeHealthStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

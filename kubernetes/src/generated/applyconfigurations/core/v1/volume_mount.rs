@@ -184,7 +184,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeMountApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("VolumeMountApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

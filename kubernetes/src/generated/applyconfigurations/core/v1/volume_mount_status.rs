@@ -134,7 +134,7 @@ for VolumeMountStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("VolumeMountStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -64,8 +64,7 @@ for VolumeNodeAffinityApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("VolumeNodeAffinityApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -161,7 +161,7 @@ for VolumeProjectionApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("VolumeProjectionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -91,12 +91,7 @@ for VolumeResourceRequirementsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "VolumeResourceRequirementsApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -63,7 +63,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeStatusApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("VolumeStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

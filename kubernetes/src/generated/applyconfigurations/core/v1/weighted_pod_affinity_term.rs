@@ -83,8 +83,7 @@ for WeightedPodAffinityTermApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("WeightedPodAffinityTermApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -118,12 +118,7 @@ for WindowsSecurityContextOptionsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "WindowsSecurityContextOptionsApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

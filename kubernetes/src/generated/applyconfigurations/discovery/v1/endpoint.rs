@@ -190,7 +190,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("EndpointApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

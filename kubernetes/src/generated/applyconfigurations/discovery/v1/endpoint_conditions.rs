@@ -94,8 +94,7 @@ for EndpointConditionsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("EndpointConditionsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -82,7 +82,7 @@ for EndpointHintsApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("EndpointHintsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -109,7 +109,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointPortApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("EndpointPortApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -157,7 +157,7 @@ for EndpointSliceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("EndpointSliceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

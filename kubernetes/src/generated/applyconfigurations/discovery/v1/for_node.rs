@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ForNodeApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("ForNodeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ForZoneApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("ForZoneApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -351,7 +351,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EventApplyConfiguration
                 })
             }
         }
-        deserializer.deserialize_struct("EventApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -79,7 +79,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EventSeriesApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("EventSeriesApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

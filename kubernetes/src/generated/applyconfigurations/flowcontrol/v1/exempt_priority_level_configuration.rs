@@ -81,12 +81,7 @@ for ExemptPriorityLevelConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ExemptPriorityLevelConfigurationApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -65,8 +65,7 @@ for FlowDistinguisherMethodApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("FlowDistinguisherMethodApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FlowSchemaApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("FlowSchemaApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -134,8 +134,7 @@ for FlowSchemaConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("FlowSchemaConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

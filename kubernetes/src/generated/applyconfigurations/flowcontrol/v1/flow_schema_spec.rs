@@ -123,7 +123,7 @@ for FlowSchemaSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("FlowSchemaSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

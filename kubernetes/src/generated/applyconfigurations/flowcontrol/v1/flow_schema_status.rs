@@ -66,7 +66,7 @@ for FlowSchemaStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("FlowSchemaStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for GroupSubjectApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("GroupSubjectApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

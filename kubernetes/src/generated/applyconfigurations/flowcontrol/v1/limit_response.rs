@@ -80,7 +80,7 @@ for LimitResponseApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("LimitResponseApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -83,8 +83,7 @@ for NonResourcePolicyRuleApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NonResourcePolicyRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -107,8 +107,7 @@ for PolicyRulesWithSubjectsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PolicyRulesWithSubjectsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

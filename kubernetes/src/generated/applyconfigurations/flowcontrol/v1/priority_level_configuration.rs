@@ -135,12 +135,7 @@ for PriorityLevelConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "PriorityLevelConfigurationApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

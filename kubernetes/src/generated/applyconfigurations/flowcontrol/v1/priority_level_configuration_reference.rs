@@ -67,12 +67,7 @@ for PriorityLevelConfigurationReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "PriorityLevelConfigurationReferenceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -101,12 +101,7 @@ for PriorityLevelConfigurationSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "PriorityLevelConfigurationSpecApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

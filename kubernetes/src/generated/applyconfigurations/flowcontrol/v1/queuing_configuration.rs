@@ -97,8 +97,7 @@ for QueuingConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("QueuingConfigurationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

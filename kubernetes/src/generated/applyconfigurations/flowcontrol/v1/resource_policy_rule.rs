@@ -132,8 +132,7 @@ for ResourcePolicyRuleApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourcePolicyRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -81,8 +81,7 @@ for ServiceAccountSubjectApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ServiceAccountSubjectApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

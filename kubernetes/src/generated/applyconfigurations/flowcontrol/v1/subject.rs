@@ -115,7 +115,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SubjectApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("SubjectApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for UserSubjectApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("UserSubjectApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

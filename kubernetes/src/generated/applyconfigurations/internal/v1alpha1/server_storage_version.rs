@@ -120,8 +120,7 @@ for ServerStorageVersionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ServerStorageVersionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -130,7 +130,7 @@ for StorageVersionApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("StorageVersionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

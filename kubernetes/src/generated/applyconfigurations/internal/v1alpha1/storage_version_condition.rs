@@ -154,8 +154,7 @@ for StorageVersionConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("StorageVersionConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -109,8 +109,7 @@ for StorageVersionStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("StorageVersionStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EvictionApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("EvictionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -81,8 +81,7 @@ for EvictionPodReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("EvictionPodReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

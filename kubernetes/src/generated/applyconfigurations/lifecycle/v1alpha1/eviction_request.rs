@@ -132,7 +132,7 @@ for EvictionRequestApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("EvictionRequestApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

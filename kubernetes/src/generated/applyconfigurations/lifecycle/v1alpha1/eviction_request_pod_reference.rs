@@ -81,12 +81,7 @@ for EvictionRequestPodReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "EvictionRequestPodReferenceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

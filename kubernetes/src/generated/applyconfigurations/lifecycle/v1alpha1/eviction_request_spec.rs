@@ -96,8 +96,7 @@ for EvictionRequestSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("EvictionRequestSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -83,8 +83,7 @@ for EvictionRequestStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("EvictionRequestStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

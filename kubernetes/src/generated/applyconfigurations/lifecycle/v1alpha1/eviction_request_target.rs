@@ -67,8 +67,7 @@ for EvictionRequestTargetApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("EvictionRequestTargetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -63,7 +63,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EvictionSpecApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("EvictionSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

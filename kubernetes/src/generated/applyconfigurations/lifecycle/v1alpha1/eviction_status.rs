@@ -146,7 +146,7 @@ for EvictionStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("EvictionStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -64,7 +64,7 @@ for EvictionTargetApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("EvictionTargetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RequesterApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("RequesterApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

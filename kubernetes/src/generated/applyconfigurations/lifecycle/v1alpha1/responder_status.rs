@@ -157,7 +157,7 @@ for ResponderStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResponderStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -94,7 +94,7 @@ for TargetResponderApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("TargetResponderApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -150,7 +150,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ConditionApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("ConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -78,7 +78,7 @@ for GroupResourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("GroupResourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -84,7 +84,7 @@ for LabelSelectorApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("LabelSelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -97,8 +97,7 @@ for LabelSelectorRequirementApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("LabelSelectorRequirementApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -96,7 +96,7 @@ for HTTPIngressPathApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("HTTPIngressPathApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -69,8 +69,7 @@ for HTTPIngressRuleValueApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("HTTPIngressRuleValueApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

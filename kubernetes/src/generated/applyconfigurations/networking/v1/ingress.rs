@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("IngressApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -82,7 +82,7 @@ for IngressBackendApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("IngressBackendApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressClassApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("IngressClassApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -129,12 +129,7 @@ for IngressClassParametersReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "IngressClassParametersReferenceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

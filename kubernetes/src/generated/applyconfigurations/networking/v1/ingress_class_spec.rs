@@ -80,7 +80,7 @@ for IngressClassSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("IngressClassSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -101,12 +101,7 @@ for IngressLoadBalancerIngressApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "IngressLoadBalancerIngressApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

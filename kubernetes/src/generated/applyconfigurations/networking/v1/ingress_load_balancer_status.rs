@@ -69,8 +69,7 @@ for IngressLoadBalancerStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("IngressLoadBalancerStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -94,7 +94,7 @@ for IngressPortStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("IngressPortStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -79,7 +79,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressRuleApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("IngressRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

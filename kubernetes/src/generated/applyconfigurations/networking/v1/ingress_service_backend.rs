@@ -83,8 +83,7 @@ for IngressServiceBackendApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("IngressServiceBackendApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

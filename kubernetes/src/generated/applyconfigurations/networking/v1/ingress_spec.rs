@@ -119,7 +119,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressSpecApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("IngressSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -64,7 +64,7 @@ for IngressStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("IngressStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressTLSApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("IngressTLSApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

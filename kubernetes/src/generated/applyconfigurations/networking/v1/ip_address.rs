@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IPAddressApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("IPAddressApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -64,7 +64,7 @@ for IPAddressSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("IPAddressSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

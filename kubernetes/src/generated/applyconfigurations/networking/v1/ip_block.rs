@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IPBlockApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("IPBlockApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

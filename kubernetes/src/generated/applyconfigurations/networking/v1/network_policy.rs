@@ -114,7 +114,7 @@ for NetworkPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NetworkPolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

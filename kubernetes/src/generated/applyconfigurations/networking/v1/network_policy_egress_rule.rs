@@ -89,8 +89,7 @@ for NetworkPolicyEgressRuleApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NetworkPolicyEgressRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

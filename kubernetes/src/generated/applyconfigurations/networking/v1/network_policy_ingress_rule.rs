@@ -89,8 +89,7 @@ for NetworkPolicyIngressRuleApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NetworkPolicyIngressRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

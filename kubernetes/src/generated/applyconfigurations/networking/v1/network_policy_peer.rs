@@ -100,7 +100,7 @@ for NetworkPolicyPeerApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NetworkPolicyPeerApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

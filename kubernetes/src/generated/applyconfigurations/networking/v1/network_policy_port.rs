@@ -96,7 +96,7 @@ for NetworkPolicyPortApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NetworkPolicyPortApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

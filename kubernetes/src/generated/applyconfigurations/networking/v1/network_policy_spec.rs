@@ -120,7 +120,7 @@ for NetworkPolicySpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NetworkPolicySpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

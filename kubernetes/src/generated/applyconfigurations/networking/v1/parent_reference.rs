@@ -110,7 +110,7 @@ for ParentReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ParentReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

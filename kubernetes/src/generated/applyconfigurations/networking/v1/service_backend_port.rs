@@ -78,8 +78,7 @@ for ServiceBackendPortApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ServiceBackendPortApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

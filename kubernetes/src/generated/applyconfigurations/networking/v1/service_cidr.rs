@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceCIDRApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("ServiceCIDRApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -62,7 +62,7 @@ for ServiceCIDRSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ServiceCIDRSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

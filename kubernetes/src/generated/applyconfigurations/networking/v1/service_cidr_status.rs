@@ -64,7 +64,7 @@ for ServiceCIDRStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ServiceCIDRStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -66,7 +66,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for OverheadApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("OverheadApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

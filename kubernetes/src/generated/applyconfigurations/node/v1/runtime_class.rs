@@ -154,7 +154,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RuntimeClassApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("RuntimeClassApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -81,7 +81,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SchedulingApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("SchedulingApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

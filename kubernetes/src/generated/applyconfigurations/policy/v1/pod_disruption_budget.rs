@@ -132,8 +132,7 @@ for PodDisruptionBudgetApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodDisruptionBudgetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -124,8 +124,7 @@ for PodDisruptionBudgetSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodDisruptionBudgetSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

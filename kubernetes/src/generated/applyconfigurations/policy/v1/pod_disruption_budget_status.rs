@@ -176,8 +176,7 @@ for PodDisruptionBudgetStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodDisruptionBudgetStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

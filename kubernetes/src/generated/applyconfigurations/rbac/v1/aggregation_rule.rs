@@ -64,7 +64,7 @@ for AggregationRuleApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("AggregationRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -137,7 +137,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClusterRoleApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("ClusterRoleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

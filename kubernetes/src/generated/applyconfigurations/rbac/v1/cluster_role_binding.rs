@@ -138,8 +138,7 @@ for ClusterRoleBindingApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ClusterRoleBindingApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -133,7 +133,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PolicyRuleApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("PolicyRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RoleApplyConfiguration 
                 })
             }
         }
-        deserializer.deserialize_struct("RoleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

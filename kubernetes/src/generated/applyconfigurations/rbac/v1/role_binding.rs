@@ -137,7 +137,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RoleBindingApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("RoleBindingApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

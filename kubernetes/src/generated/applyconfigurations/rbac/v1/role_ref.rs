@@ -93,7 +93,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RoleRefApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("RoleRefApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -109,7 +109,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SubjectApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("SubjectApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

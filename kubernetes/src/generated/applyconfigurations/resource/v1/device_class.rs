@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceClassApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceClassApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -67,8 +67,7 @@ for DeviceClassConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeviceClassConfigurationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -104,8 +104,7 @@ for DeviceCounterConsumptionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeviceCounterConsumptionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -100,7 +100,7 @@ for DeviceRequestApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceRequestApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

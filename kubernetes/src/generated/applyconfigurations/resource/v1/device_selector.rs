@@ -64,7 +64,7 @@ for DeviceSelectorApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceSelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -111,7 +111,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceTaintApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceTaintApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -82,8 +82,7 @@ for DeviceTaintRuleSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeviceTaintRuleSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -94,7 +94,7 @@ for NetworkDeviceDataApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("NetworkDeviceDataApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

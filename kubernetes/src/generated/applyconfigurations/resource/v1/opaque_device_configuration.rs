@@ -81,8 +81,7 @@ for OpaqueDeviceConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("OpaqueDeviceConfigurationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

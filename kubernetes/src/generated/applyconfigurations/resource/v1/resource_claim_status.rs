@@ -104,8 +104,7 @@ for ResourceClaimStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourceClaimStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -227,7 +227,7 @@ for ResourceSliceSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceSliceSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -67,8 +67,7 @@ for DeviceTaintRuleStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeviceTaintRuleStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -110,8 +110,7 @@ for PartitionTypeStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PartitionTypeStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

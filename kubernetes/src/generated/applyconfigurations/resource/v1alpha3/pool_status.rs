@@ -256,7 +256,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PoolStatusApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("PoolStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

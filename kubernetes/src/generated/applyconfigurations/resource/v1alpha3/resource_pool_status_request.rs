@@ -135,8 +135,7 @@ for ResourcePoolStatusRequestApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourcePoolStatusRequestApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

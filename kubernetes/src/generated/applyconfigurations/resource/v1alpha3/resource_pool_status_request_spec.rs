@@ -118,12 +118,7 @@ for ResourcePoolStatusRequestSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ResourcePoolStatusRequestSpecApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

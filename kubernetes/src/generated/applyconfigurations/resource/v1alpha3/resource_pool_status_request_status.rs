@@ -103,12 +103,7 @@ for ResourcePoolStatusRequestStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ResourcePoolStatusRequestStatusApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

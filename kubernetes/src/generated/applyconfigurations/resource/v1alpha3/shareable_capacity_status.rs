@@ -119,8 +119,7 @@ for ShareableCapacityStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ShareableCapacityStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -105,8 +105,7 @@ for ShareableSummaryStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ShareableSummaryStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

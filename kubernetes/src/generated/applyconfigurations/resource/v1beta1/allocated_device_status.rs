@@ -173,8 +173,7 @@ for AllocatedDeviceStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("AllocatedDeviceStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -279,7 +279,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for BasicDeviceApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("BasicDeviceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

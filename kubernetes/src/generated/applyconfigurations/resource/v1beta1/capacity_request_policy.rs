@@ -105,8 +105,7 @@ for CapacityRequestPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CapacityRequestPolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -79,7 +79,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceApplyConfiguratio
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

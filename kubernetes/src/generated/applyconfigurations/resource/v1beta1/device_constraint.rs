@@ -94,7 +94,7 @@ for DeviceConstraintApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceConstraintApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

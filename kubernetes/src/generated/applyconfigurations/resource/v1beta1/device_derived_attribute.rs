@@ -81,8 +81,7 @@ for DeviceDerivedAttributeApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeviceDerivedAttributeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

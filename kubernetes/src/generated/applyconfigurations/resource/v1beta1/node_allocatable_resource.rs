@@ -85,8 +85,7 @@ for NodeAllocatableResourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NodeAllocatableResourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -113,12 +113,7 @@ for ResourceClaimConsumerReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "ResourceClaimConsumerReferenceApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

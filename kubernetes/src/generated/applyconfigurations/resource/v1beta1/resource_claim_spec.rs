@@ -64,7 +64,7 @@ for ResourceClaimSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceClaimSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

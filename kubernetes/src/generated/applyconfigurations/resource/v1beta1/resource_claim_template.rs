@@ -117,8 +117,7 @@ for ResourceClaimTemplateApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourceClaimTemplateApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -85,8 +85,7 @@ for ResourceClaimTemplateSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ResourceClaimTemplateSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -229,7 +229,7 @@ for ResourceSliceSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceSliceSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

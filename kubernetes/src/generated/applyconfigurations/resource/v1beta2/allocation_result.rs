@@ -100,7 +100,7 @@ for AllocationResultApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("AllocationResultApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -103,12 +103,7 @@ for CapacityRequestPolicyRangeApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CapacityRequestPolicyRangeApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -70,8 +70,7 @@ for CapacityRequirementsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CapacityRequirementsApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

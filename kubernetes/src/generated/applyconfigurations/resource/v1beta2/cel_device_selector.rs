@@ -62,7 +62,7 @@ for CELDeviceSelectorApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("CELDeviceSelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

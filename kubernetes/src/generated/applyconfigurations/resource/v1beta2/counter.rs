@@ -63,7 +63,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CounterApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("CounterApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

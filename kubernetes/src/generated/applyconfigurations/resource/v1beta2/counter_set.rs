@@ -82,7 +82,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CounterSetApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_struct("CounterSetApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

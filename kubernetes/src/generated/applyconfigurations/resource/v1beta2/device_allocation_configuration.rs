@@ -99,12 +99,7 @@ for DeviceAllocationConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "DeviceAllocationConfigurationApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -89,8 +89,7 @@ for DeviceAllocationResultApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeviceAllocationResultApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

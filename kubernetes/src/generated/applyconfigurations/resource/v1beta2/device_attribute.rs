@@ -183,7 +183,7 @@ for DeviceAttributeApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceAttributeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

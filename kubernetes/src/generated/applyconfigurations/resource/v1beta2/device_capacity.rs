@@ -82,7 +82,7 @@ for DeviceCapacityApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceCapacityApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

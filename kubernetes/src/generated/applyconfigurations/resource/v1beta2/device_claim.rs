@@ -105,7 +105,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceClaimApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceClaimApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

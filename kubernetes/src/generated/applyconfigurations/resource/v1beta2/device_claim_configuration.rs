@@ -83,8 +83,7 @@ for DeviceClaimConfigurationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeviceClaimConfigurationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

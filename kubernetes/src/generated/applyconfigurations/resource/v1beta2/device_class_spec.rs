@@ -102,7 +102,7 @@ for DeviceClassSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceClassSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -252,12 +252,7 @@ for DeviceRequestAllocationResultApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "DeviceRequestAllocationResultApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -197,7 +197,7 @@ for DeviceSubRequestApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceSubRequestApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

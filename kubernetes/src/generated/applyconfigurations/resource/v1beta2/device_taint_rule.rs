@@ -132,7 +132,7 @@ for DeviceTaintRuleApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceTaintRuleApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

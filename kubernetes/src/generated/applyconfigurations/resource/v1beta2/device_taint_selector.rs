@@ -94,8 +94,7 @@ for DeviceTaintSelectorApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("DeviceTaintSelectorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -132,7 +132,7 @@ for DeviceTolerationApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DeviceTolerationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -197,8 +197,7 @@ for ExactDeviceRequestApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("ExactDeviceRequestApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

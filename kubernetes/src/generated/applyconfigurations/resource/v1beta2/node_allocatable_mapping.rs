@@ -105,8 +105,7 @@ for NodeAllocatableMappingApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NodeAllocatableMappingApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -85,8 +85,7 @@ for NodeAllocatableOverheadApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("NodeAllocatableOverheadApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

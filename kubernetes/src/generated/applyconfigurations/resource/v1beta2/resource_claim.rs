@@ -132,7 +132,7 @@ for ResourceClaimApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceClaimApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

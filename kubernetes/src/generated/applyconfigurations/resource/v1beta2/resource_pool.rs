@@ -93,7 +93,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourcePoolApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("ResourcePoolApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

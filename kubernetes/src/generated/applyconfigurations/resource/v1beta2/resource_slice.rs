@@ -114,7 +114,7 @@ for ResourceSliceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("ResourceSliceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -168,7 +168,7 @@ for PriorityClassApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PriorityClassApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -81,8 +81,7 @@ for CompositeDisruptionModeApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CompositeDisruptionModeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

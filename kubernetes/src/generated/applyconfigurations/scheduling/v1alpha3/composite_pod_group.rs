@@ -132,7 +132,7 @@ for CompositePodGroupApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("CompositePodGroupApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

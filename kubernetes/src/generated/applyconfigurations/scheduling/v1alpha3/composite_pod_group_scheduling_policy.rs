@@ -83,12 +83,7 @@ for CompositePodGroupSchedulingPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CompositePodGroupSchedulingPolicyApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

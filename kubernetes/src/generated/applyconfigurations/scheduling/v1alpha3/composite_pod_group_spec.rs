@@ -194,8 +194,7 @@ for CompositePodGroupSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CompositePodGroupSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -67,8 +67,7 @@ for CompositePodGroupStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CompositePodGroupStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

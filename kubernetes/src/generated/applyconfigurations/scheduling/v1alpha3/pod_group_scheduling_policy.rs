@@ -83,8 +83,7 @@ for PodGroupSchedulingPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodGroupSchedulingPolicyApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

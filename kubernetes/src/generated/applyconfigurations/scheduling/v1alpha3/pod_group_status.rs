@@ -84,7 +84,7 @@ for PodGroupStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodGroupStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -193,7 +193,7 @@ for PodGroupTemplateApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("PodGroupTemplateApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

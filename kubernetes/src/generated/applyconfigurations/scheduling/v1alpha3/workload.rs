@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for WorkloadApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("WorkloadApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -81,12 +81,7 @@ for WorkloadPodGroupDisruptionModeApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "WorkloadPodGroupDisruptionModeApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -67,12 +67,7 @@ for WorkloadPodGroupGangSchedulingPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "WorkloadPodGroupGangSchedulingPolicyApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

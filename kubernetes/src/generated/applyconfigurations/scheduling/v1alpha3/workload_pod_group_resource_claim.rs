@@ -101,12 +101,7 @@ for WorkloadPodGroupResourceClaimApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "WorkloadPodGroupResourceClaimApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -71,12 +71,7 @@ for WorkloadPodGroupSchedulingConstraintsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "WorkloadPodGroupSchedulingConstraintsApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

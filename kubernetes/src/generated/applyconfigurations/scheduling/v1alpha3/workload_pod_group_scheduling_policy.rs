@@ -83,12 +83,7 @@ for WorkloadPodGroupSchedulingPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "WorkloadPodGroupSchedulingPolicyApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

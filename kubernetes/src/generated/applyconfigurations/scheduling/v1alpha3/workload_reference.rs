@@ -78,7 +78,7 @@ for WorkloadReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("WorkloadReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

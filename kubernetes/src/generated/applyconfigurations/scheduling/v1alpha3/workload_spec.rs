@@ -107,7 +107,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for WorkloadSpecApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("WorkloadSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

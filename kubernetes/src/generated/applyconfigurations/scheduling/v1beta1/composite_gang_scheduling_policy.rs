@@ -65,12 +65,7 @@ for CompositeGangSchedulingPolicyApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CompositeGangSchedulingPolicyApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

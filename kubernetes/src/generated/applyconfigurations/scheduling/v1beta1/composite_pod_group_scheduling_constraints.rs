@@ -71,12 +71,7 @@ for CompositePodGroupSchedulingConstraintsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "CompositePodGroupSchedulingConstraintsApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

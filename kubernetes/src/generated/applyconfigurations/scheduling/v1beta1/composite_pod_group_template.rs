@@ -217,8 +217,7 @@ for CompositePodGroupTemplateApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CompositePodGroupTemplateApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

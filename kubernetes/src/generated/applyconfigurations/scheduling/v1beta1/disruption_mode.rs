@@ -78,7 +78,7 @@ for DisruptionModeApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("DisruptionModeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroupApplyConfigurat
                 })
             }
         }
-        deserializer.deserialize_struct("PodGroupApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -101,8 +101,7 @@ for PodGroupResourceClaimApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("PodGroupResourceClaimApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -69,12 +69,7 @@ for PodGroupSchedulingConstraintsApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "PodGroupSchedulingConstraintsApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 

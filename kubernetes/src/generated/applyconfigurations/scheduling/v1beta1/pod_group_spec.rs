@@ -211,7 +211,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroupSpecApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("PodGroupSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

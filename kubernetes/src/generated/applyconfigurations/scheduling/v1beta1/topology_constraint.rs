@@ -62,8 +62,7 @@ for TopologyConstraintApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("TopologyConstraintApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

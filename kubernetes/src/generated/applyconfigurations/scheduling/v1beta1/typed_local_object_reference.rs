@@ -97,8 +97,7 @@ for TypedLocalObjectReferenceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("TypedLocalObjectReferenceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

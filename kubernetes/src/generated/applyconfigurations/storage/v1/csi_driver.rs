@@ -113,7 +113,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSIDriverApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_struct("CSIDriverApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -238,7 +238,7 @@ for CSIDriverSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("CSIDriverSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -131,7 +131,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSINodeApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_struct("CSINodeApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

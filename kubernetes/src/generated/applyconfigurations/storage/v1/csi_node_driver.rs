@@ -112,7 +112,7 @@ for CSINodeDriverApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("CSINodeDriverApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -65,7 +65,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSINodeSpecApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("CSINodeSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

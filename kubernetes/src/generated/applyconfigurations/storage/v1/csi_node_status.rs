@@ -66,7 +66,7 @@ for CSINodeStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("CSINodeStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

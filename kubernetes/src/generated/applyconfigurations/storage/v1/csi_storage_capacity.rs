@@ -174,8 +174,7 @@ for CSIStorageCapacityApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("CSIStorageCapacityApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -224,7 +224,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageClassApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("StorageClassApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -82,7 +82,7 @@ for StorageHealthApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("StorageHealthApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -154,8 +154,7 @@ for StorageHealthConditionApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("StorageHealthConditionApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -77,7 +77,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TokenRequestApplyConfig
                 })
             }
         }
-        deserializer.deserialize_struct("TokenRequestApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

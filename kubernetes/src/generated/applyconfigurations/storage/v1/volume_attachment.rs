@@ -132,7 +132,7 @@ for VolumeAttachmentApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_struct("VolumeAttachmentApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -83,8 +83,7 @@ for VolumeAttachmentSourceApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("VolumeAttachmentSourceApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

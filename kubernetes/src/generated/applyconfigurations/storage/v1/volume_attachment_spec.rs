@@ -99,8 +99,7 @@ for VolumeAttachmentSpecApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("VolumeAttachmentSpecApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -124,8 +124,7 @@ for VolumeAttachmentStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("VolumeAttachmentStatusApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

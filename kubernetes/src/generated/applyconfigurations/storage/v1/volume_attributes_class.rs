@@ -139,8 +139,7 @@ for VolumeAttributesClassApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("VolumeAttributesClassApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

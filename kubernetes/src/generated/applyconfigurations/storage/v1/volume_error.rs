@@ -95,7 +95,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeErrorApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_struct("VolumeErrorApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

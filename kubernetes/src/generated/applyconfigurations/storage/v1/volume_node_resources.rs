@@ -62,8 +62,7 @@ for VolumeNodeResourcesApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("VolumeNodeResourcesApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -135,8 +135,7 @@ for StorageVersionMigrationApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct("StorageVersionMigrationApplyConfiguration", FIELDS, V)
+        deserializer.deserialize_map(V)
     }
 }
 

@@ -83,12 +83,7 @@ for StorageVersionMigrationStatusApplyConfiguration {
                 })
             }
         }
-        deserializer
-            .deserialize_struct(
-                "StorageVersionMigrationStatusApplyConfiguration",
-                FIELDS,
-                V,
-            )
+        deserializer.deserialize_map(V)
     }
 }
 
