@@ -160,6 +160,8 @@ fn struct_deserialize(s: &StructDef) -> TokenStream {
 /// a map (`deserialize_map`, as serde's derive does for a struct with a flattened field),
 /// not a struct: a JSON array is then an error (kube-apiserver rejects it too), and
 /// serde_json's struct entry point, which also reads arrays, is not compiled per struct.
+/// The impl's own names (`__D`, `__A`, `__Visitor`) cannot be a generated type's: a kind
+/// named `V`, `A` or `D` (fixtures/crds/names.yaml) still compiles.
 pub(super) fn deserialize_impl(
     type_name: &str,
     fields: &[DeField],
@@ -178,7 +180,7 @@ pub(super) fn deserialize_impl(
             WhenAbsent::Error => quote! {
                 match #slot {
                     ::std::option::Option::Some(v) => v,
-                    ::std::option::Option::None => return ::std::result::Result::Err(<A::Error as ::kubegen_runtime::serde::de::Error>::missing_field(FIELDS[#i])),
+                    ::std::option::Option::None => return ::std::result::Result::Err(<__A::Error as ::kubegen_runtime::serde::de::Error>::missing_field(FIELDS[#i])),
                 }
             },
             WhenAbsent::AsSerde => quote! {
@@ -190,14 +192,13 @@ pub(super) fn deserialize_impl(
         };
         quote!(#field: #value,)
     });
-    let (seed, read, other, unknown_init, unknown_value, call) = match unknown {
+    let (seed, read, other, unknown_init, unknown_value) = match unknown {
         None => (
             quote!(::kubegen_runtime::de::FieldSeed(FIELDS)),
             quote!(::kubegen_runtime::de::Key::Field),
             quote!(_ => ::kubegen_runtime::de::skip_value(&mut map)?,),
             quote!(),
             quote!(),
-            quote!(deserializer.deserialize_map(V)),
         ),
         Some(unknown) => {
             let unknown = ident(unknown);
@@ -214,7 +215,6 @@ pub(super) fn deserialize_impl(
                 },
                 quote!(let mut unknown = ::std::collections::BTreeMap::new();),
                 quote!(#unknown: unknown,),
-                quote!(deserializer.deserialize_map(V)),
             )
         }
     };
@@ -224,15 +224,15 @@ pub(super) fn deserialize_impl(
     });
     quote! {
         impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for #name {
-            fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(deserializer: D) -> ::std::result::Result<Self, D::Error> {
+            fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(deserializer: __D) -> ::std::result::Result<Self, __D::Error> {
                 const FIELDS: &[&str] = &[#(#json_names),*];
-                struct V;
-                impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+                struct __Visitor;
+                impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
                     type Value = #name;
                     fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                         f.write_str(#expecting)
                     }
-                    fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(self, mut map: A) -> ::std::result::Result<#name, A::Error> {
+                    fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(self, mut map: __A) -> ::std::result::Result<#name, __A::Error> {
                         #(let mut #slots = ::std::option::Option::None;)*
                         #unknown_init
                         while let ::std::option::Option::Some(key) = map.next_key_seed(#seed)? {
@@ -247,7 +247,7 @@ pub(super) fn deserialize_impl(
                         })
                     }
                 }
-                #call
+                deserializer.deserialize_map(__Visitor)
             }
         }
     }

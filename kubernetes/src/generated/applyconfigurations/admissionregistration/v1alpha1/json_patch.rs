@@ -27,20 +27,20 @@ pub struct JSONPatchApplyConfiguration {
 }
 
 impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JSONPatchApplyConfiguration {
-    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
         const FIELDS: &[&str] = &["expression"];
-        struct V;
-        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
             type Value = JSONPatchApplyConfiguration;
             fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                 f.write_str("struct JSONPatchApplyConfiguration")
             }
-            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
-            ) -> ::std::result::Result<JSONPatchApplyConfiguration, A::Error> {
+                mut map: __A,
+            ) -> ::std::result::Result<JSONPatchApplyConfiguration, __A::Error> {
                 let mut f0 = ::std::option::Option::None;
                 while let ::std::option::Option::Some(key) = map
                     .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
@@ -61,7 +61,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JSONPatchApplyConfigura
                 })
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_map(__Visitor)
     }
 }
 

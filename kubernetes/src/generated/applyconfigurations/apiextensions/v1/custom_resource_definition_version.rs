@@ -96,9 +96,9 @@ pub struct CustomResourceDefinitionVersionApplyConfiguration {
 
 impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
 for CustomResourceDefinitionVersionApplyConfiguration {
-    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
         const FIELDS: &[&str] = &[
             "additionalPrinterColumns",
             "deprecated",
@@ -110,18 +110,18 @@ for CustomResourceDefinitionVersionApplyConfiguration {
             "storage",
             "subresources",
         ];
-        struct V;
-        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
             type Value = CustomResourceDefinitionVersionApplyConfiguration;
             fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                 f.write_str("struct CustomResourceDefinitionVersionApplyConfiguration")
             }
-            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
+                mut map: __A,
             ) -> ::std::result::Result<
                 CustomResourceDefinitionVersionApplyConfiguration,
-                A::Error,
+                __A::Error,
             > {
                 let mut f0 = ::std::option::Option::None;
                 let mut f1 = ::std::option::Option::None;
@@ -215,7 +215,7 @@ for CustomResourceDefinitionVersionApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_map(__Visitor)
     }
 }
 

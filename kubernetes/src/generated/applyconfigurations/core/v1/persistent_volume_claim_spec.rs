@@ -92,9 +92,9 @@ pub struct PersistentVolumeClaimSpecApplyConfiguration {
 
 impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
 for PersistentVolumeClaimSpecApplyConfiguration {
-    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
         const FIELDS: &[&str] = &[
             "accessModes",
             "dataSource",
@@ -106,18 +106,18 @@ for PersistentVolumeClaimSpecApplyConfiguration {
             "volumeMode",
             "volumeName",
         ];
-        struct V;
-        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
             type Value = PersistentVolumeClaimSpecApplyConfiguration;
             fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                 f.write_str("struct PersistentVolumeClaimSpecApplyConfiguration")
             }
-            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
+                mut map: __A,
             ) -> ::std::result::Result<
                 PersistentVolumeClaimSpecApplyConfiguration,
-                A::Error,
+                __A::Error,
             > {
                 let mut f0 = ::std::option::Option::None;
                 let mut f1 = ::std::option::Option::None;
@@ -211,7 +211,7 @@ for PersistentVolumeClaimSpecApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_map(__Visitor)
     }
 }
 

@@ -69,9 +69,9 @@ pub struct PodAffinityTermApplyConfiguration {
 
 impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
 for PodAffinityTermApplyConfiguration {
-    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
         const FIELDS: &[&str] = &[
             "labelSelector",
             "matchLabelKeys",
@@ -80,16 +80,16 @@ for PodAffinityTermApplyConfiguration {
             "namespaces",
             "topologyKey",
         ];
-        struct V;
-        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
             type Value = PodAffinityTermApplyConfiguration;
             fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                 f.write_str("struct PodAffinityTermApplyConfiguration")
             }
-            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
-            ) -> ::std::result::Result<PodAffinityTermApplyConfiguration, A::Error> {
+                mut map: __A,
+            ) -> ::std::result::Result<PodAffinityTermApplyConfiguration, __A::Error> {
                 let mut f0 = ::std::option::Option::None;
                 let mut f1 = ::std::option::Option::None;
                 let mut f2 = ::std::option::Option::None;
@@ -155,7 +155,7 @@ for PodAffinityTermApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_map(__Visitor)
     }
 }
 

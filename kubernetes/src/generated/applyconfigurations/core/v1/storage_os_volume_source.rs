@@ -58,9 +58,9 @@ pub struct StorageOSVolumeSourceApplyConfiguration {
 
 impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
 for StorageOSVolumeSourceApplyConfiguration {
-    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
         const FIELDS: &[&str] = &[
             "fsType",
             "readOnly",
@@ -68,18 +68,18 @@ for StorageOSVolumeSourceApplyConfiguration {
             "volumeName",
             "volumeNamespace",
         ];
-        struct V;
-        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
             type Value = StorageOSVolumeSourceApplyConfiguration;
             fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                 f.write_str("struct StorageOSVolumeSourceApplyConfiguration")
             }
-            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
+                mut map: __A,
             ) -> ::std::result::Result<
                 StorageOSVolumeSourceApplyConfiguration,
-                A::Error,
+                __A::Error,
             > {
                 let mut f0 = ::std::option::Option::None;
                 let mut f1 = ::std::option::Option::None;
@@ -137,7 +137,7 @@ for StorageOSVolumeSourceApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_map(__Visitor)
     }
 }
 

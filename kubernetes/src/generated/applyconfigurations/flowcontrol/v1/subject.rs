@@ -54,20 +54,20 @@ pub struct SubjectApplyConfiguration {
 }
 
 impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SubjectApplyConfiguration {
-    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
         const FIELDS: &[&str] = &["group", "kind", "serviceAccount", "user"];
-        struct V;
-        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
             type Value = SubjectApplyConfiguration;
             fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                 f.write_str("struct SubjectApplyConfiguration")
             }
-            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
-            ) -> ::std::result::Result<SubjectApplyConfiguration, A::Error> {
+                mut map: __A,
+            ) -> ::std::result::Result<SubjectApplyConfiguration, __A::Error> {
                 let mut f0 = ::std::option::Option::None;
                 let mut f1 = ::std::option::Option::None;
                 let mut f2 = ::std::option::Option::None;
@@ -115,7 +115,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SubjectApplyConfigurati
                 })
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_map(__Visitor)
     }
 }
 

@@ -70,9 +70,9 @@ pub struct EvictionStatusApplyConfiguration {
 
 impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
 for EvictionStatusApplyConfiguration {
-    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
         const FIELDS: &[&str] = &[
             "conditions",
             "observedGeneration",
@@ -80,16 +80,16 @@ for EvictionStatusApplyConfiguration {
             "responders",
             "targetResponders",
         ];
-        struct V;
-        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
             type Value = EvictionStatusApplyConfiguration;
             fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                 f.write_str("struct EvictionStatusApplyConfiguration")
             }
-            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
-            ) -> ::std::result::Result<EvictionStatusApplyConfiguration, A::Error> {
+                mut map: __A,
+            ) -> ::std::result::Result<EvictionStatusApplyConfiguration, __A::Error> {
                 let mut f0 = ::std::option::Option::None;
                 let mut f1 = ::std::option::Option::None;
                 let mut f2 = ::std::option::Option::None;
@@ -146,7 +146,7 @@ for EvictionStatusApplyConfiguration {
                 })
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_map(__Visitor)
     }
 }
 

@@ -133,9 +133,9 @@ pub struct BasicDeviceApplyConfiguration {
 }
 
 impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for BasicDeviceApplyConfiguration {
-    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
         const FIELDS: &[&str] = &[
             "allNodes",
             "allowMultipleAllocations",
@@ -150,16 +150,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for BasicDeviceApplyConfigu
             "nodeSelector",
             "taints",
         ];
-        struct V;
-        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
             type Value = BasicDeviceApplyConfiguration;
             fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                 f.write_str("struct BasicDeviceApplyConfiguration")
             }
-            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
-            ) -> ::std::result::Result<BasicDeviceApplyConfiguration, A::Error> {
+                mut map: __A,
+            ) -> ::std::result::Result<BasicDeviceApplyConfiguration, __A::Error> {
                 let mut f0 = ::std::option::Option::None;
                 let mut f1 = ::std::option::Option::None;
                 let mut f2 = ::std::option::Option::None;
@@ -279,7 +279,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for BasicDeviceApplyConfigu
                 })
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_map(__Visitor)
     }
 }
 

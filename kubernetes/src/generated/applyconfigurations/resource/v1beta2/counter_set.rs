@@ -39,20 +39,20 @@ pub struct CounterSetApplyConfiguration {
 }
 
 impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CounterSetApplyConfiguration {
-    fn deserialize<D: ::kubegen_runtime::serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> ::std::result::Result<Self, D::Error> {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
         const FIELDS: &[&str] = &["counters", "name"];
-        struct V;
-        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for V {
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
             type Value = CounterSetApplyConfiguration;
             fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
                 f.write_str("struct CounterSetApplyConfiguration")
             }
-            fn visit_map<A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
                 self,
-                mut map: A,
-            ) -> ::std::result::Result<CounterSetApplyConfiguration, A::Error> {
+                mut map: __A,
+            ) -> ::std::result::Result<CounterSetApplyConfiguration, __A::Error> {
                 let mut f0 = ::std::option::Option::None;
                 let mut f1 = ::std::option::Option::None;
                 while let ::std::option::Option::Some(key) = map
@@ -82,7 +82,7 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CounterSetApplyConfigur
                 })
             }
         }
-        deserializer.deserialize_map(V)
+        deserializer.deserialize_map(__Visitor)
     }
 }
 
