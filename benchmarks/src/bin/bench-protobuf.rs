@@ -8,7 +8,12 @@
 //! - `json`: `serde_json::from_slice` (the JSON client);
 //! - `protobuf`: the serde `Deserializer` over protobuf (the protobuf client);
 //! - `protobuf via Value`: protobuf into a `serde_json::Value`, then into `Pod` (the
-//!   detour the protobuf client avoids).
+//!   detour the protobuf client avoids);
+//! - `protobuf, compact`: the protobuf body into the compact mirror of `Pod` (what the
+//!   compact informer caches).
+//!
+//! `--only protobuf` (or `json`, `value`, `compact`, comma-separated) times only those,
+//! to profile one decode.
 //!
 //! Usage: `cargo run --release -p kubegen-benchmarks --bin bench-protobuf -- --pods 20000`
 
@@ -17,6 +22,7 @@ use std::time::Instant;
 use clap::Parser;
 use k8s_openapi::api::core::v1::Pod;
 use kubegen_apimachinery::protobuf;
+use kubegen_kubernetes::compact::core::v1::Pod as CompactPod;
 use serde::de::DeserializeOwned;
 
 #[derive(Parser)]
@@ -27,18 +33,26 @@ struct Args {
     /// Timed rounds; the best is printed.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Time only these decodes (`json`, `protobuf`, `value`, `compact`), e.g. to profile
+    /// one of them; default: all.
+    #[arg(long, value_delimiter = ',')]
+    only: Vec<String>,
 }
 
 type Error = Box<dyn std::error::Error>;
 
-/// The best seconds of `rounds` runs of `f` over every body.
+/// The best seconds of `rounds` runs of `f` over every body (NaN for no rounds: not
+/// timed).
 fn best<T>(
     rounds: usize,
     bodies: &[Vec<u8>],
     f: impl Fn(&[u8]) -> Result<T, Error>,
 ) -> Result<f64, Error> {
     let mut best = f64::MAX;
-    for _ in 0..rounds.max(1) {
+    if rounds == 0 {
+        return Ok(f64::NAN);
+    }
+    for _ in 0..rounds {
         let start = Instant::now();
         for b in bodies {
             std::hint::black_box(f(b)?);
@@ -81,11 +95,18 @@ fn main() -> Result<(), Error> {
     }
     let bytes = |v: &[Vec<u8>]| v.iter().map(Vec::len).sum::<usize>();
     let (pb_bytes, js_bytes) = (bytes(&pb), bytes(&js));
-    let t_json = best(args.rounds, &js, json::<Pod>)?;
-    let t_pb = best(args.rounds, &pb, |b| Ok(protobuf::from_envelope::<Pod>(b)?))?;
-    let t_value = best(args.rounds, &pb, |b| {
+    let wanted = |name: &str| args.only.is_empty() || args.only.iter().any(|o| o == name);
+    let rounds = |name: &str| if wanted(name) { args.rounds } else { 0 };
+    let t_json = best(rounds("json"), &js, json::<Pod>)?;
+    let t_pb = best(rounds("protobuf"), &pb, |b| {
+        Ok(protobuf::from_envelope::<Pod>(b)?)
+    })?;
+    let t_value = best(rounds("value"), &pb, |b| {
         let v = protobuf::decode(b)?;
         Ok(serde_json::from_value::<Pod>(serde_json::Value::Object(v))?)
+    })?;
+    let t_compact = best(rounds("compact"), &pb, |b| {
+        Ok(protobuf::from_envelope::<CompactPod>(b)?)
     })?;
     println!(
         "{} Pods: JSON {:.0} B/Pod, protobuf {:.0} B/Pod ({:.2}x); one thread, best of {}",
@@ -103,7 +124,11 @@ fn main() -> Result<(), Error> {
         ("json", t_json),
         ("protobuf", t_pb),
         ("protobuf via Value", t_value),
+        ("protobuf, compact", t_compact),
     ] {
+        if t.is_nan() {
+            continue;
+        }
         println!(
             "{name:<20} {t:>10.3} {:>10.2} {:>7.2}x",
             t * 1e6 / args.pods as f64,
