@@ -354,6 +354,16 @@ enum Ws<'a> {
 }
 
 impl<'a> Ws<'a> {
+    /// Adds an occurrence; `Many(vec![])` is the empty start (no allocation until a
+    /// second occurrence).
+    fn push(&mut self, w: Wire<'a>) {
+        match self {
+            Ws::Many(v) if v.is_empty() => *self = Ws::One(w),
+            Ws::Many(v) => v.push(w),
+            Ws::One(first) => *self = Ws::Many(vec![*first, w]),
+        }
+    }
+
     fn as_slice(&self) -> &[Wire<'a>] {
         match self {
             Ws::One(w) => std::slice::from_ref(w),
@@ -559,7 +569,9 @@ impl<'a> Fields<'a> {
 }
 
 /// The deserializer of every map key: one type for field names, map keys and JSON keys.
-fn key(k: &str) -> de::value::StrDeserializer<'_, Unsupported> {
+/// An owned key (a JSON object's, already a `String`) is handed over by value, so a
+/// visitor that keeps it (`serde_json::Value`'s, a map's) moves it instead of copying.
+fn key(k: Cow<'_, str>) -> de::value::CowStrDeserializer<'_, Unsupported> {
     k.into_deserializer()
 }
 
@@ -605,7 +617,7 @@ impl<'de> MapAccess<'de> for Map<'_, '_> {
             Map::Json(m) => m.next_key(),
         };
         match k {
-            Some(k) => seed.deserialize(key(&k)).map(Some),
+            Some(k) => seed.deserialize(key(k)).map(Some),
             None => Ok(None),
         }
     }
@@ -626,10 +638,10 @@ impl<'de> MapAccess<'de> for Map<'_, '_> {
                 None => err("a value was asked for before its key"),
             },
             Map::Entries(m) => {
-                let value = m.value.take().unwrap_or_default();
+                let value = m.value.take().unwrap_or(Ws::Many(Vec::new()));
                 seed.deserialize(ValueDe::Entry {
                     vt: m.vt,
-                    wires: &value,
+                    wires: value.as_slice(),
                     depth: m.depth,
                 })
             }
@@ -1232,7 +1244,7 @@ struct Entries<'w, 'a> {
     vt: &'static Ty,
     wires: &'w [Wire<'a>],
     /// The value occurrences of the entry whose key was just returned.
-    value: Option<Vec<Wire<'a>>>,
+    value: Option<Ws<'a>>,
     depth: usize,
 }
 
@@ -1246,7 +1258,7 @@ impl<'a> Entries<'_, 'a> {
             return err("a map entry is not length-delimited");
         };
         let mut key: &[u8] = &[];
-        let mut value = Vec::with_capacity(1);
+        let mut value = Ws::Many(Vec::new());
         for e in Reader(b) {
             match e? {
                 (1, Wire::Len(k)) => key = k,
