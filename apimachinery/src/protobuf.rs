@@ -158,6 +158,27 @@ struct Field {
     omitempty: bool,
     omitzero: bool,
     inline: bool,
+    /// Absent from the wire, the field is omitted from encoding/json's output (a nil
+    /// slice, map or pointer under `omitempty`/`omitzero`, an empty scalar under
+    /// `omitempty`): the decoder can pass it by without looking at it. `false` where that
+    /// is not decided by the flags alone (the field then takes the general path).
+    quiet_when_absent: bool,
+}
+
+impl Field {
+    fn quiet_when_absent(&self) -> bool {
+        let omittable = self.omitempty || self.omitzero;
+        if self.inline {
+            false
+        } else if self.repeated
+            || matches!(self.ty, Ty::Map(_) | Ty::Bytes | Ty::List(_))
+            || self.pointer
+        {
+            omittable
+        } else {
+            self.omitempty && self.ty.omitempty_applies()
+        }
+    }
 }
 
 struct Table {
@@ -231,7 +252,7 @@ fn parse_table(text: &str) -> Result<Table, String> {
                     f[2].as_str().ok_or("type")?,
                     f[3].as_str().ok_or("flags")?,
                 );
-                Ok(Field {
+                let mut field = Field {
                     num,
                     json: json.to_string(),
                     ty: Ty::parse(ty).ok_or_else(|| format!("{name}: type {ty:?}"))?,
@@ -240,7 +261,10 @@ fn parse_table(text: &str) -> Result<Table, String> {
                     omitempty: flags.contains('o'),
                     omitzero: flags.contains('z'),
                     inline: flags.contains('i'),
-                })
+                    quiet_when_absent: false,
+                };
+                field.quiet_when_absent = field.quiet_when_absent();
+                Ok(field)
             })
             .collect::<Result<Vec<_>, String>>()?;
         messages.insert(name.clone(), fields);

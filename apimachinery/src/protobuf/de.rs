@@ -427,6 +427,21 @@ impl<'a> Fields<'a> {
                     None => return Ok(None),
                 },
             };
+            // The absent fields before the next one on the wire that encoding/json
+            // omits are passed by without looking at them (most of a Go struct's fields
+            // are unset in a typical object).
+            let next_on_wire = frame
+                .wires
+                .get(frame.next_wire)
+                .map_or(usize::MAX, |(j, _)| usize::from(*j));
+            while frame.next_field < next_on_wire
+                && frame
+                    .fields
+                    .get(frame.next_field)
+                    .is_some_and(|f| f.quiet_when_absent)
+            {
+                frame.next_field += 1;
+            }
             let Some(f) = frame.fields.get(frame.next_field) else {
                 if self.inlined.pop().is_none() {
                     self.base = None;
@@ -1274,6 +1289,28 @@ impl<'a> Entries<'_, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_field_passed_by_when_absent_is_one_encoding_json_omits() {
+        let mut quiet = 0;
+        for (name, fields) in &table().messages {
+            for f in fields {
+                if f.quiet_when_absent {
+                    quiet += 1;
+                    assert_eq!(
+                        shape(f, &[]).ok(),
+                        Some(None),
+                        "{name}.{} is passed by when absent but encoding/json writes it",
+                        f.json
+                    );
+                }
+            }
+        }
+        assert!(
+            quiet > 1000,
+            "only {quiet} fields are passed by when absent"
+        );
+    }
 
     #[test]
     fn every_message_the_table_names_is_found_by_address_as_by_name() {
