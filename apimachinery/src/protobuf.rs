@@ -35,6 +35,7 @@ use serde_json::{Map, Number, Value};
 
 mod de;
 mod enc;
+mod text;
 
 pub use de::{envelope, from_envelope, watch_event, Deserializer, Envelope, Event, List};
 pub use enc::{encode_list, encode_object, watch_frame};

@@ -17,6 +17,8 @@ use std::borrow::Cow;
 use serde::de::{self, DeserializeSeed, IntoDeserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
+use super::text::{Cursor, Token};
+
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
@@ -604,6 +606,13 @@ enum Map<'w, 'a> {
     Fields(Fields<'a>),
     Entries(Entries<'w, 'a>),
     Json(JsonMap),
+    /// An object of JSON text (see [`super::text`]), entered; `first` until a key is
+    /// read, `done` once its end is.
+    Text {
+        cur: &'w mut Cursor<'a>,
+        first: bool,
+        done: bool,
+    },
 }
 
 impl Map<'_, '_> {
@@ -613,6 +622,9 @@ impl Map<'_, '_> {
         match self {
             Map::Json(m) if m.entries.len() > 0 => {
                 Err(de::Error::invalid_length(m.len, &"fewer elements in map"))
+            }
+            Map::Text { done: false, .. } => {
+                err("the visitor stopped before the end of a JSON object")
             }
             _ => Ok(()),
         }
@@ -630,6 +642,12 @@ impl<'de> MapAccess<'de> for Map<'_, '_> {
             Map::Fields(m) => m.next_key()?.map(Cow::Borrowed),
             Map::Entries(m) => m.next_key()?,
             Map::Json(m) => m.next_key(),
+            Map::Text { cur, first, done } => {
+                let k = cur.key(*first)?;
+                *first = false;
+                *done = k.is_none();
+                k
+            }
         };
         match k {
             Some(k) => seed.deserialize(key(k)).map(Some),
@@ -664,12 +682,13 @@ impl<'de> MapAccess<'de> for Map<'_, '_> {
                 Some(v) => seed.deserialize(ValueDe::Json(v, None)),
                 None => err("a value was asked for before its key"),
             },
+            Map::Text { cur, .. } => seed.deserialize(ValueDe::Text(cur)),
         }
     }
 
     fn size_hint(&self) -> Option<usize> {
         match self {
-            Map::Fields(_) | Map::Entries(_) => None,
+            Map::Fields(_) | Map::Entries(_) | Map::Text { .. } => None,
             Map::Json(m) => Some(m.entries.len()),
         }
     }
@@ -682,6 +701,12 @@ enum Seq<'w, 'a> {
         values: std::vec::IntoIter<Value>,
         len: usize,
     },
+    /// An array of JSON text, entered (as [`Map::Text`]).
+    Text {
+        cur: &'w mut Cursor<'a>,
+        first: bool,
+        done: bool,
+    },
 }
 
 impl Seq<'_, '_> {
@@ -690,6 +715,9 @@ impl Seq<'_, '_> {
         match self {
             Seq::Json { values, len } if values.len() > 0 => {
                 Err(de::Error::invalid_length(*len, &"fewer elements in array"))
+            }
+            Seq::Text { done: false, .. } => {
+                err("the visitor stopped before the end of a JSON array")
             }
             _ => Ok(()),
         }
@@ -719,6 +747,15 @@ impl<'de> SeqAccess<'de> for Seq<'_, '_> {
                 Some(v) => seed.deserialize(ValueDe::Json(v, None)).map(Some),
                 None => Ok(None),
             },
+            Seq::Text { cur, first, done } => {
+                let more = cur.item(*first)?;
+                *first = false;
+                if !more {
+                    *done = true;
+                    return Ok(None);
+                }
+                seed.deserialize(ValueDe::Text(cur)).map(Some)
+            }
         }
     }
 
@@ -726,6 +763,7 @@ impl<'de> SeqAccess<'de> for Seq<'_, '_> {
         match self {
             Seq::Items(items) => Some(items.len),
             Seq::Json { values, .. } => Some(values.len()),
+            Seq::Text { .. } => None,
         }
     }
 }
@@ -753,9 +791,11 @@ enum ValueDe<'w, 'a> {
     },
     /// The envelope's `apiVersion` or `kind`.
     Str(&'a str),
-    /// The JSON a special type (`Time`, `RawExtension`, ...) or a Go zero value stands
+    /// The JSON a special type (`Time`, `Duration`, ...) or a Go zero value stands
     /// for, with where it was read (named in the visitor's errors).
     Json(Value, Option<&'static str>),
+    /// A value inside JSON text (`RawExtension.raw`), read in place.
+    Text(&'w mut Cursor<'a>),
 }
 
 /// What a value is, decided without the visitor ([`ValueDe::resolve`]). Kept small (the
@@ -784,6 +824,11 @@ enum Resolved<'w, 'a> {
     Items(Items<'w, 'a>),
     JsonArray(Vec<Value>),
     JsonObject(serde_json::Map<String, Value>),
+    /// The JSON text of a `RawExtension`, not yet read.
+    RawJson(&'a [u8]),
+    /// An object or array of JSON text, entered.
+    TextObject(&'w mut Cursor<'a>),
+    TextArray(&'w mut Cursor<'a>),
 }
 
 impl<'w, 'a> ValueDe<'w, 'a> {
@@ -871,6 +916,7 @@ impl<'w, 'a> ValueDe<'w, 'a> {
             },
             ValueDe::Str(s) => (Resolved::Str(s), None),
             ValueDe::Json(v, at) => (json(v)?, at),
+            ValueDe::Text(cur) => (text_token(cur)?, None),
         })
     }
 
@@ -887,6 +933,7 @@ impl<'w, 'a> ValueDe<'w, 'a> {
             ValueDe::Entry { vt, .. } => special(vt),
             ValueDe::Str(_) => false,
             ValueDe::Json(v, _) => v.is_null(),
+            ValueDe::Text(cur) => cur.at_null(),
         }
     }
 
@@ -896,6 +943,23 @@ impl<'w, 'a> ValueDe<'w, 'a> {
         let special_value =
             |v: Value, at: &'static str| (!v.is_null()).then_some(ValueDe::Json(v, Some(at)));
         Ok(match self {
+            ValueDe::Field { f, wires, .. } if f.ty == Ty::Raw && !f.repeated => {
+                (!raw_is_null(wires)?).then_some(self)
+            }
+            ValueDe::Item {
+                ty: Ty::Raw, wire, ..
+            } => (!raw_is_null(&[wire])?).then_some(self),
+            ValueDe::Entry {
+                vt: Ty::Raw, wires, ..
+            } => (!raw_is_null(wires)?).then_some(self),
+            ValueDe::Text(cur) => {
+                if cur.at_null() {
+                    cur.token()?;
+                    None
+                } else {
+                    Some(ValueDe::Text(cur))
+                }
+            }
             ValueDe::Field {
                 f, wires, shape, ..
             } => {
@@ -976,6 +1040,33 @@ fn visit<'de, V: Visitor<'de>>(
                 .visit_map(&mut map)
                 .and_then(|out| map.finish().map(|()| out))
         }
+        Resolved::RawJson(text) => {
+            let mut cur = Cursor::new(text);
+            match text_token(&mut cur) {
+                Ok(token) => visit((token, None), visitor).and_then(|out| cur.end().map(|()| out)),
+                Err(e) => Err(e),
+            }
+        }
+        Resolved::TextObject(cur) => {
+            let mut map = Map::Text {
+                cur,
+                first: true,
+                done: false,
+            };
+            visitor
+                .visit_map(&mut map)
+                .and_then(|out| map.finish().map(|()| out))
+        }
+        Resolved::TextArray(cur) => {
+            let mut seq = Seq::Text {
+                cur,
+                first: true,
+                done: false,
+            };
+            visitor
+                .visit_seq(&mut seq)
+                .and_then(|out| seq.finish().map(|()| out))
+        }
     };
     match at {
         Some(at) => out.map_err(|e| Unsupported(format!("{at}: {e}"))),
@@ -1001,6 +1092,11 @@ impl<'de> serde::Deserializer<'de> for ValueDe<'_, '_> {
     }
 
     fn deserialize_ignored_any<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, Unsupported> {
+        // Inside JSON text the ignored value is read past; elsewhere it is a slice
+        // already delimited.
+        if let ValueDe::Text(cur) = self {
+            cur.skip_value()?;
+        }
         visitor.visit_unit()
     }
 
@@ -1205,12 +1301,66 @@ fn one<'w, 'a>(
                 text(s)
             }
         }
+        (Ty::Raw, _) => {
+            return Ok(match raw_text(w)? {
+                None => (Resolved::Unit, None),
+                Some(text) => (Resolved::RawJson(text), Some(at)),
+            })
+        }
         _ => {
             let v: Value = json_decoder().value(ty, w, &|| at.to_owned())?;
             return Ok((json(v)?, Some(at)));
         }
     };
     Ok((value, None))
+}
+
+/// The JSON text of a `RawExtension` (its field 1, the last occurrence as Go's decoder
+/// keeps); `None` for none or no bytes, which encoding/json writes as null.
+fn raw_text(w: Wire<'_>) -> Result<Option<&[u8]>, Unsupported> {
+    let Wire::Len(b) = w else {
+        return err("a RawExtension: unexpected wire type");
+    };
+    let mut raw: Option<&[u8]> = None;
+    for e in Reader(b) {
+        if let (1, Wire::Len(r)) = e? {
+            raw = Some(r);
+        }
+    }
+    Ok(raw.filter(|r| !r.is_empty()))
+}
+
+/// Whether a `RawExtension` value (its last occurrence) reads as null: absent, no bytes,
+/// or the JSON text `null`.
+fn raw_is_null(wires: &[Wire<'_>]) -> Result<bool, Unsupported> {
+    let Some(w) = wires.last() else {
+        return Ok(true);
+    };
+    let Some(text) = raw_text(*w)? else {
+        return Ok(true);
+    };
+    let mut cur = Cursor::new(text);
+    if !cur.at_null() {
+        return Ok(false);
+    }
+    cur.token()?;
+    cur.end()?;
+    Ok(true)
+}
+
+/// The next token of JSON text as a resolved value (an object or array entered).
+fn text_token<'w, 'a>(cur: &'w mut Cursor<'a>) -> Result<Resolved<'w, 'a>, Unsupported> {
+    Ok(match cur.token()? {
+        Token::Null => Resolved::Unit,
+        Token::Bool(b) => Resolved::Bool(b),
+        Token::U64(u) => Resolved::U64(u),
+        Token::I64(i) => Resolved::I64(i),
+        Token::F64(f) => Resolved::F64(f),
+        Token::Str(s) => Resolved::Str(s),
+        Token::String(s) => Resolved::String(s),
+        Token::Object => Resolved::TextObject(cur),
+        Token::Array => Resolved::TextArray(cur),
+    })
 }
 
 /// The items of a repeated field.
@@ -1289,6 +1439,164 @@ impl<'a> Entries<'_, 'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde::Deserialize;
+
+    /// `raw` as the JSON text of a RawExtension list item, decoded into a `Value`
+    /// through the typed decoder's path for JSON text.
+    fn through_text(raw: &[u8]) -> Result<Value, String> {
+        static RAW: Ty = Ty::Raw;
+        let mut ext = vec![0x0a];
+        let mut n = raw.len();
+        while n >= 0x80 {
+            ext.push((n as u8) | 0x80);
+            n >>= 7;
+        }
+        ext.push(n as u8);
+        ext.extend_from_slice(raw);
+        Value::deserialize(ValueDe::Item {
+            ty: &RAW,
+            wire: Wire::Len(&ext),
+            depth: 0,
+        })
+        .map_err(|e| e.to_string())
+    }
+
+    /// The text path accepts what serde_json accepts and gives the same value.
+    fn agrees(raw: &[u8]) {
+        let ours = through_text(raw);
+        let theirs = serde_json::from_slice::<Value>(raw);
+        match (&ours, &theirs) {
+            (Ok(a), Ok(b)) => assert_eq!(a, b, "{:?}", String::from_utf8_lossy(raw)),
+            (Err(_), Err(_)) => {}
+            _ => panic!(
+                "{:?}: text path {ours:?}, serde_json {theirs:?}",
+                String::from_utf8_lossy(raw)
+            ),
+        }
+    }
+
+    const JSON_DOCUMENTS: &[&str] = &[
+        r#"{"f:metadata":{"f:labels":{".":{},"f:app":{}}},"f:spec":{"f:containers":{"k:{\"name\":\"app\"}":{".":{},"f:image":{}}}}}"#,
+        r#" { "a" : [ 1 , -2 , 3.5 , 1e3 , -0 , 0.0 , 1E-7 , 12345678901234567890 ] , "b" : null , "c" : true , "d" : false } "#,
+        r#"{"n":[18446744073709551615,18446744073709551616,-9223372036854775808,-9223372036854775809,1.7976931348623157e308]}"#,
+        r#"{"s":"plain","e":"tab\there \"quoted\" \\ \/ \b\f\n\r \u00e9 \ud83d\ude00","u":"é ✓ 😀"}"#,
+        r#"{"dup":1,"dup":2,"empty":{},"list":[],"nested":[[[]],[{}]]}"#,
+        r#"[1,"two",{"three":[3]}]"#,
+        r#""just a string""#,
+        "42",
+        "-1.25e-3",
+        "true",
+        "null",
+        "\t\n\r {}\n",
+    ];
+
+    #[test]
+    fn json_text_reads_as_serde_json_reads_it() {
+        for doc in JSON_DOCUMENTS {
+            agrees(doc.as_bytes());
+        }
+        for bad in [
+            " ",
+            "{",
+            "}",
+            "[",
+            "]",
+            "{,}",
+            "[,]",
+            "[1,]",
+            r#"{"a":1,}"#,
+            r#"{"a" 1}"#,
+            r#"{"a":}"#,
+            "{1:2}",
+            "{'a':1}",
+            "01",
+            "+1",
+            ".5",
+            "1.",
+            "1e",
+            "-",
+            "--1",
+            "1e400",
+            "nul",
+            "nulll",
+            "tru",
+            "[1 2]",
+            r#"{"a":1 "b":2}"#,
+            "\"open",
+            "\"bad \\x escape\"",
+            "\"\\ud800\"",
+            "\"ctl \u{1}\"",
+            "{} {}",
+            "1 2",
+            "[1]]",
+            r#"{"a":1}}"#,
+            "NaN",
+            "Infinity",
+            "[-]",
+            "\"\\u12\"",
+        ] {
+            assert!(through_text(bad.as_bytes()).is_err(), "{bad:?} was read");
+            agrees(bad.as_bytes());
+        }
+        agrees(b"\"\xff\"");
+        agrees(b"{\"k\xc3\":1}");
+    }
+
+    #[test]
+    fn json_text_nests_as_deep_as_serde_json() {
+        for depth in [126, 127, 128, 129] {
+            let arrays = format!("{}{}", "[".repeat(depth), "]".repeat(depth));
+            agrees(arrays.as_bytes());
+            let objects = format!("{}1{}", "{\"a\":".repeat(depth), "}".repeat(depth));
+            agrees(objects.as_bytes());
+        }
+    }
+
+    #[test]
+    fn json_text_agrees_with_serde_json_on_every_one_byte_change() {
+        let interesting = b"{}[],:\"\\ 0-1.eE+tfnu\x01\xffa";
+        let mut checked = 0;
+        for doc in &JSON_DOCUMENTS[..5] {
+            let doc = doc.as_bytes();
+            for at in 0..doc.len() {
+                for &b in interesting {
+                    let mut changed = doc.to_vec();
+                    changed[at] = b;
+                    agrees(&changed);
+                    checked += 1;
+                }
+                let mut cut = doc.to_vec();
+                cut.remove(at);
+                agrees(&cut);
+            }
+        }
+        assert!(checked > 10_000, "{checked}");
+    }
+
+    #[test]
+    fn raw_json_text_null_and_empty_read_as_null() {
+        assert_eq!(through_text(b"null"), Ok(Value::Null));
+        assert_eq!(through_text(b" null "), Ok(Value::Null));
+        assert!(through_text(b"null x").is_err());
+        assert_eq!(through_text(b""), Ok(Value::Null));
+        // As an optional field: None for null text, Some for any other value.
+        assert_eq!(
+            Option::<Value>::deserialize(ValueDe::Item {
+                ty: &Ty::Raw,
+                wire: Wire::Len(b"\x0a\x04null"),
+                depth: 0,
+            }),
+            Ok(None)
+        );
+        assert_eq!(
+            Option::<Value>::deserialize(ValueDe::Item {
+                ty: &Ty::Raw,
+                wire: Wire::Len(b"\x0a\x02{}"),
+                depth: 0,
+            }),
+            Ok(Some(serde_json::json!({})))
+        );
+    }
 
     #[test]
     fn a_field_passed_by_when_absent_is_one_encoding_json_omits() {
