@@ -642,6 +642,7 @@ impl<'de> MapAccess<'de> for Map<'_, '_> {
             Map::Fields(m) => m.next_key()?.map(Cow::Borrowed),
             Map::Entries(m) => m.next_key()?,
             Map::Json(m) => m.next_key(),
+            Map::Text { done: true, .. } => None,
             Map::Text { cur, first, done } => {
                 let k = cur.key(*first)?;
                 *first = false;
@@ -747,6 +748,7 @@ impl<'de> SeqAccess<'de> for Seq<'_, '_> {
                 Some(v) => seed.deserialize(ValueDe::Json(v, None)).map(Some),
                 None => Ok(None),
             },
+            Seq::Text { done: true, .. } => Ok(None),
             Seq::Text { cur, first, done } => {
                 let more = cur.item(*first)?;
                 *first = false;
