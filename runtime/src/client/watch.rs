@@ -467,8 +467,12 @@ struct Reader<B, K> {
     kind: std::marker::PhantomData<fn() -> K>,
 }
 
-/// Buffers at least this large are decoded on the decoding pool (see [`super::pool`]).
-const POOL_DECODE_BYTES: usize = 4 * 1024;
+/// Buffers at least this large are decoded on the decoding pool (see [`super::pool`]);
+/// smaller ones in the reader's own task. A hop to the pool and back costs two thread
+/// wake-ups: over TLS a real kube-apiserver's watch arrives a record (at most 16 KiB, a
+/// few events) at a time, and handing each record to the pool made a 20k-Pod streaming
+/// list cost 80k context switches against client-go's 8-20k.
+const POOL_DECODE_BYTES: usize = 256 * 1024;
 
 /// Buffers at least this large are split in two at a newline and decoded on two
 /// decoding threads at once.
@@ -815,11 +819,14 @@ mod tests {
             text.push('\n');
             text
         };
+        // Enough frames to be decoded on the pool (POOL_DECODE_BYTES), so split in two.
         // Compact frames: the split falls between two frames. Pretty-printed frames
         // around the middle: it falls inside one, and the second half is decoded again.
+        const N: usize = 100;
+        const { assert!(N * 4000 >= POOL_DECODE_BYTES && POOL_DECODE_BYTES >= SPLIT_DECODE_BYTES) };
         for pretty_middle in [false, true] {
-            let body: String = (0..20)
-                .map(|i| frame(i, pretty_middle && (8..12).contains(&i)))
+            let body: String = (0..N)
+                .map(|i| frame(i, pretty_middle && (N / 2 - 2..N / 2 + 2).contains(&i)))
                 .collect();
             let events = stream_all(body.into_bytes()).await;
             let names: Vec<String> = events
@@ -829,18 +836,18 @@ mod tests {
                     other => panic!("unexpected {other:?}"),
                 })
                 .collect();
-            let want: Vec<String> = (0..20).map(|i| format!("o{i}")).collect();
+            let want: Vec<String> = (0..N).map(|i| format!("o{i}")).collect();
             assert_eq!(names, want, "pretty middle: {pretty_middle}");
         }
         // A decoding error in the second half still ends the stream after the first
         // half's events.
-        let mut body: String = (0..10).map(|i| frame(i, false)).collect();
+        let mut body: String = (0..N / 2).map(|i| frame(i, false)).collect();
         body.push_str("not json\n");
-        body.push_str(&(10..20).map(|i| frame(i, false)).collect::<String>());
+        body.push_str(&(N / 2..N).map(|i| frame(i, false)).collect::<String>());
         let events = stream_all(body.into_bytes()).await;
-        assert_eq!(events.len(), 11);
+        assert_eq!(events.len(), N / 2 + 1);
         assert!(
-            matches!(&events[10], WatchEvent::Error(e) if e.has_cause(cause::CLIENT_WATCH_DECODING))
+            matches!(&events[N / 2], WatchEvent::Error(e) if e.has_cause(cause::CLIENT_WATCH_DECODING))
         );
     }
 
