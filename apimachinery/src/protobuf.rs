@@ -935,9 +935,50 @@ pub fn base64(b: &[u8]) -> String {
 /// Seconds since the epoch as RFC 3339 UTC: `2006-01-02T15:04:05Z`, or with
 /// microseconds `2006-01-02T15:04:05.000000Z` (metav1.MicroTime).
 fn rfc3339(secs: i64, micros: Option<i64>) -> String {
+    let (y, m, d, rem) = civil(secs);
+    if !((0..=9999).contains(&y) && micros.is_none_or(|u| (0..1_000_000).contains(&u))) {
+        return rfc3339_formatted(secs, micros);
+    }
+    // Every timestamp of a real object: written digit by digit, without the formatting
+    // machinery (a tenth of a protobuf Pod's decode went to `format!`).
+    let mut out = String::with_capacity(if micros.is_some() { 27 } else { 20 });
+    push_digits(&mut out, y, 4);
+    out.push('-');
+    push_digits(&mut out, m, 2);
+    out.push('-');
+    push_digits(&mut out, d, 2);
+    out.push('T');
+    push_digits(&mut out, rem / 3600, 2);
+    out.push(':');
+    push_digits(&mut out, rem % 3600 / 60, 2);
+    out.push(':');
+    push_digits(&mut out, rem % 60, 2);
+    if let Some(u) = micros {
+        out.push('.');
+        push_digits(&mut out, u, 6);
+    }
+    out.push('Z');
+    out
+}
+
+/// [`rfc3339`] through `format!`: for years outside 0-9999 (and the reference its
+/// digit-by-digit path is tested against).
+fn rfc3339_formatted(secs: i64, micros: Option<i64>) -> String {
+    let (y, m, d, rem) = civil(secs);
+    let frac = micros.map(|u| format!(".{u:06}")).unwrap_or_default();
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{frac}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Seconds since the epoch as (year, month, day, seconds into the day), UTC
+/// (civil-from-days, Howard Hinnant's algorithm).
+fn civil(secs: i64) -> (i64, i64, i64, i64) {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    // Civil-from-days (Howard Hinnant's algorithm).
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -946,36 +987,7 @@ fn rfc3339(secs: i64, micros: Option<i64>) -> String {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    if (0..=9999).contains(&y) && micros.is_none_or(|u| (0..1_000_000).contains(&u)) {
-        // Every timestamp of a real object: written digit by digit, without the
-        // formatting machinery (a tenth of a protobuf Pod's decode went to `format!`).
-        let mut out = String::with_capacity(if micros.is_some() { 27 } else { 20 });
-        push_digits(&mut out, y, 4);
-        out.push('-');
-        push_digits(&mut out, m, 2);
-        out.push('-');
-        push_digits(&mut out, d, 2);
-        out.push('T');
-        push_digits(&mut out, rem / 3600, 2);
-        out.push(':');
-        push_digits(&mut out, rem % 3600 / 60, 2);
-        out.push(':');
-        push_digits(&mut out, rem % 60, 2);
-        if let Some(u) = micros {
-            out.push('.');
-            push_digits(&mut out, u, 6);
-        }
-        out.push('Z');
-        return out;
-    }
-    let frac = micros.map(|u| format!(".{u:06}")).unwrap_or_default();
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{frac}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    (yoe + era * 400 + i64::from(m <= 2), m, d, rem)
 }
 
 /// The `n` last decimal digits of `v` (non-negative), zero-padded.
@@ -1107,24 +1119,7 @@ mod tests {
         // The digit-by-digit path writes what the formatted one does, from year 0 to
         // 9999 (leap days, the end of each day, every microsecond width); outside it the
         // formatted path is kept.
-        let formatted = |secs: i64, micros: Option<i64>| {
-            let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-            let z = days + 719_468;
-            let (era, doe) = (z.div_euclid(146_097), z.rem_euclid(146_097));
-            let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-            let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-            let mp = (5 * doy + 2) / 153;
-            let d = doy - (153 * mp + 2) / 5 + 1;
-            let m = if mp < 10 { mp + 3 } else { mp - 9 };
-            let y = yoe + era * 400 + i64::from(m <= 2);
-            let frac = micros.map(|u| format!(".{u:06}")).unwrap_or_default();
-            format!(
-                "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}{frac}Z",
-                rem / 3600,
-                rem % 3600 / 60,
-                rem % 60
-            )
-        };
+        let formatted = rfc3339_formatted;
         let (first, last) = (-62_167_219_200i64, 253_402_300_799i64); // 0000-01-01, 9999-12-31T23:59:59
         let mut secs = first;
         let mut n = 0i64;
