@@ -52,10 +52,17 @@ impl<'a> Cursor<'a> {
         )))
     }
 
-    fn skip_whitespace(&mut self) {
-        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.get(self.pos) {
-            self.pos += 1;
+    /// Where the next non-whitespace byte is (the end when there is none).
+    fn after_whitespace(&self) -> usize {
+        let mut at = self.pos;
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.text.get(at) {
+            at += 1;
         }
+        at
+    }
+
+    fn skip_whitespace(&mut self) {
+        self.pos = self.after_whitespace();
     }
 
     /// The next byte after whitespace, not consumed.
@@ -66,10 +73,7 @@ impl<'a> Cursor<'a> {
 
     /// Whether the next value is `null` (not consumed).
     pub(super) fn at_null(&self) -> bool {
-        self.text[self.pos.min(self.text.len())..]
-            .iter()
-            .find(|b| !matches!(b, b' ' | b'\t' | b'\n' | b'\r'))
-            == Some(&b'n')
+        self.text.get(self.after_whitespace()) == Some(&b'n')
     }
 
     /// After the value: only whitespace may follow.
