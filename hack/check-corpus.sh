@@ -43,25 +43,39 @@ mapfile -t FILES < <(find "$DIR" -maxdepth 1 -type f \( -name '*.yaml' -o -name 
 [ "${#FILES[@]}" -gt 0 ] || { echo "no *.yaml files in $DIR" >&2; exit 1; }
 module_of() { local b; b=$(basename "$1"); b=${b%.*}; echo "f_$(echo "$b" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/_/g')"; }
 
-rm -rf "$WORK/gen" "$CRATE/src" "$WORK/logs"
+rm -rf "$WORK/gen" "$CRATE/src" "$WORK/logs" "$WORK/synth"
 mkdir -p "$WORK/gen" "$CRATE/src" "$WORK/logs"
 declare -A GEN COMPILE DOCTEST MODULE
 : >"$WORK/objects.jsonl"
 : >"$WORK/results.jsonl"
 
-# 1. Generate, and synthesize the objects (from the YAML, not from kubegen).
+# 1. Generate, and synthesize the objects (from the YAML, not from kubegen): one process
+# per core (the debug generator takes up to seconds on the largest CRDs), each file's
+# verdict and objects written apart and gathered in the files' order.
 t=$SECONDS
-for f in "${FILES[@]}"; do
-  m=$(module_of "$f"); MODULE[$f]=$m
-  if "$KUBEGEN" generate -f "$f" -o "$WORK/gen/$m" 2>"$WORK/logs/$m.generate"; then
-    GEN[$f]=ok
+mkdir -p "$WORK/synth"
+gen_one() { # file module
+  if "$KUBEGEN" generate -f "$1" -o "$WORK/gen/$2" 2>"$WORK/logs/$2.generate"; then
+    echo ok >"$WORK/logs/$2.gen-status"
   else
-    GEN[$f]=FAIL; log "generate failed: $f: $(tail -n 3 "$WORK/logs/$m.generate")"
+    echo FAIL >"$WORK/logs/$2.gen-status"
   fi
-  if ! "$OBJECTS" synth "$f" >>"$WORK/objects.jsonl" 2>"$WORK/logs/$m.synth"; then
-    log "cannot synthesize objects for $f: $(cat "$WORK/logs/$m.synth")"
-    echo "{\"id\":\"$m#synth\",\"file\":\"$f\",\"version\":\"?\",\"variant\":\"synth\",\"object\":null}" >>"$WORK/objects.jsonl"
+  if ! "$OBJECTS" synth "$1" >"$WORK/synth/$2.jsonl" 2>"$WORK/logs/$2.synth"; then
+    echo "{\"id\":\"$2#synth\",\"file\":\"$1\",\"version\":\"?\",\"variant\":\"synth\",\"object\":null}" >"$WORK/synth/$2.jsonl"
+    echo FAIL >"$WORK/logs/$2.synth-status"
   fi
+}
+export -f gen_one
+export KUBEGEN OBJECTS WORK
+for f in "${FILES[@]}"; do MODULE[$f]=$(module_of "$f"); done
+for f in "${FILES[@]}"; do printf '%s\0%s\0' "$f" "${MODULE[$f]}"; done \
+  | xargs -0 -n 2 -P "$(nproc 2>/dev/null || echo 2)" bash -c 'gen_one "$0" "$1"'
+for f in "${FILES[@]}"; do
+  m=${MODULE[$f]}
+  GEN[$f]=$(cat "$WORK/logs/$m.gen-status" 2>/dev/null || echo FAIL)
+  [ "${GEN[$f]}" = ok ] || log "generate failed: $f: $(tail -n 3 "$WORK/logs/$m.generate")"
+  [ ! -f "$WORK/logs/$m.synth-status" ] || log "cannot synthesize objects for $f: $(cat "$WORK/logs/$m.synth")"
+  cat "$WORK/synth/$m.jsonl" >>"$WORK/objects.jsonl"
 done
 log "generated ${#FILES[@]} files in $((SECONDS - t))s"
 
@@ -114,25 +128,38 @@ EOF
 }
 echo 'fn main() {}' >"$CRATE/build.rs"
 echo '' >"$CRATE/src/lib.rs"; echo 'fn main() {}' >"$CRATE/src/main.rs"
-tree_features() { cargo tree --target all -f '{p}|{f}' --prefix none "$@" | grep -v ' (\*)$' | sort -u; }
+# The host's packages and features: `--target all` would count platform-specific ones
+# (tokio's `windows-sys`) that a build here never enables, and pinning them changes the
+# feature set of what the workspace built.
+HOST=$(rustc -vV | sed -n 's/^host: //p')
+tree_features() { cargo tree --target "$HOST" -f '{p}|{f}' --prefix none "$@" | grep -v ' (\*)$' | sort -u; }
 (cd "$ROOT" && tree_features --locked --workspace --features "$FEATURES" -e normal,build,dev) >"$WORK/features.workspace"
 rm -f "$WORK/features.crate"
 write_manifest "" ""
 pins=""
+host_packages() { # the crate's packages built for the host, one name per line
+  (cd "$CRATE" && cargo metadata --format-version 1 --filter-platform "$HOST") \
+    | python3 "$ROOT/hack/corpus-pins.py" --host >"$WORK/host.crate"
+}
+host_packages
 for round in 1 2 3; do
   (cd "$CRATE" && tree_features -e normal,build) >"$WORK/features.crate"
-  new=$(python3 "$ROOT/hack/corpus-pins.py" "$WORK/features.workspace" "$WORK/features.crate") || break
+  new=$(python3 "$ROOT/hack/corpus-pins.py" "$WORK/features.workspace" "$WORK/features.crate" "$WORK/host.crate") || break
   [ -n "$new" ] || break
   # Pins accumulate (a later round's line for the same package replaces the earlier one).
   pins=$(printf '%s\n%s\n' "$pins" "$new" | awk -F' = ' 'NF { if (!($1 in line)) order[n++] = $1; line[$1] = $0 }
     END { for (i = 0; i < n; i++) print line[order[i]] }')
-  # As build dependencies too: features of build scripts and proc macros are resolved
-  # apart from the code's (proc-macro2's `span-locations`, say), and a host unit with the
-  # same features as a target one is the same build.
-  write_manifest "$pins" "$pins"
+  # The pins of host packages (proc macros, build scripts and their dependencies) as
+  # build dependencies too: their features are resolved apart from the code's
+  # (proc-macro2's `span-locations`, say), and a host unit with the same features as a
+  # target one is the same build. Only those: a build-dependency pin on any other
+  # package would build it a second time, for the host.
+  host_pins=$(awk -F' = ' 'NR == FNR { host[$1] = 1; next } ($1 in host)' "$WORK/host.crate" <(echo "$pins"))
+  write_manifest "$pins" "$host_pins"
+  host_packages
 done
-log "scratch crate: $(sed -n '/^\[build-dependencies\]/,/^\[/p' "$CRATE/Cargo.toml" | grep -c ' = {' || true) dependency feature pins;" \
-  "$(python3 "$ROOT/hack/corpus-pins.py" --report "$WORK/features.workspace" "$WORK/features.crate")"
+log "scratch crate: $(grep -c ' = {' <<<"$pins" || true) dependency feature pins;" \
+  "$(python3 "$ROOT/hack/corpus-pins.py" --report "$WORK/features.workspace" "$WORK/features.crate" "$WORK/host.crate")"
 
 write_lib() { # modules...
   {

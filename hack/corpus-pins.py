@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Dependency feature pins for hack/check-corpus.sh's scratch crate.
 
-Usage: corpus-pins.py [--report] WORKSPACE_FEATURES CRATE_FEATURES
+Usage: corpus-pins.py [--report] WORKSPACE_FEATURES CRATE_FEATURES [HOST_PACKAGES]
+       corpus-pins.py --host < METADATA_JSON
 
 Both files hold `cargo tree -f '{p}|{f}' --prefix none` lines: the workspace's (as
 `cargo test --workspace` resolves it) and the scratch crate's. For every package of the
@@ -9,8 +10,16 @@ crate whose feature set is not one the workspace builds, prints a dependency lin
 asks for the workspace's set, so the crate's build reuses the workspace's artifacts.
 A package the workspace builds with two feature sets (one for build scripts and proc
 macros, one for the code) is pinned to the larger set that contains the crate's.
+HOST_PACKAGES (one name per line, from --host) tells the packages built for build
+scripts and proc macros from those only the code uses.
 With --report, prints how many of the crate's packages match instead.
+With --host, prints the names of the packages `cargo metadata` (on stdin) builds for
+the host: proc macros, build dependencies, and everything they depend on. Only those
+need a pin among the crate's build dependencies: a pin there makes cargo build the
+package for build scripts too, with the build-override profile (a second build of,
+say, kube-client that no build script uses).
 """
+import json
 import re
 import sys
 
@@ -29,12 +38,41 @@ def read(path):
     return sets
 
 
+def host_packages(meta):
+    nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
+    packages = {p["id"]: p for p in meta["packages"]}
+    roots = set()
+    for node in nodes.values():
+        for dep in node["deps"]:
+            if any(k["kind"] == "build" for k in dep["dep_kinds"]):
+                roots.add(dep["pkg"])
+    for pid, pkg in packages.items():
+        if any("proc-macro" in t["kind"] for t in pkg["targets"]):
+            roots.add(pid)
+    seen, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo.extend(d["pkg"] for d in nodes[pid]["deps"]
+                    if any(k["kind"] in (None, "build") for k in d["dep_kinds"]))
+    return sorted({packages[pid]["name"] for pid in seen})
+
+
 def main(argv):
+    if argv == ["--host"]:
+        print("\n".join(host_packages(json.load(sys.stdin))))
+        return
     report = argv[:1] == ["--report"]
     if report:
         argv = argv[1:]
-    if len(argv) != 2:
+    if len(argv) not in (2, 3):
         sys.exit(__doc__)
+    host = None
+    if len(argv) == 3:
+        host = set(open(argv[2], encoding="utf-8").read().split())
+        argv = argv[:2]
     workspace, crate = read(argv[0]), read(argv[1])
     pins, matched, unmatched = [], 0, []
     for key in sorted(crate):
@@ -43,7 +81,11 @@ def main(argv):
             continue
         want = workspace.get(key)
         for feats in sorted(crate[key], key=sorted):
-            if want and feats in want:
+            # A package the workspace builds twice (for the host and for the code) is
+            # listed with two sets, and the code's is the larger: a package only the
+            # code uses must have that one, not the host's.
+            code_only = host is not None and name not in host
+            if want and feats in want and (not code_only or len(feats) == max(map(len, want))):
                 matched += 1
                 continue
             bigger = sorted((w for w in (want or ()) if feats <= w), key=len)
