@@ -29,6 +29,7 @@ if ! command -v go >/dev/null 2>&1; then
   exit 0
 fi
 
+. hack/features.sh
 target=${CARGO_TARGET_DIR:-target}
 mkdir -p "$target"
 target=$(cd "$target" && pwd)
@@ -45,8 +46,9 @@ mkdir -p "$out/controller-gen" "$out/kubegen"
 # Floats are allowed: the fixture maps Go's float64 to Rust's f64 (`type: number`).
 (cd "$fixtures/go" && nice -n 10 "$bin/controller-gen" crd:allowDangerousTypes=true \
   paths=./... output:crd:dir="$out/controller-gen")
-nice -n 10 cargo run -q --locked -p kubegen -- crd -f "$fixtures/rust" -o "$out/kubegen"
-nice -n 10 cargo run -q --locked -p kubegen --example crd_compare -- \
+nice -n 10 bash -c ". hack/features.sh && kubegen_build --example crd_compare"
+nice -n 10 "$KUBEGEN_TARGET/debug/kubegen" crd -f "$fixtures/rust" -o "$out/kubegen"
+nice -n 10 "$KUBEGEN_TARGET/debug/examples/crd_compare" \
   "$out/controller-gen" "$out/kubegen"
 
 # RBAC and webhook manifests from the same markers (tests/controller-gen/go/internal/controller
@@ -55,7 +57,7 @@ mkdir -p "$out/controller-gen-manifests" "$out/kubegen-manifests"
 (cd "$fixtures/go" && nice -n 10 "$bin/controller-gen" rbac:roleName=manager-role webhook \
   paths=./... output:rbac:dir="$out/controller-gen-manifests" \
   output:webhook:dir="$out/controller-gen-manifests")
-nice -n 10 cargo run -q --locked -p kubegen -- rbac -f "$fixtures/rust" -o "$out/kubegen-manifests"
-nice -n 10 cargo run -q --locked -p kubegen -- webhook -f "$fixtures/rust" -o "$out/kubegen-manifests"
-nice -n 10 cargo run -q --locked -p kubegen --example crd_compare -- --manifests \
+nice -n 10 "$KUBEGEN_TARGET/debug/kubegen" rbac -f "$fixtures/rust" -o "$out/kubegen-manifests"
+nice -n 10 "$KUBEGEN_TARGET/debug/kubegen" webhook -f "$fixtures/rust" -o "$out/kubegen-manifests"
+nice -n 10 "$KUBEGEN_TARGET/debug/examples/crd_compare" --manifests \
   "$out/controller-gen-manifests" "$out/kubegen-manifests"

@@ -25,7 +25,7 @@ export REAL_APISERVER_DIR=${REAL_APISERVER_DIR:-$target/real-apiserver/different
 corpus=${CRD_CORPUS:-../shared/crds}
 
 # The workspace's test features (hack/test.sh): the test stage built this binary.
-cargo build --quiet --locked --workspace --bin differential --features "$KUBEGEN_TEST_FEATURES"
+workspace_build --bin differential
 
 started=
 if hack/real-apiserver.sh status >/dev/null 2>&1; then

@@ -30,8 +30,7 @@ fi
 bin=${KUBEGEN_APISERVER:-}
 if [ -z "$bin" ]; then
   # The workspace's test features (hack/test.sh): the test stage's binary is reused.
-  nice -n 10 cargo build --quiet --locked --workspace --bin kubegen-apiserver \
-    --features "$KUBEGEN_TEST_FEATURES"
+  nice -n 10 bash -c '. hack/features.sh && workspace_build --bin kubegen-apiserver'
   bin=${CARGO_TARGET_DIR:-target}/debug/kubegen-apiserver
 fi
 

@@ -25,8 +25,7 @@ fi
 
 # The workspace's test features (hack/test.sh), so the binary the test stage built is
 # reused rather than rebuilt with the apiserver's own feature set.
-nice -n 10 cargo build --quiet --locked --workspace --bin kubegen-apiserver \
-  --features "$KUBEGEN_TEST_FEATURES"
+nice -n 10 bash -c '. hack/features.sh && workspace_build --bin kubegen-apiserver'
 bin=${CARGO_TARGET_DIR:-target}/debug/kubegen-apiserver
 
 work=$(mktemp -d)

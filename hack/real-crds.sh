@@ -32,7 +32,7 @@ echo "real-crds: writing the round trips"
 # The debug build with the workspace's test features, which the corpus stage built (a
 # release build of kubegen's dependencies cost a cold CI run minutes); the two writes
 # run side by side.
-cargo build --locked -q --workspace --example crd_roundtrip --features "$KUBEGEN_TEST_FEATURES"
+kubegen_build
 rt=$target/debug/examples/crd_roundtrip
 # The round trip's own verdict (identical or not) is check-corpus.sh's; here only the
 # files it writes matter.
@@ -86,8 +86,8 @@ dry_run "round trip of the corpus (sources the server accepts)" "${corpus_rt[@]}
 # The RBAC and webhook manifests kubegen writes from markers: the sample-controller's
 # role, and the controller-gen comparison fixture's role and webhook configurations.
 mkdir -p "$work/manifests"
-cargo run -q --locked -p kubegen -- rbac -f tests/controller-gen/rust -o "$work/manifests"
-cargo run -q --locked -p kubegen -- webhook -f tests/controller-gen/rust -o "$work/manifests"
+"$KUBEGEN_TARGET/debug/kubegen" rbac -f tests/controller-gen/rust -o "$work/manifests"
+"$KUBEGEN_TARGET/debug/kubegen" webhook -f tests/controller-gen/rust -o "$work/manifests"
 # The fixture's namespaced Role needs its namespace.
 kubectl create namespace fixtures-system >/dev/null 2>&1 || true
 dry_run "kubegen rbac and webhook manifests" examples/sample-controller/rbac/role.yaml \

@@ -10,14 +10,16 @@
 #     hack/update-builtin-openapi.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-if ! cargo run -q --locked -p kubegen -- verify \
+. hack/features.sh
+kubegen_build --example describe_builtin
+if ! "$KUBEGEN_TARGET/debug/kubegen" verify \
   -f fixtures/crds \
   -o fixtures/golden \
   --boilerplate hack/boilerplate.rs.txt; then
   echo "fixtures/golden is stale: run hack/update-codegen.sh and commit the result" >&2
   exit 1
 fi
-if ! cargo run -q --locked -p kubegen -- verify \
+if ! "$KUBEGEN_TARGET/debug/kubegen" verify \
   -f fixtures/rust \
   --types-path crate::apis \
   -o fixtures/golden-rust \
@@ -27,12 +29,12 @@ if ! cargo run -q --locked -p kubegen -- verify \
 fi
 for pair in fixtures/rust:fixtures/golden-crd \
   examples/sample-controller/src/apis:examples/sample-controller/crd; do
-  if ! cargo run -q --locked -p kubegen -- crd -f "${pair%%:*}" -o "${pair#*:}" --verify; then
+  if ! "$KUBEGEN_TARGET/debug/kubegen" crd -f "${pair%%:*}" -o "${pair#*:}" --verify; then
     echo "${pair#*:} is stale: run hack/update-codegen.sh and commit the result" >&2
     exit 1
   fi
 done
-if ! cargo run -q --locked -p kubegen -- rbac -f examples/sample-controller/src \
+if ! "$KUBEGEN_TARGET/debug/kubegen" rbac -f examples/sample-controller/src \
   -o examples/sample-controller/rbac --role-name sample-controller --verify; then
   echo "examples/sample-controller/rbac is stale: run hack/update-codegen.sh and commit the result" >&2
   exit 1
@@ -46,13 +48,13 @@ described=$(mktemp)
 trap 'rm -f "$described"' EXIT
 # The same arguments as hack/update-builtin-api.sh: the OpenAPI definitions and merge facts
 # the apply configurations come from, and the feature that gates them.
-cargo run -q --locked -p kubegen --example describe_builtin -- "$src/src/$version" kubernetes/api/table.yaml \
+"$KUBEGEN_TARGET/debug/examples/describe_builtin" "$src/src/$version" kubernetes/api/table.yaml \
   ../../apiserver/src/openapi/builtin.json applyconfigurations ../../apiserver/src/openapi/extensions.json >"$described"
 if ! diff -u kubernetes/api/builtin.yaml "$described"; then
   echo "kubernetes/api/builtin.yaml is stale: run hack/update-builtin-api.sh and commit the result" >&2
   exit 1
 fi
-if ! cargo run -q --locked -p kubegen -- verify \
+if ! "$KUBEGEN_TARGET/debug/kubegen" verify \
   -f kubernetes/api/builtin.yaml \
   -o kubernetes/src/generated \
   --boilerplate hack/boilerplate.rs.txt; then
