@@ -11,6 +11,9 @@
 #                 corpus fuzz/corpus/TARGET (minimised by libFuzzer's -merge)
 #   FUZZ_NICE     nice level of the build and the runs (default 15)
 #   FUZZ_JOBS     targets run at once (default: the number of cores)
+#   FUZZ_BUILD_ONLY=1  build the targets and stop (hack/test.sh starts this early, in
+#                 the background, niced; the fuzz stage's own build then waits on
+#                 cargo's lock of target/fuzz and finds everything built)
 #
 # Each target runs on a scratch copy of its corpus; a crash, hang (-timeout) or
 # memory blow-up (-rss_limit_mb) fails the script and leaves the input in
@@ -41,6 +44,8 @@ RUSTFLAGS="-Cpasses=sancov-module \
   -Cllvm-args=-sanitizer-coverage-trace-compares" \
   nice -n "$nice_level" cargo build --locked --quiet -p kubegen-fuzz --features libfuzzer \
     --profile fuzz --target "$host" $(printf -- '--bin %s ' "${targets[@]}")
+
+[ "${FUZZ_BUILD_ONLY:-}" != 1 ] || exit 0
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT

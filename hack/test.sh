@@ -37,6 +37,15 @@ PUBLISHED="-p kubegen-apimachinery -p kubegen-apiserver -p kubegen-templates -p 
 # Every SEMANTICS case of the sections built so far is named in a test or listed in
 # docs/SEMANTICS-NA.md.
 if [ "$what" = fast ] || [ "$what" = all ]; then
+  # The instrumented fuzz build (its own profile and target dir, nothing shared with
+  # the test build: five minutes of two cores on a cold machine) starts now, at the
+  # lowest priority, and takes the cycles the stages below leave idle (links, test
+  # runs that wait on timers, single-crate builds). The fuzz stage waits for it.
+  mkdir -p target
+  # Its own session, so that an early exit stops cargo and rustc with it.
+  FUZZ_BUILD_ONLY=1 FUZZ_NICE=19 setsid hack/fuzz.sh >target/fuzz-build.log 2>&1 &
+  fuzz_build=$!
+  trap 'kill -- -"$fuzz_build" 2>/dev/null || true' EXIT
   stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9 10 11 12 13 14
   stage "unit and integration tests" cargo test --workspace --locked --features "$FEATURES"
   # Build scripts depend on kubegen with default-features = false: the library must
@@ -52,7 +61,16 @@ if [ "$what" = fast ] || [ "$what" = all ]; then
   stage "kubegen crd against controller-gen" hack/controller-gen-compare.sh
   # Coverage-guided fuzzing, a few seconds per target from the checked-in corpus
   # (cargo test above replays its named seeds and past findings; see fuzz/README.md).
-  stage "fuzz (5 s per target)" env FUZZ_SECONDS=5 hack/fuzz.sh
+  # Its build started in the background at the top; a build that failed there is
+  # redone here, in the foreground, with its errors.
+  fuzz_stage() {
+    local start=$SECONDS
+    wait "$fuzz_build" || echo "the background fuzz build failed (target/fuzz-build.log); building again"
+    trap - EXIT
+    echo "fuzz: waited $((SECONDS - start))s for the background build"
+    env FUZZ_SECONDS=5 hack/fuzz.sh
+  }
+  stage "fuzz (5 s per target)" fuzz_stage
   if [ -x hack/verify-codegen.sh ]; then
     stage "verify generated code is current" hack/verify-codegen.sh
   fi
