@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kubegen_runtime::testing::ApiServer;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 
 /// Converts every object of a ConversionReview to its desired apiVersion.
 fn review(req: &Value) -> Value {
@@ -30,10 +30,10 @@ fn review(req: &Value) -> Value {
             } else {
                 ("replicas", "size")
             };
-            if let Some(spec) = o["spec"].as_object_mut() {
-                if let Some(v) = spec.remove(from) {
-                    spec.insert(to.into(), v);
-                }
+            if let Some(spec) = o["spec"].as_object_mut()
+                && let Some(v) = spec.remove(from)
+            {
+                spec.insert(to.into(), v);
             }
             o["apiVersion"] = desired.clone();
             o

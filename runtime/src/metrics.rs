@@ -169,7 +169,7 @@ pub mod prometheus {
     use std::sync::OnceLock;
 
     use ::prometheus::{
-        exponential_buckets, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry,
+        GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, exponential_buckets,
     };
 
     pub(crate) struct Metrics {
@@ -211,7 +211,10 @@ pub mod prometheus {
                 &["verb", "url"],
             )?,
             reflector_lists: IntCounterVec::new(
-                Opts::new("reflector_lists_total", "Total number of API lists done by the reflectors"),
+                Opts::new(
+                    "reflector_lists_total",
+                    "Total number of API lists done by the reflectors",
+                ),
                 &["name"],
             )?,
             reflector_list_duration: HistogramVec::new(
@@ -230,7 +233,10 @@ pub mod prometheus {
                 &["name"],
             )?,
             reflector_watches: IntCounterVec::new(
-                Opts::new("reflector_watches_total", "Total number of API watches done by the reflectors"),
+                Opts::new(
+                    "reflector_watches_total",
+                    "Total number of API watches done by the reflectors",
+                ),
                 &["name"],
             )?,
             leader_status: GaugeVec::new(

@@ -346,13 +346,13 @@ where
     let mut stop = std::pin::pin!(stop);
     let mut last: Option<WatchEvent<K>> = None;
     for (i, mut condition) in conditions.into_iter().enumerate() {
-        if i > 0 {
-            if let Some(event) = &last {
-                match condition(event) {
-                    Ok(true) => continue,
-                    Ok(false) => {}
-                    Err(source) => return Err(UntilError::Condition { last, source }),
-                }
+        if i > 0
+            && let Some(event) = &last
+        {
+            match condition(event) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(source) => return Err(UntilError::Condition { last, source }),
             }
         }
         loop {

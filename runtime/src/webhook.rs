@@ -36,11 +36,11 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use kube::core::Resource;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use parking_lot::Mutex;
-use serde::de::DeserializeOwned;
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use tokio::net::TcpListener;
 use tokio_rustls::rustls;
 use tokio_util::sync::CancellationToken;
@@ -216,14 +216,14 @@ impl rustls::server::ResolvesServerCert for CertResolver {
         let mut current = self.current.lock();
         if let Some((cert, key)) = &self.files {
             let stamp = (modified(cert), modified(key));
-            if let (Some(c), Some(k)) = stamp {
-                if current.stamp != Some((c, k)) {
-                    match load_pem(cert, key) {
-                        Ok(loaded) => *current = loaded,
-                        // Keep serving the last good certificate (a rotation may be
-                        // half-written); the next connection tries again.
-                        Err(e) => tracing::warn!(error = %e, "webhook certificate reload failed"),
-                    }
+            if let (Some(c), Some(k)) = stamp
+                && current.stamp != Some((c, k))
+            {
+                match load_pem(cert, key) {
+                    Ok(loaded) => *current = loaded,
+                    // Keep serving the last good certificate (a rotation may be
+                    // half-written); the next connection tries again.
+                    Err(e) => tracing::warn!(error = %e, "webhook certificate reload failed"),
                 }
             }
         }
@@ -538,7 +538,7 @@ async fn route(
                 400,
                 "text/plain",
                 format!("cannot read the body: {e}").into_bytes(),
-            )
+            );
         }
     };
     let _in_flight = metrics::InFlight::start(&path);
@@ -557,16 +557,15 @@ fn admission_review(response: AdmissionResponse) -> serde_json::Value {
     let mut out = serde_json::to_value(response.into_review()).unwrap_or_default();
     // `patch` is a Go []byte: base64 text on the wire (kube's type writes the bytes as
     // a number array, which Go also reads, but no other client does).
-    if let Some(patch) = out.pointer_mut("/response/patch") {
-        if let Some(bytes) = patch.as_array().map(|a| {
+    if let Some(patch) = out.pointer_mut("/response/patch")
+        && let Some(bytes) = patch.as_array().map(|a| {
             a.iter()
                 .filter_map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
                 .collect::<Vec<u8>>()
-        }) {
-            use base64::Engine as _;
-            *patch =
-                serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
-        }
+        })
+    {
+        use base64::Engine as _;
+        *patch = serde_json::Value::String(base64::engine::general_purpose::STANDARD.encode(bytes));
     }
     out
 }
@@ -577,8 +576,8 @@ fn conversion_review(
     body: &[u8],
     convert: &dyn Fn(&str, serde_json::Value) -> Result<serde_json::Value, String>,
 ) -> serde_json::Value {
-    use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
     use kube::core::Status;
+    use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
     let request = serde_json::from_slice::<ConversionReview>(body)
         .map_err(|e| format!("the body is not a ConversionReview: {e}"))
         .and_then(|r| {

@@ -10,17 +10,17 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1 as ar;
 use k8s_openapi::api::core::v1::ConfigMap;
-use k8s_openapi::ByteString;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::core::admission::AdmissionRequest;
 use kube::core::DynamicObject;
-use kubegen_runtime::testing::transport::Transport;
+use kube::core::admission::AdmissionRequest;
 use kubegen_runtime::testing::ApiServer;
+use kubegen_runtime::testing::transport::Transport;
 use kubegen_runtime::webhook::{Mutation, Tls, Validation, WebhookServer};
 use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 const DENIED: &str = "the key `forbidden` is not allowed";
@@ -1041,8 +1041,8 @@ async fn a_namespace_selector_on_kube_apiserver() {
 }
 
 /// gadgets.example.com at v1 (storage) and v2, converted by apiVersion only.
-fn gadgets_crd(
-) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+fn gadgets_crd()
+-> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
     let version = |name: &str| {
         json!({"name": name, "served": true, "storage": name == "v1",
             "schema": {"openAPIV3Schema": {"type": "object", "properties": {
@@ -1112,15 +1112,14 @@ async fn match_policy(transport: Transport) {
             "metadata": {"name": format!("g{i}"), "labels": {"webhook-test": "yes"}},
             "spec": {"size": 1}}))
         .unwrap();
-        if let Ok(o) = gadgets.create(&PostParams::default(), &g).await {
-            if o.metadata
+        if let Ok(o) = gadgets.create(&PostParams::default(), &g).await
+            && o.metadata
                 .labels
                 .as_ref()
                 .is_some_and(|l| l.contains_key("mutated"))
-            {
-                stored = Some(o);
-                break;
-            }
+        {
+            stored = Some(o);
+            break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }

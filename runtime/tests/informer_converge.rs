@@ -35,7 +35,7 @@ use kubegen_runtime::testing::{ApiServer, Reactor};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 /// Seeds run when `KUBEGEN_CONVERGE_SEED` is not set. Between them they draw every
@@ -303,12 +303,12 @@ fn check_log(
                 }
             }
         };
-        if let Some(h) = prev_high {
-            if shown < h || (shown == h && !may_equal) {
-                bad.push(format!(
+        if let Some(h) = prev_high
+            && (shown < h || (shown == h && !may_equal))
+        {
+            bad.push(format!(
                     "{who}: event {i}: {key} shown at {shown} after {h} ({seen:?}): out of resourceVersion order"
                 ));
-            }
         }
         high.insert(key.clone(), prev_high.map_or(shown, |h| h.max(shown)));
         last_was_delete.insert(key.clone(), matches!(seen, Seen::Delete { .. }));

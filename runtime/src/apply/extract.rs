@@ -163,12 +163,12 @@ fn filter(value: &Value, set: &Value, path: &mut Vec<String>, atomic: Option<&[&
         Value::Object(obj) => {
             let mut out = Map::new();
             for (k, child) in set {
-                if let Some(name) = k.strip_prefix("f:") {
-                    if let Some(v) = obj.get(name) {
-                        path.push(name.to_owned());
-                        out.insert(name.to_owned(), filter(v, child, path, atomic));
-                        path.pop();
-                    }
+                if let Some(name) = k.strip_prefix("f:")
+                    && let Some(v) = obj.get(name)
+                {
+                    path.push(name.to_owned());
+                    out.insert(name.to_owned(), filter(v, child, path, atomic));
+                    path.pop();
                 }
             }
             Value::Object(out)
@@ -216,10 +216,10 @@ fn list_item(
             if serde_json::from_str::<Value>(v).ok().as_ref() == Some(item) {
                 return Some(item.clone());
             }
-        } else if let Some(i) = k.strip_prefix("i:") {
-            if i.parse::<usize>().ok() == Some(index) {
-                return Some(filter(item, child, path, atomic));
-            }
+        } else if let Some(i) = k.strip_prefix("i:")
+            && i.parse::<usize>().ok() == Some(index)
+        {
+            return Some(filter(item, child, path, atomic));
         }
     }
     None

@@ -56,12 +56,12 @@ pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceE
 pub use metrics::InformerMetrics;
 // What a delete handler receives, named here beside the handler traits so that one `use`
 // covers writing handlers (the types stay where they are defined, too).
-pub use crate::cache::delta_fifo::DeltaObject;
 pub use crate::cache::DeletedFinalStateUnknown;
+pub use crate::cache::delta_fifo::DeltaObject;
 
 use self::fifo::{Fifo, InformerFifo};
 use self::processor::{
-    determine_resync_period, Listener, Notification, Processor, MINIMUM_RESYNC_PERIOD,
+    Listener, MINIMUM_RESYNC_PERIOD, Notification, Processor, determine_resync_period,
 };
 use crate::cache::delta_fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, PopError};
 use crate::cache::done::{DoneChecker, DoneSignal};
@@ -73,10 +73,10 @@ use crate::cache::reflector::{
     Tweaked,
 };
 use crate::cache::store::{
-    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, ReadOnlyIndexer, StoreError,
+    Indexer, Indexers, ReadOnlyIndexer, StoreError, meta_namespace_key_func, namespace_indexers,
 };
 use crate::client::ListOptions;
-use crate::object::{object_key, Object};
+use crate::object::{Object, object_key};
 
 type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
@@ -182,9 +182,9 @@ impl InformerOptions {
     pub fn transform(
         mut self,
         f: impl Fn(Arc<dyn Any + Send + Sync>) -> Result<Arc<dyn Any + Send + Sync>, TransformError>
-            + Send
-            + Sync
-            + 'static,
+        + Send
+        + Sync
+        + 'static,
     ) -> Self {
         self.transform = Some(Arc::new(f));
         self
@@ -342,13 +342,13 @@ fn same_resource_version<K: kube::Resource>(a: &K, b: &K) -> bool {
 /// Fills in the `types` of a [`kube::core::DynamicObject`] that a list left without them.
 fn fill_type_meta<K: Object>(obj: &mut K, dt: Option<&kube::core::ApiResource>) {
     let Some(ar) = dt else { return };
-    if let Some(dynamic) = (obj as &mut dyn Any).downcast_mut::<kube::core::DynamicObject>() {
-        if dynamic.types.is_none() {
-            dynamic.types = Some(kube::core::TypeMeta {
-                api_version: ar.api_version.clone(),
-                kind: ar.kind.clone(),
-            });
-        }
+    if let Some(dynamic) = (obj as &mut dyn Any).downcast_mut::<kube::core::DynamicObject>()
+        && dynamic.types.is_none()
+    {
+        dynamic.types = Some(kube::core::TypeMeta {
+            api_version: ar.api_version.clone(),
+            kind: ar.kind.clone(),
+        });
     }
 }
 

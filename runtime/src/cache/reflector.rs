@@ -58,8 +58,8 @@ use tracing::Instrument;
 
 use crate::cache::store::StoreError;
 use crate::client::{
-    self, paging, paging::PageOrigin, Bookmark, DeferredPage, ListOptions, ObjectList,
-    ResourceClient, WatchEvent,
+    self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, WatchEvent, paging,
+    paging::PageOrigin,
 };
 use crate::errors::StatusError;
 
@@ -233,7 +233,9 @@ pub enum ReflectorError {
         status: StatusError,
     },
     /// The watch closed at once, without a single event.
-    #[error("very short watch: {kind}: Unexpected watch close - watch lasted less than a second and no items received")]
+    #[error(
+        "very short watch: {kind}: Unexpected watch close - watch lasted less than a second and no items received"
+    )]
     VeryShortWatch {
         /// The watched kind.
         kind: String,
@@ -808,7 +810,7 @@ impl<K: kube::Resource + Send + Sync + 'static> Reflector<K> {
                             return Err(ReflectorError::Watch {
                                 kind: self.kind.clone(),
                                 source: err,
-                            })
+                            });
                         }
                     }
                 }
@@ -948,10 +950,10 @@ fn is_retriable_watch_start(err: &client::Error) -> bool {
     }
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = source {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if io.kind() == std::io::ErrorKind::ConnectionRefused {
-                return true;
-            }
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return true;
         }
         source = e.source();
     }

@@ -171,6 +171,8 @@ fn count_arrays(text: &[u8], lens: &mut Vec<u32>) {
         i += 1;
         match b {
             b' ' | b'\n' | b'\r' | b'\t' | b':' => {}
+            // Nested, not a let chain: benchmarks/examples mount this file in 2021 crates.
+            #[allow(clippy::collapsible_if)]
             b',' => {
                 if let Some(&top) = open.last() {
                     if let Some(n) = lens.get_mut(top as usize) {
@@ -542,7 +544,7 @@ impl<'de, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Seed<T> {
 mod tests {
     use super::*;
     use serde::Deserialize;
-    use serde_json::{json, Value};
+    use serde_json::{Value, json};
 
     fn exact<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
         with_lengths(text, || {

@@ -55,15 +55,15 @@ use futures::FutureExt;
 use http::Request;
 use http_body_util::BodyExt;
 use kube::Resource;
-use serde::de::DeserializeOwned;
 use serde::Deserialize;
+use serde::de::DeserializeOwned;
 use tracing::Instrument;
 
 use crate::errors::{Status, StatusError};
 
 pub use rest::{
-    RestConfig, RestConfigError, RestLayer, RestService, DEFAULT_BURST, DEFAULT_MAX_RETRIES,
-    DEFAULT_QPS,
+    DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_QPS, RestConfig, RestConfigError, RestLayer,
+    RestService,
 };
 pub use watch::{Bookmark, WatchEvent, WatchStream};
 pub use write::{

@@ -109,10 +109,10 @@ where
         }
         match (st.fetch)(opts.clone()).await {
             Ok(page) => {
-                if origin != PageOrigin::FullAfterExpired {
-                    if let Some(token) = next_token(&page) {
-                        st.next = Some((continuation(opts, Some(token)), PageOrigin::Continued));
-                    }
+                if origin != PageOrigin::FullAfterExpired
+                    && let Some(token) = next_token(&page)
+                {
+                    st.next = Some((continuation(opts, Some(token)), PageOrigin::Continued));
                 }
                 Some((Ok((page, origin)), st))
             }

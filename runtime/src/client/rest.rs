@@ -317,13 +317,13 @@ fn connection_cut(err: &(dyn std::error::Error + 'static)) -> bool {
     use std::io::ErrorKind::*;
     let mut cur = Some(err);
     while let Some(e) = cur {
-        if let Some(io) = e.downcast_ref::<std::io::Error>() {
-            if matches!(
+        if let Some(io) = e.downcast_ref::<std::io::Error>()
+            && matches!(
                 io.kind(),
                 ConnectionReset | ConnectionAborted | BrokenPipe | UnexpectedEof
-            ) {
-                return true;
-            }
+            )
+        {
+            return true;
         }
         cur = e.source();
     }

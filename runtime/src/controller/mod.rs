@@ -86,8 +86,8 @@ mod worker;
 
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -106,7 +106,7 @@ use crate::object::{Object, ObjectRef};
 use crate::record::EventRecorder;
 use crate::workqueue::{MetricsProvider, QueueOptions, RateLimitingQueue};
 use owner::OwnerKind;
-use sources::{register, MapFn, MapHandler, PrimaryHandler, Registered, Source};
+use sources::{MapFn, MapHandler, PrimaryHandler, Registered, Source, register};
 use worker::{Gate, Runner};
 
 /// Workers of a controller unless [`Builder::workers`] says otherwise. Reconciles mostly
@@ -119,7 +119,9 @@ pub const DEFAULT_WORKERS: usize = 4;
 pub enum ControllerError {
     /// A handler could not be added to an informer (it had stopped: the factory was shut
     /// down before the controller ran).
-    #[error("controller {controller}: cannot watch through the shared informer: {source}; run the controller before shutting the factory down")]
+    #[error(
+        "controller {controller}: cannot watch through the shared informer: {source}; run the controller before shutting the factory down"
+    )]
     Informer {
         /// The controller's name.
         controller: String,

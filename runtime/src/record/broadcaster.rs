@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, EventSource as WireSource, ObjectReference};
@@ -16,11 +16,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::correlator::{CorrelatorOptions, EventCorrelator};
-use super::reference::{generate_event_name, Clock};
+use super::reference::{Clock, generate_event_name};
 use super::sink::EventSink;
 use super::{
-    EventRecorder, EventSource, DEFAULT_MAX_TRIES, DEFAULT_SLEEP, EVENT_TYPE_NORMAL,
-    EVENT_TYPE_WARNING, MAX_QUEUED_EVENTS,
+    DEFAULT_MAX_TRIES, DEFAULT_SLEEP, EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder,
+    EventSource, MAX_QUEUED_EVENTS,
 };
 
 /// Options of an [`EventBroadcaster`] (client-go's `NewBroadcaster` options).
@@ -138,10 +138,10 @@ impl WatchHandle {
     /// Waits until the watcher has ended: after [`WatchHandle::stop`] or
     /// [`EventBroadcaster::shutdown`], once its queue is handled.
     pub async fn join(mut self) {
-        if let Some(task) = self.task.take() {
-            if let Err(e) = task.await {
-                tracing::error!(error = %e, "event watcher task failed");
-            }
+        if let Some(task) = self.task.take()
+            && let Err(e) = task.await
+        {
+            tracing::error!(error = %e, "event watcher task failed");
         }
     }
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio::time::Instant;
 
 use super::lru::Lru;
@@ -291,10 +291,10 @@ impl EventCorrelator {
         record.local_keys.insert(local);
         record.last = now;
         let similar = record.local_keys.len();
-        if similar >= self.max_events {
-            if let Some(any) = record.local_keys.iter().next().cloned() {
-                record.local_keys.remove(&any);
-            }
+        if similar >= self.max_events
+            && let Some(any) = record.local_keys.iter().next().cloned()
+        {
+            record.local_keys.remove(&any);
         }
         self.aggregates.insert(key.clone(), record);
         if similar < self.max_events {
@@ -366,10 +366,10 @@ impl EventCorrelator {
 /// holds exactly these three fields.
 fn count_patch(event: &Event) -> Value {
     let mut patch = json!({ "count": event.count.unwrap_or_default() });
-    if let Some(t) = &event.last_timestamp {
-        if let Ok(v) = serde_json::to_value(t) {
-            patch["lastTimestamp"] = v;
-        }
+    if let Some(t) = &event.last_timestamp
+        && let Ok(v) = serde_json::to_value(t)
+    {
+        patch["lastTimestamp"] = v;
     }
     if let Some(m) = event.message.as_deref().filter(|m| !m.is_empty()) {
         patch["message"] = json!(m);

@@ -53,11 +53,11 @@ use k8s_openapi::api::core::v1::ObjectReference;
 pub use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use parking_lot::Mutex;
-use serde_json::{json, Value};
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::reference::{generate_event_name, Clock};
+use super::reference::{Clock, generate_event_name};
 use super::sink::SinkError;
 use super::{DEFAULT_MAX_TRIES, DEFAULT_SLEEP, EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING};
 use crate::client::{Patch, PatchOptions, ResourceClient, WriteOptions};
@@ -459,10 +459,10 @@ impl EventRecorder for Recorder {
         if inner.stop.is_cancelled() {
             return;
         }
-        if let Some(ev) = inner.observe(event) {
-            if inner.queue.try_send(ev).is_err() {
-                tracing::error!("unable to record event: too many queued events, dropped event");
-            }
+        if let Some(ev) = inner.observe(event)
+            && inner.queue.try_send(ev).is_err()
+        {
+            tracing::error!("unable to record event: too many queued events, dropped event");
         }
     }
 }

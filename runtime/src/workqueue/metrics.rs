@@ -252,8 +252,8 @@ impl<T: Clone + Eq + Hash> QueueMetrics<T> {
 #[cfg(feature = "prometheus")]
 pub mod prometheus {
     use ::prometheus::{
-        exponential_buckets, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec,
-        Opts, Registry,
+        GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
+        exponential_buckets,
     };
 
     use super::{
@@ -306,8 +306,17 @@ pub mod prometheus {
                 )
             };
             let provider = Self {
-                depth: IntGaugeVec::new(opts("depth", "Current depth of the workqueue: items added and not yet handed out."), &[LABEL])?,
-                adds: IntCounterVec::new(opts("adds_total", "Total number of adds the workqueue accepted."), &[LABEL])?,
+                depth: IntGaugeVec::new(
+                    opts(
+                        "depth",
+                        "Current depth of the workqueue: items added and not yet handed out.",
+                    ),
+                    &[LABEL],
+                )?,
+                adds: IntCounterVec::new(
+                    opts("adds_total", "Total number of adds the workqueue accepted."),
+                    &[LABEL],
+                )?,
                 latency: histogram(
                     "queue_duration_seconds",
                     "Seconds an item waits in the workqueue before a worker gets it.",
@@ -331,7 +340,13 @@ pub mod prometheus {
                     ),
                     &[LABEL],
                 )?,
-                retries: IntCounterVec::new(opts("retries_total", "Total number of retries (delayed adds) the workqueue handled."), &[LABEL])?,
+                retries: IntCounterVec::new(
+                    opts(
+                        "retries_total",
+                        "Total number of retries (delayed adds) the workqueue handled.",
+                    ),
+                    &[LABEL],
+                )?,
             };
             registry.register(Box::new(provider.depth.clone()))?;
             registry.register(Box::new(provider.adds.clone()))?;

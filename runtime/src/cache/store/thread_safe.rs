@@ -108,17 +108,15 @@ impl<T: ?Sized> Index<T> {
             Some(Ok(old)) => {
                 // The common case (a namespace, a node name): one value, unchanged. Only
                 // the shared object needs replacing.
-                if let ([old], [new]) = (old.as_slice(), new_values.as_slice()) {
-                    if old == new {
-                        if let Some(slot) = self
-                            .buckets
-                            .get_mut(new.as_str())
-                            .and_then(|b| b.get_mut(key))
-                        {
-                            *slot = Arc::clone(obj);
-                            return;
-                        }
-                    }
+                if let ([old], [new]) = (old.as_slice(), new_values.as_slice())
+                    && old == new
+                    && let Some(slot) = self
+                        .buckets
+                        .get_mut(new.as_str())
+                        .and_then(|b| b.get_mut(key))
+                {
+                    *slot = Arc::clone(obj);
+                    return;
                 }
                 for value in &old {
                     if !new_values.contains(value) {
