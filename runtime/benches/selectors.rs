@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::hint::black_box;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{criterion_group, criterion_main, Criterion};
 use kube::core::{Expression, Selector as KubeSelector, SelectorExt};
 use kubegen_runtime::labels::{Operator, Requirement, Selector};
 

@@ -19,17 +19,17 @@
 use std::collections::BTreeMap;
 use std::hint::black_box;
 
-use criterion::{BatchSize, Criterion, Throughput, criterion_group, criterion_main};
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::ResourceExt;
-use kube_runtime::reflector::{ObjectRef, store::Writer};
+use kube_runtime::reflector::{store::Writer, ObjectRef};
 use kube_runtime::watcher::Event;
 
 use kube::core::{Expression, SelectorExt};
 use kubegen_runtime::cache::lister::Lister;
 use kubegen_runtime::cache::store::{
-    Indexer, Indexers, NAMESPACE_INDEX, meta_namespace_key_func, namespace_indexers,
+    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, NAMESPACE_INDEX,
 };
 use kubegen_runtime::labels::Selector;
 

@@ -19,8 +19,8 @@
 
 use std::collections::BTreeMap;
 use std::error::Error;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
@@ -32,7 +32,7 @@ use kubegen_runtime::client::ResourceClient;
 use kubegen_runtime::object::object_key;
 use kubegen_runtime::testing::ApiServer;
 use kubegen_runtime::workqueue::{QueueOptions, RateLimitingQueue};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 type BoxError = Box<dyn Error + Send + Sync>;

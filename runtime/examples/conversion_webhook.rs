@@ -13,7 +13,7 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kubegen_runtime::testing::ApiServer;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 /// Converts every object of a ConversionReview to its desired apiVersion.
 fn review(req: &Value) -> Value {

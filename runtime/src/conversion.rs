@@ -29,8 +29,8 @@ use std::collections::BTreeMap;
 use std::convert::TryFrom;
 
 use kube::Resource;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
 /// A conversion between two versions of a kind failed: the message says which field

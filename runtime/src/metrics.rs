@@ -169,7 +169,7 @@ pub mod prometheus {
     use std::sync::OnceLock;
 
     use ::prometheus::{
-        GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry, exponential_buckets,
+        exponential_buckets, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, Opts, Registry,
     };
 
     pub(crate) struct Metrics {

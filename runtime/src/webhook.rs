@@ -36,11 +36,11 @@ use std::time::SystemTime;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use kube::core::Resource;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube::core::Resource;
 use parking_lot::Mutex;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use tokio::net::TcpListener;
 use tokio_rustls::rustls;
 use tokio_util::sync::CancellationToken;
@@ -576,8 +576,8 @@ fn conversion_review(
     body: &[u8],
     convert: &dyn Fn(&str, serde_json::Value) -> Result<serde_json::Value, String>,
 ) -> serde_json::Value {
-    use kube::core::Status;
     use kube::core::conversion::{ConversionRequest, ConversionResponse, ConversionReview};
+    use kube::core::Status;
     let request = serde_json::from_slice::<ConversionReview>(body)
         .map_err(|e| format!("the body is not a ConversionReview: {e}"))
         .and_then(|r| {

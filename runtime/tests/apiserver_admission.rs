@@ -10,17 +10,17 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use k8s_openapi::ByteString;
 use k8s_openapi::api::admissionregistration::v1 as ar;
 use k8s_openapi::api::core::v1::ConfigMap;
+use k8s_openapi::ByteString;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::core::DynamicObject;
 use kube::core::admission::AdmissionRequest;
-use kubegen_runtime::testing::ApiServer;
+use kube::core::DynamicObject;
 use kubegen_runtime::testing::transport::Transport;
+use kubegen_runtime::testing::ApiServer;
 use kubegen_runtime::webhook::{Mutation, Tls, Validation, WebhookServer};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 const DENIED: &str = "the key `forbidden` is not allowed";
@@ -1041,8 +1041,8 @@ async fn a_namespace_selector_on_kube_apiserver() {
 }
 
 /// gadgets.example.com at v1 (storage) and v2, converted by apiVersion only.
-fn gadgets_crd()
--> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
+fn gadgets_crd(
+) -> k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition {
     let version = |name: &str| {
         json!({"name": name, "served": true, "storage": name == "v1",
             "schema": {"openAPIV3Schema": {"type": "object", "properties": {

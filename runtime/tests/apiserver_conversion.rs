@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::{Method, Request, StatusCode};
 use http_body_util::{BodyExt, Full};
 use kubegen_runtime::testing::ApiServer;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 const CRDS: &str = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
 const V1: &str = "/apis/example.com/v1/namespaces/default/foos";
@@ -273,13 +273,11 @@ async fn webhook_converts_reads_lists_watches_and_writes() {
             .map(|i| i["spec"].clone())
             .collect();
         assert_eq!(specs, vec![json!({"replicas": 2}), json!({"replicas": 3})]);
-        assert!(
-            list["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|i| i["apiVersion"] == "example.com/v2")
-        );
+        assert!(list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["apiVersion"] == "example.com/v2"));
         assert_eq!(sent(&env.hook.take()), vec![vec!["a", "b"]]);
 
         // A merge patch at v2 patches the v2 object.
@@ -395,13 +393,11 @@ async fn webhook_converts_reads_lists_watches_and_writes() {
             .map(|i| i["metadata"]["name"].as_str().unwrap())
             .collect();
         assert_eq!(names, vec!["a", "b", "d"]);
-        assert!(
-            list["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|i| i["apiVersion"] == "example.com/v2")
-        );
+        assert!(list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["apiVersion"] == "example.com/v2"));
         assert_eq!(sent(&env.hook.take()), vec![vec!["a", "b"]]);
         // All already at v2: no call.
         let (_, only_d) = get(&env, &format!("{V2}?fieldSelector=metadata.name%3Dd")).await;
@@ -409,13 +405,11 @@ async fn webhook_converts_reads_lists_watches_and_writes() {
         assert!(env.hook.take().is_empty());
         // And a list at v1 converts everything to v1.
         let (_, list) = get(&env, V1).await;
-        assert!(
-            list["items"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .all(|i| i["apiVersion"] == "example.com/v1")
-        );
+        assert!(list["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|i| i["apiVersion"] == "example.com/v1"));
         assert_eq!(sent(&env.hook.take()), vec![vec!["d"]]);
     })
     .await;

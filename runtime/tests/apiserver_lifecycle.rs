@@ -9,7 +9,7 @@ use bytes::Bytes;
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use kubegen_runtime::testing::ApiServer;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 /// A CRD with printer columns, a status subresource, categories and a short name.
 const GIZMOS: &str = r#"
@@ -901,12 +901,10 @@ async fn bodies_must_decode_into_the_built_in_kind() {
         )
         .await;
         assert_eq!(r.code, StatusCode::BAD_REQUEST);
-        assert!(
-            r.json()["message"]
-                .as_str()
-                .unwrap()
-                .starts_with("ConfigMap in version \"v1\" cannot be handled as a ConfigMap: ")
-        );
+        assert!(r.json()["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("ConfigMap in version \"v1\" cannot be handled as a ConfigMap: "));
     })
     .await;
 }
@@ -1747,12 +1745,10 @@ async fn stored_versions_follow_the_storage_version() {
         only_v2["spec"]["versions"] = json!([v2]);
         let r = put(&env, &url, only_v2.clone()).await;
         assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
-        assert!(
-            r.json()["message"]
-                .as_str()
-                .unwrap()
-                .contains("missing from spec.versions; v1 was previously a storage version")
-        );
+        assert!(r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("missing from spec.versions; v1 was previously a storage version"));
         let mut st = get(&env, &url).await.json();
         st["status"]["storedVersions"] = json!(["v2"]);
         let r = put(&env, &format!("{url}/status"), st).await;
@@ -1764,12 +1760,10 @@ async fn stored_versions_follow_the_storage_version() {
         empty["status"]["storedVersions"] = json!([]);
         let r = put(&env, &format!("{url}/status"), empty).await;
         assert_eq!(r.code, StatusCode::UNPROCESSABLE_ENTITY);
-        assert!(
-            r.json()["message"]
-                .as_str()
-                .unwrap()
-                .contains("must have at least one stored version")
-        );
+        assert!(r.json()["message"]
+            .as_str()
+            .unwrap()
+            .contains("must have at least one stored version"));
     })
     .await;
 }
@@ -1804,9 +1798,7 @@ async fn discovery_orders_versions_by_priority() {
             .collect();
         assert_eq!(
             order,
-            [
-                "v10", "v2", "v1", "v1beta2", "v1beta1", "v2alpha1", "v1alpha1", "bar", "foo"
-            ]
+            ["v10", "v2", "v1", "v1beta2", "v1beta1", "v2alpha1", "v1alpha1", "bar", "foo"]
         );
         assert_eq!(g["preferredVersion"]["version"], "v10");
     })

@@ -5,7 +5,7 @@
 use http::{Method, Request, StatusCode};
 use http_body_util::BodyExt;
 use kubegen_runtime::testing::ApiServer;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 const CMS: &str = "/api/v1/namespaces/default/configmaps";
 const RSS: &str = "/apis/apps/v1/namespaces/default/replicasets";

@@ -16,7 +16,7 @@ use kube::core::{ApiResource, DynamicObject};
 use kubegen_runtime::client::{ListOptions, ResourceClient, ResourceVersionMatch, WatchEvent};
 use kubegen_runtime::errors::cause;
 use kubegen_runtime::testing::{ApiServer, Registration};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 /// A server and a client on one transport.
 struct Env {
@@ -369,10 +369,9 @@ async fn watch_decoder_through_the_client() {
             assert_eq!(e.code(), 500);
             assert!(e.is_internal_error());
             assert!(e.has_cause(cause::CLIENT_WATCH_DECODING));
-            assert!(
-                e.message()
-                    .starts_with("unable to decode an event from the watch stream: ")
-            );
+            assert!(e
+                .message()
+                .starts_with("unable to decode an event from the watch stream: "));
         }
         other => panic!("{other:?}"),
     }
@@ -875,11 +874,9 @@ async fn minimal_writes_through_kube_api() {
         let name = g.metadata.name.unwrap();
         assert_eq!(name.len(), 9);
         assert!(name.starts_with("web-"));
-        assert!(
-            name[4..]
-                .chars()
-                .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c))
-        );
+        assert!(name[4..]
+            .chars()
+            .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
         let long = "a".repeat(60);
         let generated: Pod = serde_json::from_value(json!({"metadata": {"generateName": long},
                 "spec": {"containers": [{"name": "c", "image": "i"}]}}))
@@ -1089,18 +1086,14 @@ fn registrations_from_resource_types() {
     assert_eq!(deps.api_version(), "apps/v1");
     assert_eq!(deps.list_kind, "DeploymentList");
     let builtin = kubegen_runtime::testing::builtin();
-    assert!(
-        builtin
-            .iter()
-            .any(|r| r.plural == "leases" && r.group == "coordination.k8s.io")
-    );
-    assert!(
-        builtin
-            .iter()
-            .find(|r| r.plural == "pods")
-            .unwrap()
-            .is_selectable("spec.nodeName")
-    );
+    assert!(builtin
+        .iter()
+        .any(|r| r.plural == "leases" && r.group == "coordination.k8s.io"));
+    assert!(builtin
+        .iter()
+        .find(|r| r.plural == "pods")
+        .unwrap()
+        .is_selectable("spec.nodeName"));
 }
 
 #[tokio::test]

@@ -17,9 +17,9 @@ use kubegen_runtime::client::{
     DeleteOptions, Deleted, ListOptions, Patch, PatchOptions, PropagationPolicy, ResourceClient,
     WatchEvent, WriteOptions,
 };
-use kubegen_runtime::errors::{StatusError, cause};
+use kubegen_runtime::errors::{cause, StatusError};
 use kubegen_runtime::testing::{ApiServer, Reactor};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 const CRD: &str = include_str!("fixtures/widgets-crd.yaml");
 
@@ -165,11 +165,9 @@ async fn create_update_conflict_generate_name() {
         let name = g.metadata.name.unwrap();
         assert_eq!(name.len(), 9);
         assert!(name.starts_with("web-"));
-        assert!(
-            name[4..]
-                .chars()
-                .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c))
-        );
+        assert!(name[4..]
+            .chars()
+            .all(|c| "bcdfghjklmnpqrstvwxz2456789".contains(c)));
         let long = "a".repeat(60);
         let g = cms
             .create(&from(json!({"metadata": {"generateName": long}})), &w)
@@ -204,10 +202,9 @@ async fn invalid_objects_get_422_with_causes() {
         let causes = &e.details().unwrap().causes;
         assert_eq!(causes[0].field, "metadata.name");
         assert_eq!(causes[0].reason, cause::FIELD_VALUE_INVALID);
-        assert!(
-            e.message()
-                .starts_with("ConfigMap \"Not_A_Name\" is invalid: metadata.name")
-        );
+        assert!(e
+            .message()
+            .starts_with("ConfigMap \"Not_A_Name\" is invalid: metadata.name"));
         let e = api_err(
             cms.create(&from(json!({"metadata": {}})), &WriteOptions::default())
                 .await,
@@ -447,13 +444,12 @@ async fn server_side_apply_create_update_conflict_force() {
         assert!(e.is_conflict());
         assert!(e.has_cause(cause::FIELD_MANAGER_CONFLICT));
         assert!(e.message().contains("conflict with \"alice\""));
-        assert!(
-            e.details()
-                .unwrap()
-                .causes
-                .iter()
-                .any(|c| c.field == ".spec.replicas")
-        );
+        assert!(e
+            .details()
+            .unwrap()
+            .causes
+            .iter()
+            .any(|c| c.field == ".spec.replicas"));
 
         // Force takes the field.
         let d = deps
@@ -571,12 +567,11 @@ async fn finalizers_and_delete_options() {
             .object()
             .unwrap();
         assert!(res.metadata.deletion_timestamp.is_some());
-        assert!(
-            res.metadata
-                .finalizers
-                .unwrap()
-                .contains(&"foregroundDeletion".to_owned())
-        );
+        assert!(res
+            .metadata
+            .finalizers
+            .unwrap()
+            .contains(&"foregroundDeletion".to_owned()));
 
         // Preconditions.
         let c = cms.create(&cm("c", &[]), &w).await.unwrap();
@@ -585,10 +580,9 @@ async fn finalizers_and_delete_options() {
                 .await,
         );
         assert!(e.is_conflict());
-        assert!(
-            e.message()
-                .contains("Precondition failed: UID in precondition: other")
-        );
+        assert!(e
+            .message()
+            .contains("Precondition failed: UID in precondition: other"));
         let e = api_err(
             cms.delete(
                 "c",
@@ -1227,13 +1221,11 @@ async fn resource_client_scale_verbs() {
         cms.create(&cm("c", &[]), &w).await.unwrap();
         assert!(api_err(cms.get_scale("c").await).is_not_found());
         assert!(api_err(cms.update_scale("c", &up, &w).await).is_not_found());
-        assert!(
-            api_err(
-                cms.patch_scale("c", &Patch::Merge(json!({"spec": {"replicas": 1}})), &p)
-                    .await
-            )
-            .is_not_found()
-        );
+        assert!(api_err(
+            cms.patch_scale("c", &Patch::Merge(json!({"spec": {"replicas": 1}})), &p)
+                .await
+        )
+        .is_not_found());
 
         // A custom resource's Scale follows its CRD's paths (.spec.size here).
         let ws = widgets(&env);

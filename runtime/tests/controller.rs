@@ -3,22 +3,22 @@
 //! paused clock (exact delays) and over TCP with real time (the same scenarios; delays
 //! are then lower bounds).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, Patch, PatchParams};
 use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
-use kubegen_runtime::controller::predicate::{GenerationChanged, on_update};
+use kubegen_runtime::controller::predicate::{on_update, GenerationChanged};
 use kubegen_runtime::controller::{
     Action, Context, Controller, OwnerMatch, ReconcileMetrics, ReconcileResult, Target,
 };
-use kubegen_runtime::testing::ApiServer;
 use kubegen_runtime::testing::transport::{Connection, Transport};
+use kubegen_runtime::testing::ApiServer;
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

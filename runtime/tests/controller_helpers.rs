@@ -3,23 +3,23 @@
 //! watches; over the in-memory server's tower Service and over TCP.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
 use kube::api::{Api, DeleteParams};
 use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
-use kubegen_runtime::controller::child::{Error as ChildError, Operation, create_or_update};
-use kubegen_runtime::controller::finalizer::{Event, finalizer};
+use kubegen_runtime::controller::child::{create_or_update, Error as ChildError, Operation};
+use kubegen_runtime::controller::finalizer::{finalizer, Event};
 use kubegen_runtime::controller::{Action, Context, Controller, ReconcileResult, Target};
 use kubegen_runtime::object::ObjectRef;
-use kubegen_runtime::record::{FakeRecorder, reference};
-use kubegen_runtime::testing::ApiServer;
+use kubegen_runtime::record::{reference, FakeRecorder};
 use kubegen_runtime::testing::transport::{Connection, Transport};
+use kubegen_runtime::testing::ApiServer;
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

@@ -13,8 +13,8 @@ use kubegen_runtime::controller::{
     Action, Context, Controller, ControllerError, Health, HealthError, Target,
 };
 use kubegen_runtime::leaderelection::{LeaderElectionOptions, LeaseLock};
-use kubegen_runtime::testing::ApiServer;
 use kubegen_runtime::testing::transport::{Connection, Transport};
+use kubegen_runtime::testing::ApiServer;
 use parking_lot::Mutex;
 use serde_json::json;
 use tokio::task::JoinHandle;

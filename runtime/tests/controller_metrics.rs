@@ -2,18 +2,18 @@
 //! and `prometheus`): reconcile totals by result, errors, reconcile time, active
 //! workers, and its queue's `workqueue_*` series.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kubegen_runtime::cache::factory::{FactoryOptions, InformerFactory};
 use kubegen_runtime::controller::{Action, Context, Controller, ReconcileResult, Target};
-use kubegen_runtime::testing::ApiServer;
 use kubegen_runtime::testing::transport::Transport;
+use kubegen_runtime::testing::ApiServer;
 use kubegen_runtime::workqueue::metrics::prometheus::PrometheusMetricsProvider;
-use prometheus::Registry;
 use prometheus::proto::MetricType;
+use prometheus::Registry;
 use serde_json::json;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;

@@ -20,7 +20,7 @@ use kubegen_runtime::client::{
 use kubegen_runtime::labels::Selector;
 use kubegen_runtime::object::{DynamicObject, GroupVersionKind, GroupVersionResource};
 use kubegen_runtime::testing::ApiServer;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -198,13 +198,11 @@ async fn rest_mapper_maps_kinds_resources_scopes_and_short_names() {
                 .expect("short name"),
             gvr("apps", "v1", "deployments")
         );
-        assert!(
-            mapper
-                .rest_mapping("apps", "Deployment", &["v9"])
-                .await
-                .expect_err("no such version")
-                .is_no_match()
-        );
+        assert!(mapper
+            .rest_mapping("apps", "Deployment", &["v9"])
+            .await
+            .expect_err("no such version")
+            .is_no_match());
 
         // The cache is filled; a CRD created now is a miss, then found after the reset.
         create_crd(&env.client).await;
@@ -244,13 +242,11 @@ async fn dynamic_informer_for_a_crd_created_at_run_time() {
             .await
             .expect("pods");
         let gadgets_gvr = gvr("example.kubegen.dev", "v1", "gadgets");
-        assert!(
-            factory
-                .for_resource(&gadgets_gvr)
-                .await
-                .expect_err("no CRD yet")
-                .is_no_match()
-        );
+        assert!(factory
+            .for_resource(&gadgets_gvr)
+            .await
+            .expect_err("no CRD yet")
+            .is_no_match());
 
         create_crd(&env.client).await;
         let client = DynamicClient::new(env.client.clone()).resource(&gadgets_gvr);
@@ -293,15 +289,13 @@ async fn dynamic_informer_for_a_crd_created_at_run_time() {
             ("example.kubegen.dev/v1", "Gadget")
         );
         assert_eq!(a.data["spec"]["size"], 1);
-        assert!(
-            gadgets
-                .lister()
-                .namespace("ns")
-                .get("zz")
-                .expect_err("miss")
-                .to_string()
-                .contains("gadgets")
-        );
+        assert!(gadgets
+            .lister()
+            .namespace("ns")
+            .get("zz")
+            .expect_err("miss")
+            .to_string()
+            .contains("gadgets"));
         assert_eq!(added.recv().await.as_deref(), Some("a"));
 
         client
@@ -367,13 +361,11 @@ async fn metadata_client_and_informer_over_pods() {
             .expect("handler");
         let stop = CancellationToken::new();
         factory.start(&stop);
-        assert!(
-            factory
-                .wait_for_cache_sync(&stop)
-                .await
-                .values()
-                .all(|s| *s)
-        );
+        assert!(factory
+            .wait_for_cache_sync(&stop)
+            .await
+            .values()
+            .all(|s| *s));
         assert_eq!(pods.lister().list(&Selector::everything()).len(), 3);
         assert_eq!(
             pods.lister()
@@ -452,13 +444,11 @@ async fn typed_metadata_client_and_factory_namespace_and_selector() {
         assert!(!namespaces.mapping().namespaced);
         let stop = CancellationToken::new();
         factory.start(&stop);
-        assert!(
-            factory
-                .wait_for_cache_sync(&stop)
-                .await
-                .values()
-                .all(|s| *s)
-        );
+        assert!(factory
+            .wait_for_cache_sync(&stop)
+            .await
+            .values()
+            .all(|s| *s));
         let names: Vec<String> = pods
             .lister()
             .list(&Selector::everything())

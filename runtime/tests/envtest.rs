@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use kubegen_runtime::testing::envtest::{Environment, Error};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 
 const CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1

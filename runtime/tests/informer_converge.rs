@@ -35,7 +35,7 @@ use kubegen_runtime::testing::{ApiServer, Reactor};
 use parking_lot::Mutex;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 /// Seeds run when `KUBEGEN_CONVERGE_SEED` is not set. Between them they draw every

@@ -16,7 +16,7 @@ use kubegen_runtime::cache::informer::{
 use kubegen_runtime::client::ResourceClient;
 use kubegen_runtime::labels::Selector;
 use kubegen_runtime::testing::ApiServer;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -150,20 +150,16 @@ async fn informer_syncs_lists_and_hears_changes() {
                 .as_deref(),
             Some("c")
         );
-        assert!(
-            lister
-                .namespaced("ns1")
-                .get("c")
-                .unwrap_err()
-                .is_not_found()
-        );
+        assert!(lister
+            .namespaced("ns1")
+            .get("c")
+            .unwrap_err()
+            .is_not_found());
         // Cached objects carry no managedFields and keep their type.
-        assert!(
-            lister
-                .list(&all)
-                .iter()
-                .all(|p| p.metadata.managed_fields.is_none())
-        );
+        assert!(lister
+            .list(&all)
+            .iter()
+            .all(|p| p.metadata.managed_fields.is_none()));
 
         // A modification, a deletion and a creation, in this order.
         let mut a = env.server.get("pods", "ns1", "a").unwrap().unwrap();
@@ -178,13 +174,11 @@ async fn informer_syncs_lists_and_hears_changes() {
 
         env.server.delete("pods", "ns2", "c").unwrap();
         assert_eq!(next(&mut rx).await, "delete ns2/c tombstone=false");
-        assert!(
-            lister
-                .namespaced("ns2")
-                .get("c")
-                .unwrap_err()
-                .is_not_found()
-        );
+        assert!(lister
+            .namespaced("ns2")
+            .get("c")
+            .unwrap_err()
+            .is_not_found());
 
         env.server.create("pods", pod("ns2", "d", "db")).unwrap();
         assert_eq!(next(&mut rx).await, "add ns2/d db initial=false");

@@ -16,7 +16,7 @@ use kubegen_runtime::testing::errors::StatusError;
 use kubegen_runtime::testing::transport::{Connection, Transport};
 use kubegen_runtime::testing::{ApiServer, Reactor, RequestRecord};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 

@@ -4,8 +4,8 @@
 //! electors competing for one Lease over the tower Service (paused clock) and over real
 //! TCP through kube::Client (real time).
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::future::BoxFuture;
@@ -17,7 +17,7 @@ use kubegen_runtime::leaderelection::{
 };
 use kubegen_runtime::testing::{ApiServer, Reactor};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -895,11 +895,9 @@ async fn micro_times_round_trip_with_microseconds() {
     assert_eq!(fraction.len(), 6, "{renewed}");
     let whole: LeaderElectionRecord =
         serde_json::from_value(json!({"renewTime": "2024-01-01T00:00:00Z"})).unwrap();
-    assert!(
-        String::from_utf8(whole.to_bytes())
-            .unwrap()
-            .contains("2024-01-01T00:00:00.000000Z")
-    );
+    assert!(String::from_utf8(whole.to_bytes())
+        .unwrap()
+        .contains("2024-01-01T00:00:00.000000Z"));
 }
 
 /// `is_leading` says whether this candidate leads now; `is_leader` keeps client-go's

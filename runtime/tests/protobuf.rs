@@ -14,12 +14,12 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod, Secret, Service};
 use kube::Resource;
-use kubegen_runtime::client::{ListOptions, ResourceClient, WatchEvent, WriteOptions, protobuf};
+use kubegen_runtime::client::{protobuf, ListOptions, ResourceClient, WatchEvent, WriteOptions};
 use kubegen_runtime::object::DynamicObject;
-use kubegen_runtime::testing::ApiServer;
 use kubegen_runtime::testing::transport::Transport;
-use serde::Serialize;
+use kubegen_runtime::testing::ApiServer;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::json;
 
 const NS: &str = "default";

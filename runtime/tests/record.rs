@@ -9,8 +9,8 @@ use std::time::Duration;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kubegen_runtime::record::events::{self, EventRecorder as _};
 use kubegen_runtime::record::{
-    ClientEventSink, EventBroadcaster, EventRecorder, EventSource, Recorder, WatchHandle,
-    partial_reference, reference,
+    partial_reference, reference, ClientEventSink, EventBroadcaster, EventRecorder, EventSource,
+    Recorder, WatchHandle,
 };
 use kubegen_runtime::testing::{ApiServer, RequestRecord};
 use parking_lot::Mutex;
@@ -337,12 +337,10 @@ async fn isomorphic_events_make_a_series() {
     assert_eq!(w[0].verb, "create");
     let body = w[0].body.clone().unwrap();
     assert!(body.get("series").is_none());
-    assert!(
-        body["reportingInstance"]
-            .as_str()
-            .unwrap()
-            .starts_with("ctrl-")
-    );
+    assert!(body["reportingInstance"]
+        .as_str()
+        .unwrap()
+        .starts_with("ctrl-"));
     let name = name_of(&w[0]);
 
     emit("Start", "the note is not part of the key");

@@ -11,7 +11,7 @@ use http_body_util::{BodyExt, Full};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::core::admission::AdmissionRequest;
 use kubegen_runtime::webhook::{Mutation, Tls, Validation, WebhookServer};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio_util::sync::CancellationToken;
 
 fn server() -> WebhookServer {
@@ -251,8 +251,8 @@ async fn a_certificate_rotated_on_disk_is_served_on_the_next_connection() {
 #[tokio::test]
 #[ignore = "needs a real control plane: hack/test.sh real"]
 async fn kube_apiserver_calls_the_webhooks() {
-    use k8s_openapi::ByteString;
     use k8s_openapi::api::admissionregistration::v1 as ar;
+    use k8s_openapi::ByteString;
     use kube::api::{Api, PostParams};
     use kubegen_runtime::testing::envtest::Environment;
 

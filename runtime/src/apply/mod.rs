@@ -22,8 +22,8 @@ pub use meta::{
     ScaleSpecApplyConfiguration,
 };
 
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 /// The options of a server-side apply (client-go's `metav1.ApplyOptions`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

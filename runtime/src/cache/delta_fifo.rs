@@ -74,9 +74,9 @@ use std::sync::Arc;
 use parking_lot::{Mutex, MutexGuard};
 use tokio::sync::Notify;
 
-use crate::cache::DeletedFinalStateUnknown;
 pub use crate::cache::keys::{KeyError, KeyFunc, KnownObjects, TransformError, TransformFunc};
 use crate::cache::store::StoreError;
+use crate::cache::DeletedFinalStateUnknown;
 
 /// What happened to an object (client-go's `DeltaType`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -1688,7 +1688,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_indexer_serves_as_known_objects() {
-        use crate::cache::store::{Indexer, meta_namespace_key_func, namespace_indexers};
+        use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer};
         use k8s_openapi::api::core::v1::ConfigMap;
         let cm = |name: &str| {
             let mut cm = ConfigMap::default();

@@ -32,19 +32,19 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use futures::future::{BoxFuture, Shared};
+use futures::FutureExt;
 use kube::core::{ApiResource, DynamicObject, GroupVersionResource};
 use parking_lot::Mutex;
 use serde::de::DeserializeOwned;
 use tokio_util::sync::CancellationToken;
 
-use crate::cache::factory::{FactoryOptions, spawn_informer};
+use crate::cache::factory::{spawn_informer, FactoryOptions};
 use crate::cache::informer::{InformerOptions, SharedIndexInformer};
 use crate::cache::lister::{Lister, NamespaceLister};
-use crate::client::ResourceClient;
 use crate::client::discovery::{DiscoveryError, RestMapper, RestMapping};
 use crate::client::metadata::PartialObjectMetadata;
+use crate::client::ResourceClient;
 use crate::errors::{GroupResource, StatusError};
 use crate::labels::Selector;
 use crate::object::Object;

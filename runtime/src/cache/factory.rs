@@ -31,9 +31,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::future::Shared;
+use futures::FutureExt;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
@@ -193,9 +193,9 @@ impl FactoryOptions {
     pub fn transform(
         mut self,
         f: impl Fn(Arc<dyn Any + Send + Sync>) -> Result<Arc<dyn Any + Send + Sync>, TransformError>
-        + Send
-        + Sync
-        + 'static,
+            + Send
+            + Sync
+            + 'static,
     ) -> Self {
         self.transform = Some(Arc::new(f));
         self

@@ -56,12 +56,12 @@ pub use handler::{FilteringResourceEventHandler, ResourceEventHandler, ResourceE
 pub use metrics::InformerMetrics;
 // What a delete handler receives, named here beside the handler traits so that one `use`
 // covers writing handlers (the types stay where they are defined, too).
-pub use crate::cache::DeletedFinalStateUnknown;
 pub use crate::cache::delta_fifo::DeltaObject;
+pub use crate::cache::DeletedFinalStateUnknown;
 
 use self::fifo::{Fifo, InformerFifo};
 use self::processor::{
-    Listener, MINIMUM_RESYNC_PERIOD, Notification, Processor, determine_resync_period,
+    determine_resync_period, Listener, Notification, Processor, MINIMUM_RESYNC_PERIOD,
 };
 use crate::cache::delta_fifo::{DeltaFifo, DeltaFifoOptions, DeltaType, Deltas, PopError};
 use crate::cache::done::{DoneChecker, DoneSignal};
@@ -73,10 +73,10 @@ use crate::cache::reflector::{
     Tweaked,
 };
 use crate::cache::store::{
-    Indexer, Indexers, ReadOnlyIndexer, StoreError, meta_namespace_key_func, namespace_indexers,
+    meta_namespace_key_func, namespace_indexers, Indexer, Indexers, ReadOnlyIndexer, StoreError,
 };
 use crate::client::ListOptions;
-use crate::object::{Object, object_key};
+use crate::object::{object_key, Object};
 
 type WatchErrorHandler = Arc<dyn Fn(&ReflectorError) + Send + Sync>;
 
@@ -182,9 +182,9 @@ impl InformerOptions {
     pub fn transform(
         mut self,
         f: impl Fn(Arc<dyn Any + Send + Sync>) -> Result<Arc<dyn Any + Send + Sync>, TransformError>
-        + Send
-        + Sync
-        + 'static,
+            + Send
+            + Sync
+            + 'static,
     ) -> Self {
         self.transform = Some(Arc::new(f));
         self

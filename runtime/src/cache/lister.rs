@@ -22,7 +22,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cache::store::{NAMESPACE_INDEX, ReadOnlyIndexer};
+use crate::cache::store::{ReadOnlyIndexer, NAMESPACE_INDEX};
 use crate::errors::{GroupResource, StatusError};
 use crate::labels::Selector;
 use crate::object::AnyObject;
@@ -289,7 +289,7 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
     use super::*;
-    use crate::cache::store::{Indexer, Indexers, meta_namespace_key_func, namespace_indexers};
+    use crate::cache::store::{meta_namespace_key_func, namespace_indexers, Indexer, Indexers};
 
     fn meta(ns: &str, name: &str, labels: &[(&str, &str)]) -> ObjectMeta {
         ObjectMeta {
@@ -380,12 +380,10 @@ mod tests {
             names(&lister.namespaced("").list(&Selector::everything())),
             set(&["a", "b"])
         );
-        assert!(
-            lister
-                .namespaced("ns3")
-                .list(&Selector::everything())
-                .is_empty()
-        );
+        assert!(lister
+            .namespaced("ns3")
+            .list(&Selector::everything())
+            .is_empty());
         assert_eq!(lister.namespaced("ns1").namespace(), "ns1");
     }
 
@@ -422,13 +420,11 @@ mod tests {
         assert_eq!(details.name, "missing");
         assert_eq!(details.group, "");
         // The object exists in another namespace only: still a miss.
-        assert!(
-            lister
-                .namespaced("ns2")
-                .get("there")
-                .unwrap_err()
-                .is_not_found()
-        );
+        assert!(lister
+            .namespaced("ns2")
+            .get("there")
+            .unwrap_err()
+            .is_not_found());
     }
 
     #[test]

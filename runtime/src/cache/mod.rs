@@ -41,7 +41,7 @@ pub(crate) mod test_support;
 // The types most programs name, here too: `cache::SharedIndexInformer`,
 // `cache::InformerFactory`, `cache::Lister`, ... (each module keeps its own path).
 pub use delta_fifo::{Delta, DeltaFifo, DeltaObject, DeltaType, Deltas};
-pub use done::{DoneChecker, DoneSignal, NotDone, wait_for};
+pub use done::{wait_for, DoneChecker, DoneSignal, NotDone};
 pub use factory::{FactoryOptions, GenericInformer, InformerFactory};
 pub use informer::{
     FifoKind, FilteringResourceEventHandler, InformerError, InformerMetrics, InformerOptions,

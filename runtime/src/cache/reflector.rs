@@ -58,8 +58,8 @@ use tracing::Instrument;
 
 use crate::cache::store::StoreError;
 use crate::client::{
-    self, Bookmark, DeferredPage, ListOptions, ObjectList, ResourceClient, WatchEvent, paging,
-    paging::PageOrigin,
+    self, paging, paging::PageOrigin, Bookmark, DeferredPage, ListOptions, ObjectList,
+    ResourceClient, WatchEvent,
 };
 use crate::errors::StatusError;
 

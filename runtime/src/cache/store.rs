@@ -33,10 +33,10 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use crate::cache::DeletedFinalStateUnknown;
 use crate::cache::keys::KnownObjects;
 pub use crate::cache::keys::{KeyError, KeyFunc, TransformError, TransformFunc};
-use crate::object::{AnyObject, meta_namespace_key, object_key};
+use crate::cache::DeletedFinalStateUnknown;
+use crate::object::{meta_namespace_key, object_key, AnyObject};
 
 mod thread_safe;
 
@@ -173,9 +173,11 @@ pub fn meta_namespace_key_func<T: MetaNamespaceKey + ?Sized>() -> KeyFunc<T> {
 /// Works for every typed object and for `dyn AnyObject`.
 pub fn meta_namespace_index_func<T: AnyObject + ?Sized>() -> IndexFunc<T> {
     Arc::new(|obj: &T| {
-        Ok(vec![
-            obj.object_meta().namespace.clone().unwrap_or_default(),
-        ])
+        Ok(vec![obj
+            .object_meta()
+            .namespace
+            .clone()
+            .unwrap_or_default()])
     })
 }
 

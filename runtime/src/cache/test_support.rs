@@ -26,7 +26,7 @@ use crate::cache::informer::ResourceEventHandler;
 use crate::cache::reflector::ListerWatcher;
 use crate::client::{self, ListOptions, ObjectList, WatchEvent};
 use crate::errors::StatusError;
-use crate::object::{Object, object_key};
+use crate::object::{object_key, Object};
 
 /// A pod `ns/name` at resourceVersion `rv`.
 pub(crate) fn pod(name: &str, rv: &str) -> Pod {

@@ -12,8 +12,8 @@
 use std::ops::Range;
 
 use bytes::Bytes;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
 /// Pages with fewer items than this are decoded inline.
@@ -308,7 +308,7 @@ fn decode_ranges<K: DeserializeOwned>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::{Value, json};
+    use serde_json::{json, Value};
 
     #[test]
     fn managed_fields_are_dropped_only_from_top_level_metadata() {

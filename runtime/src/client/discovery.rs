@@ -23,15 +23,15 @@
 use std::fmt;
 use std::sync::Arc;
 
+use futures::future::{join_all, BoxFuture, Shared};
 use futures::FutureExt;
-use futures::future::{BoxFuture, Shared, join_all};
 use http::Request;
 use http_body_util::BodyExt;
 use kube::core::{ApiResource, GroupVersionKind, GroupVersionResource};
 use parking_lot::Mutex;
 use serde::Deserialize;
 
-use super::{Error, checked};
+use super::{checked, Error};
 
 /// One resource the server serves, from discovery.
 #[derive(Debug, Clone, PartialEq, Eq)]

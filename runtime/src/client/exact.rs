@@ -544,7 +544,7 @@ impl<'de, T: DeserializeSeed<'de>> DeserializeSeed<'de> for Seed<T> {
 mod tests {
     use super::*;
     use serde::Deserialize;
-    use serde_json::{Value, json};
+    use serde_json::{json, Value};
 
     fn exact<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, serde_json::Error> {
         with_lengths(text, || {

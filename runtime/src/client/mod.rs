@@ -55,15 +55,15 @@ use futures::FutureExt;
 use http::Request;
 use http_body_util::BodyExt;
 use kube::Resource;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use tracing::Instrument;
 
 use crate::errors::{Status, StatusError};
 
 pub use rest::{
-    DEFAULT_BURST, DEFAULT_MAX_RETRIES, DEFAULT_QPS, RestConfig, RestConfigError, RestLayer,
-    RestService,
+    RestConfig, RestConfigError, RestLayer, RestService, DEFAULT_BURST, DEFAULT_MAX_RETRIES,
+    DEFAULT_QPS,
 };
 pub use watch::{Bookmark, WatchEvent, WatchStream};
 pub use write::{

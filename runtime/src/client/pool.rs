@@ -36,18 +36,16 @@ fn pool() -> &'static Pool {
             let rx = Arc::clone(&rx);
             let spawned = std::thread::Builder::new()
                 .name(format!("kubegen-decode-{i}"))
-                .spawn(move || {
-                    loop {
-                        let job = match rx.lock() {
-                            Ok(guard) => guard.recv(),
-                            Err(_) => return,
-                        };
-                        match job {
-                            Ok(job) => {
-                                let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
-                            }
-                            Err(_) => return,
+                .spawn(move || loop {
+                    let job = match rx.lock() {
+                        Ok(guard) => guard.recv(),
+                        Err(_) => return,
+                    };
+                    match job {
+                        Ok(job) => {
+                            let _ = std::panic::catch_unwind(AssertUnwindSafe(job));
                         }
+                        Err(_) => return,
                     }
                 });
             if spawned.is_ok() {

@@ -31,7 +31,7 @@ use kubegen_apimachinery::protobuf::{self as pb, Deserializer, List};
 use serde::de::DeserializeOwned;
 use tower::Service;
 
-use super::{DeferredPage, Error, decode};
+use super::{decode, DeferredPage, Error};
 
 /// The `Accept` header of a read of a built-in kind: protobuf, else JSON.
 pub const ACCEPT: &str = "application/vnd.kubernetes.protobuf, application/json";

@@ -346,7 +346,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::Pod;
     use serde::Deserialize;
-    use serde_json::{Value, json};
+    use serde_json::{json, Value};
 
     fn skip<K: for<'de> Deserialize<'de>>(text: &str) -> K {
         let mut de = serde_json::Deserializer::from_str(text);

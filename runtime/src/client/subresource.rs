@@ -14,11 +14,11 @@
 //! It does not retry, and does not check that the server serves the subresource first.
 
 use kube::Resource;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use super::write::with_query;
-use super::{Error, Patch, PatchOptions, ResourceClient, WriteOptions, read_all};
+use super::{read_all, Error, Patch, PatchOptions, ResourceClient, WriteOptions};
 
 impl<K: Resource, W: super::Wire> ResourceClient<K, W> {
     /// `GET <name>/<subresource>`, decoded as `R`.

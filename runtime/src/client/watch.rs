@@ -21,11 +21,11 @@ use std::task::{Context, Poll};
 
 use futures::{FutureExt, Stream};
 use http_body_util::BodyExt;
-use serde::Deserialize;
 use serde::de::DeserializeOwned;
+use serde::Deserialize;
 use serde_json::value::RawValue;
 
-use crate::errors::{Status, StatusCause, StatusDetails, StatusError, cause, reason};
+use crate::errors::{cause, reason, Status, StatusCause, StatusDetails, StatusError};
 
 /// One event of a watch.
 #[derive(Debug, Clone, PartialEq)]

@@ -16,13 +16,13 @@
 use http::Request;
 use http_body_util::BodyExt;
 use kube::Resource;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::errors::Status;
 
-use super::{Error, ListOptions, ObjectList, ResourceClient, checked};
+use super::{checked, Error, ListOptions, ObjectList, ResourceClient};
 
 /// A patch of one of the four types the API server accepts.
 #[derive(Debug, Clone, PartialEq)]

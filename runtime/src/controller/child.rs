@@ -19,8 +19,8 @@
 use std::fmt;
 
 use kube::api::{Api, PostParams};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use crate::object::Object;
 

@@ -22,8 +22,8 @@ use std::future::Future;
 use std::sync::Arc;
 
 use kube::api::{Api, Patch, PatchParams};
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::Serialize;
 
 use super::Action;
 use crate::object::Object;

@@ -1,8 +1,8 @@
 //! Health checks of a running controller: alive while `run` runs, ready once its caches
 //! synced (as leader or warm standby), and whether it leads.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 
 /// Readiness and liveness of a running controller (controller-runtime's healthz/readyz).
 #[derive(Debug, Clone, Default)]

@@ -86,8 +86,8 @@ mod worker;
 
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::RwLock;
@@ -106,7 +106,7 @@ use crate::object::{Object, ObjectRef};
 use crate::record::EventRecorder;
 use crate::workqueue::{MetricsProvider, QueueOptions, RateLimitingQueue};
 use owner::OwnerKind;
-use sources::{MapFn, MapHandler, PrimaryHandler, Registered, Source, register};
+use sources::{register, MapFn, MapHandler, PrimaryHandler, Registered, Source};
 use worker::{Gate, Runner};
 
 /// Workers of a controller unless [`Builder::workers`] says otherwise. Reconciles mostly

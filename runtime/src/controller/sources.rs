@@ -8,7 +8,7 @@ use super::Predicate;
 use crate::cache::informer::{
     DeltaObject, InformerError, ResourceEventHandler, SharedIndexInformer,
 };
-use crate::object::{Object, object_key};
+use crate::object::{object_key, Object};
 use crate::workqueue::RateLimitingQueue;
 
 /// A handler registration the controller removes when it stops.

@@ -1,8 +1,8 @@
 use std::sync::Arc;
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
+use futures::FutureExt;
 use k8s_openapi::api::core::v1::Pod;
 use parking_lot::Mutex;
 

@@ -4,8 +4,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Event, EventSource as WireSource, ObjectReference};
@@ -16,11 +16,11 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::correlator::{CorrelatorOptions, EventCorrelator};
-use super::reference::{Clock, generate_event_name};
+use super::reference::{generate_event_name, Clock};
 use super::sink::EventSink;
 use super::{
-    DEFAULT_MAX_TRIES, DEFAULT_SLEEP, EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING, EventRecorder,
-    EventSource, MAX_QUEUED_EVENTS,
+    EventRecorder, EventSource, DEFAULT_MAX_TRIES, DEFAULT_SLEEP, EVENT_TYPE_NORMAL,
+    EVENT_TYPE_WARNING, MAX_QUEUED_EVENTS,
 };
 
 /// Options of an [`EventBroadcaster`] (client-go's `NewBroadcaster` options).

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio::time::Instant;
 
 use super::lru::Lru;

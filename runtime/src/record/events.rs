@@ -53,11 +53,11 @@ use k8s_openapi::api::core::v1::ObjectReference;
 pub use k8s_openapi::api::events::v1::{Event, EventSeries};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use parking_lot::Mutex;
-use serde_json::{Value, json};
+use serde_json::{json, Value};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::reference::{Clock, generate_event_name};
+use super::reference::{generate_event_name, Clock};
 use super::sink::SinkError;
 use super::{DEFAULT_MAX_TRIES, DEFAULT_SLEEP, EVENT_TYPE_NORMAL, EVENT_TYPE_WARNING};
 use crate::client::{Patch, PatchOptions, ResourceClient, WriteOptions};

@@ -71,14 +71,14 @@ use std::fmt;
 
 pub use broadcaster::{BroadcasterOptions, EventBroadcaster, Recorder, WatchHandle};
 pub use correlator::{
-    Correlation, CorrelatorOptions, DEFAULT_AGGREGATE_INTERVAL, DEFAULT_AGGREGATE_MAX_EVENTS,
-    DEFAULT_LRU_CACHE_SIZE, DEFAULT_SPAM_BURST, DEFAULT_SPAM_QPS, EventCorrelator, KeyFunc,
-    aggregate_keys, aggregate_message, event_key, spam_key,
+    aggregate_keys, aggregate_message, event_key, spam_key, Correlation, CorrelatorOptions,
+    EventCorrelator, KeyFunc, DEFAULT_AGGREGATE_INTERVAL, DEFAULT_AGGREGATE_MAX_EVENTS,
+    DEFAULT_LRU_CACHE_SIZE, DEFAULT_SPAM_BURST, DEFAULT_SPAM_QPS,
 };
 pub use fake::FakeRecorder;
 pub use k8s_openapi::api::core::v1::{Event, EventSource as CoreEventSource, ObjectReference};
 pub use reference::{
-    Clock, generate_event_name, is_dns1123_subdomain, partial_reference, reference, reference_with,
+    generate_event_name, is_dns1123_subdomain, partial_reference, reference, reference_with, Clock,
 };
 pub use sink::{ClientEventSink, EventSink, SinkError};
 

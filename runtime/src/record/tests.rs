@@ -605,11 +605,10 @@ fn field_selectors_for_events_about_an_object() {
         )
     );
     let core = field_selector(&GroupVersion::gv("", "v1"), &gvk, "test-deployment", "").unwrap();
-    assert!(
-        core.to_string()
-            .split(',')
-            .all(|t| t.starts_with("involvedObject."))
-    );
+    assert!(core
+        .to_string()
+        .split(',')
+        .all(|t| t.starts_with("involvedObject.")));
     let empty = GroupVersionKind::gvk("", "", "");
     let none = field_selector(
         &GroupVersion::gv("events.k8s.io", "v1beta1"),

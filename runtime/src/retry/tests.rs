@@ -4,7 +4,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::client;
-use crate::errors::{GroupResource, StatusCause, StatusDetails, StatusError, cause, reason};
+use crate::errors::{cause, reason, GroupResource, StatusCause, StatusDetails, StatusError};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 

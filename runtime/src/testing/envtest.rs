@@ -776,7 +776,7 @@ fn ephemeral_range() -> Option<(u16, u16)> {
 /// A P-256 key pair for service-account tokens: PKCS#8 private key and SPKI public key,
 /// both PEM (kube-apiserver and the controller manager accept ECDSA keys).
 fn service_account_keys() -> Result<(String, String)> {
-    use ring::signature::{ECDSA_P256_SHA256_ASN1_SIGNING, EcdsaKeyPair, KeyPair};
+    use ring::signature::{EcdsaKeyPair, KeyPair, ECDSA_P256_SHA256_ASN1_SIGNING};
     let rng = ring::rand::SystemRandom::new();
     let key_error = |what: &str| Error::Io {
         path: PathBuf::from("service-account key"),
@@ -953,11 +953,10 @@ mod tests {
             }
         })
         .await;
-        assert!(
-            out.unwrap_err()
-                .to_string()
-                .contains("address already in use")
-        );
+        assert!(out
+            .unwrap_err()
+            .to_string()
+            .contains("address already in use"));
         assert_eq!(calls, START_ATTEMPTS);
 
         // Any other failure is not retried.

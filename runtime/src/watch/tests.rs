@@ -11,7 +11,7 @@ use tokio::time::Instant;
 
 use super::*;
 use crate::client::{self, Bookmark, ObjectList};
-use crate::errors::{StatusDetails, reason};
+use crate::errors::{reason, StatusDetails};
 
 fn pod(rv: &str) -> Pod {
     let mut p = Pod::default();
@@ -431,11 +431,9 @@ mod server {
             queries[1].contains(&format!("resourceVersion={a_rv}")),
             "{queries:?}"
         );
-        assert!(
-            queries
-                .iter()
-                .all(|q| q.contains("allowWatchBookmarks=true"))
-        );
+        assert!(queries
+            .iter()
+            .all(|q| q.contains("allowWatchBookmarks=true")));
     }
 
     /// A forced 410 reaches the consumer and ends the watcher (SEMANTICS 12.14 over the
@@ -453,12 +451,10 @@ mod server {
             matches!(&event, WatchEvent::Error(s) if s.code() == 410),
             "{event:?}"
         );
-        assert!(
-            tokio::time::timeout(Duration::from_secs(600), w.next())
-                .await
-                .expect("ends")
-                .is_none()
-        );
+        assert!(tokio::time::timeout(Duration::from_secs(600), w.next())
+            .await
+            .expect("ends")
+            .is_none());
         assert_eq!(watch_queries(&server).len(), 1);
     }
 
@@ -522,10 +518,9 @@ mod server {
         .await
         .expect_err("never synced");
         assert!(matches!(err, UntilError::Sync), "{err}");
-        assert!(
-            err.to_string()
-                .starts_with("UntilWithSync: unable to sync caches: ")
-        );
+        assert!(err
+            .to_string()
+            .starts_with("UntilWithSync: unable to sync caches: "));
 
         let server = ApiServer::new();
         server

@@ -252,8 +252,8 @@ impl<T: Clone + Eq + Hash> QueueMetrics<T> {
 #[cfg(feature = "prometheus")]
 pub mod prometheus {
     use ::prometheus::{
-        GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts, Registry,
-        exponential_buckets,
+        exponential_buckets, GaugeVec, HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec,
+        Opts, Registry,
     };
 
     use super::{

@@ -78,9 +78,9 @@ pub use delaying::DelayingQueue;
 pub use metrics::MetricsProvider;
 pub use queue::{Queue, QueueStorage};
 pub use rate_limiter::{
-    BucketRateLimiter, ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter,
-    MaxOfRateLimiter, RateLimiter, WithMaxWaitRateLimiter, default_controller_rate_limiter,
-    default_item_based_rate_limiter,
+    default_controller_rate_limiter, default_item_based_rate_limiter, BucketRateLimiter,
+    ItemExponentialFailureRateLimiter, ItemFastSlowRateLimiter, MaxOfRateLimiter, RateLimiter,
+    WithMaxWaitRateLimiter,
 };
 pub use rate_limiting::RateLimitingQueue;
 

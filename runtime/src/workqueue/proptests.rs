@@ -9,8 +9,8 @@
 //! item added before shutdown was handed out, and delayed items due before shutdown were
 //! handed out without anyone but the waiting workers looking at the queue.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering::SeqCst};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;

@@ -28,9 +28,9 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio::time::{Instant, MissedTickBehavior};
 
-use super::QueueOptions;
 use super::delaying::Waiting;
 use super::metrics::QueueMetrics;
+use super::QueueOptions;
 
 /// How often a named queue refreshes its unfinished-work gauges (client-go: 500 ms).
 const UNFINISHED_WORK_UPDATE_PERIOD: Duration = Duration::from_millis(500);

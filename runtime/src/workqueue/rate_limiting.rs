@@ -11,7 +11,7 @@ use std::hash::Hash;
 use std::ops::Deref;
 use std::sync::Arc;
 
-use super::{DelayingQueue, QueueOptions, RateLimiter, default_controller_rate_limiter};
+use super::{default_controller_rate_limiter, DelayingQueue, QueueOptions, RateLimiter};
 
 /// The queue a controller holds (client-go's `RateLimitingInterface`): the basic queue,
 /// [`add_after`](DelayingQueue::add_after), and per-item retries through a

@@ -12,7 +12,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::*;
 use crate::cache::reflector::ListerWatcher;
-use crate::cache::test_support::{FakeSource, pod, settle, wait_until};
+use crate::cache::test_support::{pod, settle, wait_until, FakeSource};
 
 /// A kube client whose requests are answered from memory (empty lists; watches that end
 /// at once) and whose request URIs are recorded.
@@ -260,12 +260,10 @@ async fn shutdown_waits_for_informers_and_stops_later_starts() {
     }
     assert!(!node_informer.is_started());
     assert!(nodes.list_calls().is_empty());
-    assert!(
-        !factory
-            .wait_for_cache_sync(&stop)
-            .await
-            .contains_key(std::any::type_name::<Node>())
-    );
+    assert!(!factory
+        .wait_for_cache_sync(&stop)
+        .await
+        .contains_key(std::any::type_name::<Node>()));
     factory.shutdown().await;
 }
 
@@ -282,11 +280,9 @@ async fn caller_stop_token_ends_informers_cleanly() {
     // The informer's run ends as it does on its own stop: marked stopped, handlers
     // refused, its handler threads told to end.
     settle("informer stopped", || informer.is_stopped()).await;
-    assert!(
-        informer
-            .add_event_handler(crate::cache::informer::ResourceEventHandlerFuncs::new())
-            .is_err()
-    );
+    assert!(informer
+        .add_event_handler(crate::cache::informer::ResourceEventHandlerFuncs::new())
+        .is_err());
     factory.shutdown().await;
 }
 
@@ -403,13 +399,11 @@ async fn factory_transform_composes_with_the_informers_own_and_keeps_its_type() 
     });
     let stop = CancellationToken::new();
     factory.start(&stop);
-    assert!(
-        factory
-            .wait_for_cache_sync(&stop)
-            .await
-            .values()
-            .all(|s| *s)
-    );
+    assert!(factory
+        .wait_for_cache_sync(&stop)
+        .await
+        .values()
+        .all(|s| *s));
     let p = informer.indexer().get_by_key("ns/pod1").unwrap();
     assert_eq!(p.metadata.labels.as_ref().unwrap()["factory"], "yes");
     assert_eq!(p.metadata.annotations.as_ref().unwrap()["own"], "true");

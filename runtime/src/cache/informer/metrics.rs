@@ -10,8 +10,8 @@
 //! resourceVersion that is not a number leaves the gauge unchanged).
 
 use std::fmt;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;

@@ -8,7 +8,7 @@ use k8s_openapi::api::core::v1::Pod;
 use tokio_util::sync::CancellationToken;
 
 use super::*;
-use crate::cache::test_support::{FakeSource, Rec, Recorder, pod, settle};
+use crate::cache::test_support::{pod, settle, FakeSource, Rec, Recorder};
 
 fn informer(source: &Arc<FakeSource<Pod>>, fifo: FifoKind) -> SharedIndexInformer<Pod> {
     SharedIndexInformer::new(

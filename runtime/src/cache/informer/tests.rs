@@ -5,7 +5,7 @@
 //! notifications in order, so everything before the fence is everything they got.
 
 use std::collections::BTreeSet;
-use std::sync::{Arc, Mutex, mpsc};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{Pod, PodSpec};
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::*;
 use crate::cache::store::IndexFunc;
 use crate::cache::test_support::{
-    FakeSource, Rec, Recorder, describe, pod, pod_with, settle, wait_for_thread, wait_until,
+    describe, pod, pod_with, settle, wait_for_thread, wait_until, FakeSource, Rec, Recorder,
 };
 
 const ZERO: Duration = Duration::ZERO;

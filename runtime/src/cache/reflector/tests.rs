@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use super::watch_list::parse_flag;
 use super::*;
 use crate::client::ResourceVersionMatch;
-use crate::errors::{StatusCause, StatusDetails, cause};
+use crate::errors::{cause, StatusCause, StatusDetails};
 
 fn pod(name: &str, rv: &str) -> Pod {
     Pod {

@@ -7,13 +7,13 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use futures::stream::BoxStream;
+use futures::StreamExt;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    DEFAULT_PAGE_SIZE, Reflector, ReflectorError, ReflectorOptions, is_retriable_watch_start,
+    is_retriable_watch_start, Reflector, ReflectorError, ReflectorOptions, DEFAULT_PAGE_SIZE,
 };
 use crate::client::{Bookmark, ResourceVersionMatch, WatchEvent};
 

@@ -1,6 +1,6 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Node, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -540,13 +540,11 @@ fn failing_index_function_changes_nothing() {
     );
     assert_eq!(store.get_by_key("a").unwrap().val, "good");
     assert_eq!(store.index_keys("picky", "good").unwrap(), ["a"]);
-    assert!(
-        store
-            .replace([Arc::new(kv("b", "bad"))], "9")
-            .unwrap_err()
-            .to_string()
-            .contains("bad value")
-    );
+    assert!(store
+        .replace([Arc::new(kv("b", "bad"))], "9")
+        .unwrap_err()
+        .to_string()
+        .contains("bad value"));
     assert_eq!(keys_of(&store.list()), set(&["a"]));
     assert_eq!(store.last_store_sync_resource_version(), "");
     assert!(matches!(
