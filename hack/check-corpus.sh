@@ -43,7 +43,7 @@ mapfile -t FILES < <(find "$DIR" -maxdepth 1 -type f \( -name '*.yaml' -o -name 
 [ "${#FILES[@]}" -gt 0 ] || { echo "no *.yaml files in $DIR" >&2; exit 1; }
 module_of() { local b; b=$(basename "$1"); b=${b%.*}; echo "f_$(echo "$b" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/_/g')"; }
 
-rm -rf "$WORK/gen" "$CRATE/src" "$WORK/logs" "$WORK/synth"
+rm -rf "$WORK/gen" "$CRATE/src" "$CRATE/b" "$WORK/logs" "$WORK/synth"
 mkdir -p "$WORK/gen" "$CRATE/src" "$WORK/logs"
 declare -A GEN COMPILE DOCTEST MODULE
 : >"$WORK/objects.jsonl"
@@ -118,6 +118,26 @@ $2
 $(sed -n '/^\[profile.dev\]/,/^$/p; /^\[profile.dev.package/,/^$/p' "$ROOT/Cargo.toml")
 
 [workspace]
+members = ["b"]
+EOF
+  # The second batch of a pair (see the batch loop): the same dependencies, its own
+  # library and runner. Profiles live in the workspace root above.
+  cat >"$CRATE/b/Cargo.toml" <<EOF
+[package]
+name = "corpus-batch-b"
+version = "0.0.0"
+edition = "2021"
+publish = false
+build = "build.rs"
+
+[lib]
+path = "src/lib.rs"
+
+[[bin]]
+name = "runner-b"
+path = "src/main.rs"
+
+$(sed -n '/^\[dependencies\]/,/^\[profile/p' "$CRATE/Cargo.toml" | sed '$d')
 EOF
   # The path dependencies are workspace members there: their profile is the dev one.
   if [ -f "$WORK/features.crate" ]; then
@@ -126,8 +146,11 @@ EOF
     done
   fi
 }
-echo 'fn main() {}' >"$CRATE/build.rs"
-echo '' >"$CRATE/src/lib.rs"; echo 'fn main() {}' >"$CRATE/src/main.rs"
+mkdir -p "$CRATE/b/src"
+for d in "$CRATE" "$CRATE/b"; do
+  echo 'fn main() {}' >"$d/build.rs"
+  echo '' >"$d/src/lib.rs"; echo 'fn main() {}' >"$d/src/main.rs"
+done
 # The host's packages and features: `--target all` would count platform-specific ones
 # (tokio's `windows-sys`) that a build here never enables, and pinning them changes the
 # feature set of what the workspace built.
@@ -161,11 +184,23 @@ done
 log "scratch crate: $(grep -c ' = {' <<<"$pins" || true) dependency feature pins;" \
   "$(python3 "$ROOT/hack/corpus-pins.py" --report "$WORK/features.workspace" "$WORK/features.crate" "$WORK/host.crate")"
 
-write_lib() { # modules...
+# Two batches at a time, as the two packages of the scratch workspace (corpus-batch and
+# corpus-batch-b), built by one cargo: compiling one batch keeps one core busy (rustc's
+# front end is serial; a batch of 12 took 59 s wall for 64 s of CPU), so a pair takes
+# about the time of one. Slot 0 is the root package, slot 1 the member `b`.
+SLOT_DIR=("$CRATE" "$CRATE/b"); SLOT_PKG=(corpus-batch corpus-batch-b)
+SLOT_CRATE=(corpus_batch corpus_batch_b); SLOT_BIN=(runner runner-b)
+write_slot() { # slot, modules...: the slot's library (the trees) and runner (dispatch)
+  local s=$1; shift
   {
     echo "//! One batch of the corpus check: generated trees, one module per CRD file."
-    for m in "$@"; do echo "#[path = \"../../gen/$m/mod.rs\"] pub mod $m;"; done
-  } >"$CRATE/src/lib.rs"
+    for m in "$@"; do echo "#[path = \"$WORK/gen/$m/mod.rs\"] pub mod $m;"; done
+  } >"${SLOT_DIR[$s]}/src/lib.rs"
+  if [ $# -gt 0 ]; then
+    "$OBJECTS" dispatch "$WORK/gen" "$@" | sed "s/\bcorpus_batch::/${SLOT_CRATE[$s]}::/g" >"${SLOT_DIR[$s]}/src/main.rs"
+  else
+    echo 'fn main() {}' >"${SLOT_DIR[$s]}/src/main.rs"
+  fi
 }
 # The workspace's target dir (see above). Every batch is new code, so incremental state
 # would only cost time and disk; the registry dependencies reused never use it.
@@ -178,61 +213,93 @@ crd_rt_pid=$!
 OK_FILES=()
 for f in "${FILES[@]}"; do [ "${GEN[$f]}" = ok ] && OK_FILES+=("$f"); done
 doctests=0; check_s=0; doc_s=0; build_s=0
-for ((i = 0; i < ${#OK_FILES[@]}; i += BATCH)); do
-  batch=("${OK_FILES[@]:i:BATCH}")
-  mods=(); for f in "${batch[@]}"; do mods+=("${MODULE[$f]}"); done
-  n=$((i / BATCH + 1))
-  write_lib "${mods[@]}"
-  "$OBJECTS" dispatch "$WORK/gen" "${mods[@]}" >"$CRATE/src/main.rs"
-  t=$SECONDS
-  if cargo_crate build --lib -q 2>"$WORK/logs/batch$n.check"; then
-    for f in "${batch[@]}"; do COMPILE[$f]=ok; done
-  else
-    log "batch $n failed to compile; checking its files one by one"
-    for f in "${batch[@]}"; do
-      write_lib "${MODULE[$f]}"
-      if cargo_crate build --lib -q 2>"$WORK/logs/${MODULE[$f]}.check"; then COMPILE[$f]=ok; else
-        COMPILE[$f]=FAIL; log "compile failed: $f: $(grep -m3 -A5 '^error' "$WORK/logs/${MODULE[$f]}.check")"
-      fi
-    done
-    good=(); for f in "${batch[@]}"; do [ "${COMPILE[$f]}" = ok ] && good+=("${MODULE[$f]}"); done
-    batch_ok=(); for f in "${batch[@]}"; do [ "${COMPILE[$f]}" = ok ] && batch_ok+=("$f"); done
-    batch=("${batch_ok[@]}"); mods=("${good[@]}")
-    [ "${#mods[@]}" -gt 0 ] || continue
-    write_lib "${mods[@]}"
-    "$OBJECTS" dispatch "$WORK/gen" "${mods[@]}" >"$CRATE/src/main.rs"
+slot_mods() { local f; SLOT_MODS=(); for f in "$@"; do SLOT_MODS+=("${MODULE[$f]}"); done; }
+# A slot of a pair that failed to build, on its own: the library, then file by file.
+check_slot() { # slot, batch number, files...
+  local s=$1 n=$2 f; shift 2
+  local files=("$@") good=()
+  slot_mods "${files[@]}"; write_slot "$s" "${SLOT_MODS[@]}"
+  if cargo_crate build --lib -q -p "${SLOT_PKG[$s]}" 2>"$WORK/logs/batch$n.check"; then
+    for f in "${files[@]}"; do COMPILE[$f]=ok; done
+    return
   fi
-  check_s=$((check_s + SECONDS - t))
-  log "batch $n (${#batch[@]} files): check $((SECONDS - t))s"
-  t=$SECONDS
-  # `cargo test --doc` collects doctests after expansion against the library and
-  # dependencies just built (`cargo rustdoc` would check every dependency again, in a
-  # mode of its own: two minutes on a cold machine); any doctest found is a failure.
-  if cargo_crate test --doc -q >"$WORK/logs/batch$n.doctest" 2>&1; then
+  log "batch $n failed to compile; checking its files one by one"
+  for f in "${files[@]}"; do
+    write_slot "$s" "${MODULE[$f]}"
+    if cargo_crate build --lib -q -p "${SLOT_PKG[$s]}" 2>"$WORK/logs/${MODULE[$f]}.check"; then COMPILE[$f]=ok; else
+      COMPILE[$f]=FAIL; log "compile failed: $f: $(grep -m3 -A5 '^error' "$WORK/logs/${MODULE[$f]}.check")"
+    fi
+  done
+  for f in "${files[@]}"; do [ "${COMPILE[$f]}" = ok ] && good+=("$f"); done
+  slot_mods "${good[@]}"; write_slot "$s" "${SLOT_MODS[@]}"
+}
+doctest_slot() { # slot, batch number, files...: any doctest found fails the batch
+  local s=$1 n=$2 f ran; shift 2
+  [ $# -gt 0 ] || return 0
+  if cargo_crate test --doc -q -p "${SLOT_PKG[$s]}" >"$WORK/logs/batch$n.doctest" 2>&1; then
     ran=$(grep -o 'running [0-9]* tests\?' "$WORK/logs/batch$n.doctest" | awk '{s += $2} END {print s + 0}')
     doctests=$((doctests + ran))
     if [ "$ran" -gt 0 ]; then
       log "batch $n: $ran doctests found in generated code (there must be none): $(grep -m5 '^test ' "$WORK/logs/batch$n.doctest")"
-      for f in "${batch[@]}"; do DOCTEST[$f]=FAIL; done
+      for f in "$@"; do DOCTEST[$f]=FAIL; done
     else
-      for f in "${batch[@]}"; do DOCTEST[$f]=ok; done
+      for f in "$@"; do DOCTEST[$f]=ok; done
     fi
   else
     log "batch $n doctests failed: $(grep -m5 -A5 -E '^error|FAILED' "$WORK/logs/batch$n.doctest")"
-    for f in "${batch[@]}"; do DOCTEST[$f]=FAIL; done
+    for f in "$@"; do DOCTEST[$f]=FAIL; done
+  fi
+}
+run_slot() { # slot, batch number, files...: the round trips of the slot's runner
+  local s=$1 n=$2 pattern; shift 2
+  [ $# -gt 0 ] || return 0
+  slot_mods "$@"
+  pattern=$(printf '"module":"%s",|' "${SLOT_MODS[@]}"); pattern=${pattern%|}
+  grep -E "$pattern" "$WORK/objects.jsonl" | "$TARGET/debug/${SLOT_BIN[$s]}" >>"$WORK/results.jsonl" \
+    || log "batch $n: the runner failed"
+}
+for ((i = 0; i < ${#OK_FILES[@]}; i += 2 * BATCH)); do
+  b0=("${OK_FILES[@]:i:BATCH}"); b1=("${OK_FILES[@]:i+BATCH:BATCH}")
+  n0=$((i / BATCH + 1)); n1=$((n0 + 1))
+  names="batch $n0"; [ "${#b1[@]}" -eq 0 ] || names="batches $n0 and $n1"
+  slot_mods "${b0[@]}"; write_slot 0 "${SLOT_MODS[@]}"
+  slot_mods "${b1[@]}"; write_slot 1 "${SLOT_MODS[@]}"
+  t=$SECONDS
+  if cargo_crate build --lib -q -p corpus-batch -p corpus-batch-b 2>"$WORK/logs/batch$n0.check"; then
+    for f in "${b0[@]}" "${b1[@]}"; do COMPILE[$f]=ok; done
+  else
+    check_slot 0 "$n0" "${b0[@]}"
+    [ "${#b1[@]}" -eq 0 ] || check_slot 1 "$n1" "${b1[@]}"
+  fi
+  g0=(); for f in "${b0[@]}"; do [ "${COMPILE[$f]}" = ok ] && g0+=("$f"); done
+  g1=(); for f in "${b1[@]}"; do [ "${COMPILE[$f]}" = ok ] && g1+=("$f"); done
+  check_s=$((check_s + SECONDS - t))
+  log "$names ($((${#g0[@]} + ${#g1[@]})) files): check $((SECONDS - t))s"
+  t=$SECONDS
+  # `cargo test --doc` collects doctests after expansion against the libraries and
+  # dependencies just built (`cargo rustdoc` would check every dependency again, in a
+  # mode of its own: two minutes on a cold machine); any doctest found is a failure.
+  # Both packages at once; a pair with doctests or an error is collected again one
+  # package at a time, to say which batch has them.
+  pair_log=$WORK/logs/batch$n0.doctest-pair
+  if cargo_crate test --doc -q -p corpus-batch -p corpus-batch-b >"$pair_log" 2>&1 \
+    && [ "$(grep -o 'running [0-9]* tests\?' "$pair_log" | awk '{s += $2} END {print s + 0}')" = 0 ]; then
+    for f in "${g0[@]}" "${g1[@]}"; do DOCTEST[$f]=ok; done
+  else
+    doctest_slot 0 "$n0" "${g0[@]}"
+    doctest_slot 1 "$n1" "${g1[@]}"
   fi
   doc_s=$((doc_s + SECONDS - t))
-  log "batch $n: doctests $((SECONDS - t))s"
+  log "$names: doctests $((SECONDS - t))s"
   t=$SECONDS
-  pattern=$(printf '"module":"%s",|' "${mods[@]}"); pattern=${pattern%|}
-  if cargo_crate build --bin runner -q 2>"$WORK/logs/batch$n.runner"; then
-    grep -E "$pattern" "$WORK/objects.jsonl" | "$TARGET/debug/runner" >>"$WORK/results.jsonl" \
-      || log "batch $n: the runner failed"
+  if cargo_crate build -q -p corpus-batch -p corpus-batch-b --bins 2>"$WORK/logs/batch$n0.runner"; then
+    run_slot 0 "$n0" "${g0[@]}"
+    run_slot 1 "$n1" "${g1[@]}"
   else
-    log "batch $n: the round-trip runner does not build: $(grep -m3 -A5 '^error' "$WORK/logs/batch$n.runner")"
+    log "$names: the round-trip runners do not build: $(grep -m3 -A5 '^error' "$WORK/logs/batch$n0.runner")"
   fi
   build_s=$((build_s + SECONDS - t))
-  log "batch $n: runner build and round trips $((SECONDS - t))s"
+  log "$names: runner builds and round trips $((SECONDS - t))s"
 done
 
 echo "check_seconds=$check_s doctest_seconds=$doc_s runner_build_and_run_seconds=$build_s batch=$BATCH files=${#OK_FILES[@]}" >"$WORK/timings.txt"

@@ -77,7 +77,7 @@ def main(argv):
     pins, matched, unmatched = [], 0, []
     for key in sorted(crate):
         name, version, source = key
-        if name == "corpus-batch":
+        if name in ("corpus-batch", "corpus-batch-b"):
             continue
         want = workspace.get(key)
         for feats in sorted(crate[key], key=sorted):
