@@ -45,7 +45,10 @@ RUSTFLAGS="-Cpasses=sancov-module \
   nice -n "$nice_level" cargo build --locked --quiet -p kubegen-fuzz --features libfuzzer \
     --profile fuzz --target "$host" $(printf -- '--bin %s ' "${targets[@]}")
 
-[ "${FUZZ_BUILD_ONLY:-}" != 1 ] || exit 0
+if [ "${FUZZ_BUILD_ONLY:-}" = 1 ]; then
+  echo "fuzz: built ${#targets[@]} targets in ${SECONDS}s"
+  exit 0
+fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
