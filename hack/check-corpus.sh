@@ -88,13 +88,10 @@ log "generated ${#FILES[@]} files in $((SECONDS - t))s"
 # with the workspace's features. What is left to build: the path dependencies (not
 # members here, so built with capped lints) and the batches. Correctness never depends
 # on the pins, only the build time.
-write_manifest() { # extra [dependencies] lines, extra [build-dependencies] lines
-  # The workspace's lock file every time: cargo prunes what a manifest does not use, and
-  # a pruned package a later pin brings back would be resolved to its newest version.
-  cp "$ROOT/Cargo.lock" "$CRATE/Cargo.lock"
-  cat >"$CRATE/Cargo.toml" <<EOF
+package_toml() { # package name, runner binary name: a batch package's header
+  cat <<EOF
 [package]
-name = "corpus-batch"
+name = "$1"
 version = "0.0.0"
 edition = "2021"
 publish = false
@@ -104,9 +101,18 @@ build = "build.rs"
 path = "src/lib.rs"
 
 [[bin]]
-name = "runner"
+name = "$2"
 path = "src/main.rs"
 
+EOF
+}
+write_manifest() { # extra [dependencies] lines, extra [build-dependencies] lines
+  # The workspace's lock file every time: cargo prunes what a manifest does not use, and
+  # a pruned package a later pin brings back would be resolved to its newest version.
+  cp "$ROOT/Cargo.lock" "$CRATE/Cargo.lock"
+  {
+    package_toml corpus-batch runner
+    cat <<EOF
 [dependencies]
 $(grep -q '^kubegen-runtime = ' <<<"$1" || echo "kubegen-runtime = { path = \"$ROOT/runtime\", features = [\"testing\", \"prometheus\", \"webhook\"] }")
 $(grep -q '^k8s-openapi = ' <<<"$1" || echo 'k8s-openapi = { version = "0.29.0", features = ["latest"] }')
@@ -120,25 +126,13 @@ $(sed -n '/^\[profile.dev\]/,/^$/p; /^\[profile.dev.package/,/^$/p' "$ROOT/Cargo
 [workspace]
 members = ["b"]
 EOF
+  } >"$CRATE/Cargo.toml"
   # The second batch of a pair (see the batch loop): the same dependencies, its own
   # library and runner. Profiles live in the workspace root above.
-  cat >"$CRATE/b/Cargo.toml" <<EOF
-[package]
-name = "corpus-batch-b"
-version = "0.0.0"
-edition = "2021"
-publish = false
-build = "build.rs"
-
-[lib]
-path = "src/lib.rs"
-
-[[bin]]
-name = "runner-b"
-path = "src/main.rs"
-
-$(sed -n '/^\[dependencies\]/,/^\[profile/p' "$CRATE/Cargo.toml" | sed '$d')
-EOF
+  {
+    package_toml corpus-batch-b runner-b
+    sed -n '/^\[dependencies\]/,/^\[profile/p' "$CRATE/Cargo.toml" | sed '$d'
+  } >"$CRATE/b/Cargo.toml"
   # The path dependencies are workspace members there: their profile is the dev one.
   if [ -f "$WORK/features.crate" ]; then
     for m in $(sed -n 's/^\([a-z0-9_-]*\) v[^ ]* (\/.*/\1/p' "$WORK/features.crate" | grep -vx corpus-batch | sort -u); do
