@@ -4,7 +4,9 @@
 //! whole tree as a single file of nested inline modules
 //! ([`generate_single_file`](kubegen_templates::emit::generate_single_file)), which the
 //! crate mounts with `include!`. It prints `cargo:rerun-if-changed` for every file it
-//! reads, so cargo regenerates only when an input changes.
+//! reads, so cargo regenerates only when an input changes (except files inside the
+//! build script's own `OUT_DIR`, which the script wrote during the run: watching them
+//! would rerun the script on every build).
 //!
 //! In `build.rs`: `kubegen::Builder::new().crd("crds/foo.yaml").run()` (CRDs), or
 //! `kubegen::Builder::rust("src/apis").run()` (API types written in Rust, named from the
@@ -151,11 +153,12 @@ impl Builder {
                     )]
                 })?,
         };
-        for input in crate::input_files(&self.config.inputs).map_err(|e| vec![e])? {
-            println!("cargo:rerun-if-changed={}", input.display());
-        }
-        for input in &self.config.inputs {
-            println!("cargo:rerun-if-changed={}", input.display());
+        let build_out = std::env::var_os("OUT_DIR").map(PathBuf::from);
+        let inputs = crate::input_files(&self.config.inputs).map_err(|e| vec![e])?;
+        for input in inputs.iter().chain(&self.config.inputs) {
+            if watched(input, build_out.as_deref()) {
+                println!("cargo:rerun-if-changed={}", input.display());
+            }
         }
         let mut config = self.config;
         // A build script always gets one file.
@@ -180,6 +183,20 @@ impl Builder {
             crate::write_crds(&dir.join(crd_dir), &crds).map_err(|e| vec![e])?;
         }
         Ok(path)
+    }
+}
+
+/// Whether cargo should rerun the build script when `input` changes: not for an input
+/// inside the build script's own `OUT_DIR`. The script wrote it during the run, so it
+/// is always newer than the run's start, and cargo would run the script again (and
+/// rebuild the crate) on every build; the script's other inputs already say when.
+fn watched(input: &Path, out_dir: Option<&Path>) -> bool {
+    let Some(out_dir) = out_dir else {
+        return true;
+    };
+    match (input.canonicalize(), out_dir.canonicalize()) {
+        (Ok(input), Ok(out_dir)) => !input.starts_with(out_dir),
+        _ => !input.starts_with(out_dir),
     }
 }
 
@@ -233,4 +250,25 @@ fn write_if_changed(path: &Path, text: &str) -> Result<(), Error> {
         problem: format!("cannot write: {e}"),
         fix: "check that the output directory is writable".to_owned(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::watched;
+    use std::path::Path;
+
+    #[test]
+    fn inputs_the_build_script_wrote_into_out_dir_are_not_watched() {
+        let out = tempfile::tempdir().expect("a temporary directory");
+        let copy = out.path().join("copy.yaml");
+        std::fs::write(&copy, "kind: CustomResourceDefinition\n").expect("writable");
+        assert!(!watched(&copy, Some(out.path())));
+        // Named through `..`, as a build script may: the same file.
+        let roundabout = out.path().join("sub/../copy.yaml");
+        std::fs::create_dir_all(out.path().join("sub")).expect("writable");
+        assert!(!watched(&roundabout, Some(out.path())));
+        // Everything else is watched, and everything is outside a build script.
+        assert!(watched(Path::new("Cargo.toml"), Some(out.path())));
+        assert!(watched(&copy, None));
+    }
 }
