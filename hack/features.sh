@@ -2,7 +2,7 @@
 # the workspace with, in one place, so that the stages reuse one build (a crate built with
 # another feature set is compiled again). Never --all-features: k8s-openapi would get two
 # Kubernetes versions.
-KUBEGEN_TEST_FEATURES=${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook,kubegen-kubernetes/compact}
+KUBEGEN_TEST_FEATURES=${KUBEGEN_TEST_FEATURES:-kubegen-runtime/testing,kubegen-runtime/prometheus,kubegen-runtime/webhook}
 export KUBEGEN_TEST_FEATURES
 
 # Binaries and examples of the workspace, built the way the test stage builds them, so

@@ -233,7 +233,7 @@ fn readme_snippets(out: &str) {
                      stop: kubegen_runtime::tokio_util::sync::CancellationToken,\n\
                      foo_handler: kubegen_runtime::cache::informer::ResourceEventHandlerFuncs<Foo>,\n\
                      deployment_handler: kubegen_runtime::cache::informer::ResourceEventHandlerFuncs<\n\
-                         k8s_openapi::api::apps::v1::Deployment,\n\
+                         kubegen_kubernetes::compact::apps::v1::Deployment,\n\
                      >,\n\
                  ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {{\n\
                  {body}\n\

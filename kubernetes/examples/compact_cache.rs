@@ -1,10 +1,10 @@
-//! A Pod cache at about half the memory: the typed informer of Pods over the compact
-//! mirror (`kubegen_kubernetes::compact`, feature `compact`), read through its lister
-//! as the k8s-openapi Pod is read, and converted to k8s-openapi's `Pod` where a write
-//! needs one. Runs on the in-memory API server; no cluster needed:
+//! A Pod cache at about half the memory: the typed informer of Pods caches the compact
+//! mirror (`kubegen_kubernetes::compact`) by default. Its lister is read as the
+//! k8s-openapi Pod is read, and a cached object converts to k8s-openapi's `Pod` where a
+//! write needs one. Runs on the in-memory API server; no cluster needed:
 //!
 //! ```text
-//! cargo run -p kubegen-kubernetes --features compact,kubegen-runtime/testing --example compact_cache
+//! cargo run -p kubegen-kubernetes --features kubegen-runtime/testing --example compact_cache
 //! ```
 
 use std::error::Error;
@@ -54,10 +54,11 @@ async fn main() -> Result<(), BoxError> {
             .await?;
     }
 
-    // The compact informer instead of `informer()`: one watch, the mirror cached.
+    // The typed informer caches the compact mirror (`k8s_openapi_lister()` would cache
+    // k8s-openapi's Pod instead, at about twice the memory).
     let factory = SharedInformerFactory::new(cs.clone(), Duration::ZERO);
     let pods = factory.core().v1().pods();
-    let lister = pods.compact_lister();
+    let lister = pods.lister();
     factory.start();
     println!("synced: {:?}", factory.wait_for_cache_sync().await);
 
@@ -71,7 +72,7 @@ async fn main() -> Result<(), BoxError> {
     println!("pods per node: {by_node:?}");
 
     // A write takes k8s-openapi's type: convert a copy of the cached object.
-    let cached = lister.namespaced("default").get("web-0")?;
+    let cached = lister.pods("default").get("web-0")?;
     let mut full = Pod::from((*cached).clone());
     full.metadata
         .labels

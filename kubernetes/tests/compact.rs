@@ -329,7 +329,8 @@ fn pod(name: &str, image: &str) -> Pod {
     }
 }
 
-/// The compact informer of Pods caches what the typed informer caches, converted.
+/// The typed informer of Pods caches the compact mirror by default, and holds what the
+/// informer of k8s-openapi's `Pod` (the opt-out) holds, converted.
 async fn compact_informer_caches_pods(transport: Transport) {
     let server = ApiServer::new();
     for registration in kubegen_kubernetes::fake::registrations().expect("registrations") {
@@ -351,7 +352,7 @@ async fn compact_informer_caches_pods(transport: Transport) {
 
     let factory = SharedInformerFactory::new(cs.clone(), Duration::from_secs(0));
     let typed = factory.core().v1().pods();
-    let (full, slim) = (typed.informer(), typed.compact_informer());
+    let (full, slim) = (typed.k8s_openapi_informer(), typed.informer());
     factory.start();
     let synced = factory.wait_for_cache_sync().await;
     assert_eq!(
@@ -361,14 +362,22 @@ async fn compact_informer_caches_pods(transport: Transport) {
     );
     assert!(synced.values().all(|s| *s), "{synced:?}");
 
-    let lister = typed.compact_lister();
-    let cached: Arc<compact::core::v1::Pod> = lister.namespaced("ns").get("web-1").expect("cached");
+    let lister = typed.lister();
+    let cached: Arc<compact::core::v1::Pod> = lister.pods("ns").get("web-1").expect("cached");
     let image = cached
         .spec
         .as_ref()
         .and_then(|s| s.containers[0].image.clone());
     assert_eq!(image.as_deref(), Some("nginx:2"));
-    let from_full = full.lister().namespaced("ns").get("web-1").expect("cached");
+    let from_full = typed
+        .k8s_openapi_lister()
+        .namespaced("ns")
+        .get("web-1")
+        .expect("cached");
+    assert_eq!(
+        from_full,
+        full.lister().namespaced("ns").get("web-1").expect("cached")
+    );
     assert_eq!(Pod::from((*cached).clone()), *from_full);
 
     // Watch events reach the compact cache too.

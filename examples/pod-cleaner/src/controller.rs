@@ -11,7 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use kubegen_kubernetes::compact::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kubegen_kubernetes::clientset::Clientset;
 use kubegen_kubernetes::informers::SharedInformerFactory;

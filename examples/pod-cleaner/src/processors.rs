@@ -15,7 +15,7 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use kubegen_kubernetes::compact::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 
 use crate::config::Processors;

@@ -20,6 +20,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta, OwnerReference};
+use kubegen_kubernetes::compact::apps::v1::Deployment as CachedDeployment;
 use kubegen_kubernetes::listers::apps::v1::DeploymentLister;
 use kubegen_runtime::cache::informer::{DeltaObject, ResourceEventHandlerFuncs};
 use kubegen_runtime::client::WriteOptions;
@@ -112,7 +113,7 @@ pub async fn run(clients: Clients, workers: usize, stop: CancellationToken) -> R
     )?;
     let (on_add, on_update, on_delete) = (queue.clone(), queue.clone(), queue.clone());
     deployment_informer.informer().add_event_handler(
-        ResourceEventHandlerFuncs::<Deployment>::new()
+        ResourceEventHandlerFuncs::<CachedDeployment>::new()
             .add_func(move |d, _| enqueue_owner(&on_add, d))
             .update_func(move |old, new| {
                 // Periodic resyncs send the same Deployment: nothing changed.
@@ -120,7 +121,7 @@ pub async fn run(clients: Clients, workers: usize, stop: CancellationToken) -> R
                     enqueue_owner(&on_update, new);
                 }
             })
-            .delete_func(move |d: &DeltaObject<Deployment>| {
+            .delete_func(move |d: &DeltaObject<CachedDeployment>| {
                 // A tombstone (deletion seen by a relist) carries the last known state.
                 if let Some(d) = d.object() {
                     enqueue_owner(&on_delete, d);
@@ -168,7 +169,7 @@ pub async fn run(clients: Clients, workers: usize, stop: CancellationToken) -> R
 }
 
 /// Enqueues the Foo that controls `d`, if one does (sample-controller's handleObject).
-fn enqueue_owner(queue: &RateLimitingQueue<String>, d: &Deployment) {
+fn enqueue_owner(queue: &RateLimitingQueue<String>, d: &CachedDeployment) {
     let owner = d
         .metadata
         .owner_references
@@ -212,7 +213,8 @@ impl Controller {
         }
         let deployments = self.clients.kube.apps_v1().deployments(namespace);
         let mut deployment = match self.deployments.deployments(namespace).get(deployment_name) {
-            Ok(d) => Deployment::clone(&d),
+            // The cache holds the compact mirror: a copy converts to k8s-openapi's type.
+            Ok(d) => Deployment::from(CachedDeployment::clone(&d)),
             Err(e) if e.is_not_found() => {
                 log(&format!(
                     "{key}: creating Deployment {namespace}/{deployment_name}"

@@ -15,8 +15,6 @@ pub mod apis;
 
 #[cfg(feature = "applyconfigurations")]
 pub mod applyconfigurations;
-
-#[cfg(feature = "compact")]
 pub mod compact;
 pub mod clientset;
 pub mod informers;

@@ -20,10 +20,9 @@
 //!   and scope), serialize with `apiVersion` and `kind` as k8s-openapi's do, and decode
 //!   from JSON and protobuf through the same deserializers.
 //!
-//! The typed informers gain `compact_informer()` and `compact_lister()`. The module is
-//! gated by the mounting crate's `compact` feature when the built-in API is generated
-//! with a feature for its apply configurations (kubegen-kubernetes), since it adds
-//! several hundred types to compile.
+//! The mirrors are what the typed informers and listers of those kinds cache by default
+//! (`informer()`, `lister()`); `k8s_openapi_informer()` and `k8s_openapi_lister()` cache
+//! the kind's own type instead. A Pod cached as its mirror takes about half the memory.
 
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
@@ -35,9 +34,6 @@ use super::applyconfigurations::{has_properties, reference, references, short_na
 use super::{has_informer, ident, Module};
 use crate::model::{Api, Group, Kind, Version};
 use crate::names;
-
-/// The cargo feature gating the module in a crate that gates its apply configurations.
-pub const FEATURE: &str = "compact";
 
 /// The package prefix of the definitions that get mirrors.
 const MIRRORED: &str = "io.k8s.api.";
@@ -58,20 +54,16 @@ pub fn compact_type_name(kind: &Kind) -> Option<&str> {
     Some(short_name(&o.name))
 }
 
-/// The `cfg` attribute gating compact items in `api`'s tree (empty when ungated).
-pub fn feature_gate(api: &Api) -> TokenStream {
-    let gated = api
-        .groups
-        .iter()
-        .flat_map(|g| &g.versions)
-        .flat_map(|v| &v.kinds)
-        .filter_map(|k| k.openapi.as_ref())
-        .any(|o| o.definitions.feature.is_some());
-    if gated {
-        quote!(#[cfg(feature = #FEATURE)])
-    } else {
-        quote!()
+/// The compact mirror of a kind that [`has_compact`], seen from a module `up` levels
+/// below the tree's root; `None` for every other kind.
+pub fn compact_type(group: &Group, version: &Version, kind: &Kind, up: usize) -> Option<TokenStream> {
+    if !has_compact(kind) {
+        return None;
     }
+    let t = ident(compact_type_name(kind)?);
+    let (g, v) = (ident(&group.module), ident(&version.module));
+    let root = super::supers(up);
+    Some(quote!(#root compact::#g::#v::#t))
 }
 
 /// The `compact` module, or `None` when no kind has a compact mirror.
@@ -121,22 +113,21 @@ pub fn compact_module(api: &Api) -> Option<Module> {
         )
         .children(versions)
     });
-    let mut module = Module::new(
+    let module = Module::new(
         "compact",
         vec![
             "Compact mirrors of the built-in types for informer caches: k8s-openapi's types"
                 .to_owned(),
             "with every optional struct boxed (an unset one costs 8 bytes, not its size),"
                 .to_owned(),
-            "`From` both ways with k8s-openapi's, and `compact_informer()` on each typed"
+            "`From` both ways with k8s-openapi's. The typed informers and listers cache these"
                 .to_owned(),
-            "informer. See docs/informers.md, \"A compact cache\".".to_owned(),
+            "by default. See docs/informers.md, \"The compact cache\".".to_owned(),
         ],
         quote!(),
     )
     .attrs(super::modules::top_level_allows())
     .children(groups);
-    module.outer_attrs = feature_gate(api);
     Some(module)
 }
 

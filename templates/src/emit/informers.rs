@@ -14,7 +14,7 @@ use quote::quote;
 use super::listers::{group_has_informers, version_has_informers};
 use super::modules::top_level_allows;
 use super::{
-    group_type, group_version_text, group_version_type, has_informer, ident, kind_accessor,
+    cache_type, group_type, group_version_text, group_version_type, has_informer, ident, kind_accessor,
     kind_module, kind_stem, kind_type, supers, Module,
 };
 use crate::model::{Api, Group, Kind, Version};
@@ -245,12 +245,14 @@ pub fn version_module(group: &Group, version: &Version) -> Module {
     }))
 }
 
-/// The typed informer of one kind: its shared informer and a typed lister.
+/// The typed informer of one kind: its shared informer and a typed lister. A kind with a
+/// compact mirror caches the mirror (see [`super::compact`]) and also offers an informer
+/// of its own type, `k8s_openapi_informer()`.
 pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStream {
     let stem = kind_stem(kind);
     let ty = ident(&format!("{stem}Informer"));
     let lister = ident(&format!("{stem}Lister"));
-    let obj = kind_type(group, version, kind, 4);
+    let obj = cache_type(group, version, kind, 4);
     let (gm, vm) = (ident(&group.module), ident(&version.module));
     let root = supers(4);
     let f = quote!(::kubegen_runtime::cache::factory);
@@ -258,11 +260,23 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
         " The shared informer of `{}` and a lister over its cache.",
         kind.names.kind
     );
-    let compact = compact_accessors(kind, &gm, &vm, &root);
+    let own_type = own_type_accessors(group, version, kind);
     let informer = if super::clientset::json_only_wire(kind) {
         ident("json_informer")
     } else {
         ident("informer")
+    };
+    let cached = if super::compact::has_compact(kind) {
+        quote! {
+            /// The shared informer (created on first use; started by the factory's
+            /// `start`). It caches the kind's compact mirror: the same fields, with every
+            /// optional struct boxed.
+        }
+    } else {
+        quote! {
+            /// The shared informer (created on first use; started by the factory's
+            /// `start`).
+        }
     };
     quote! {
         #[doc = #doc]
@@ -277,8 +291,7 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
                 Self { factory }
             }
 
-            /// The shared informer (created on first use; started by the factory's
-            /// `start`).
+            #cached
             #[inline]
             pub fn informer(&self) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<#obj> {
                 self.factory.#informer::<#obj>()
@@ -290,46 +303,49 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
                 #root listers::#gm::#vm::#lister::new(self.informer().lister())
             }
 
-            #compact
+            #own_type
         }
     }
 }
 
-/// A built-in kind's `compact_informer` and `compact_lister` (see [`super::compact`]).
-fn compact_accessors(
-    kind: &Kind,
-    gm: &syn::Ident,
-    vm: &syn::Ident,
-    root: &TokenStream,
-) -> Option<TokenStream> {
-    if !super::compact::has_compact(kind) {
-        return None;
-    }
-    let t = ident(super::compact::compact_type_name(kind)?);
-    let gate = kind
-        .openapi
-        .as_ref()
-        .and_then(|o| o.definitions.feature.as_ref())
-        .map(|_| {
-            let f = super::compact::FEATURE;
-            quote!(#[cfg(feature = #f)])
-        });
-    let obj = quote!(#root compact::#gm::#vm::#t);
+/// A kind with a compact mirror: the informer and lister of the kind's own type (the
+/// opt-out from the compact cache), and the earlier names of the compact ones.
+fn own_type_accessors(group: &Group, version: &Version, kind: &Kind) -> Option<TokenStream> {
+    let compact = super::compact::compact_type(group, version, kind, 4)?;
+    let own = kind_type(group, version, kind, 4);
+    let own_name = own.to_string().replace(' ', "");
+    let own_name = own_name
+        .trim_start_matches("::kubegen_runtime")
+        .trim_start_matches("::");
+    let informer_doc = format!(" The shared informer of the kind's own type, `{own_name}`.");
     Some(quote! {
-        /// The shared informer of the kind's compact mirror (every optional struct
-        /// boxed: about half the memory per cached object). A separate informer from
-        /// `informer()`, with its own watch: use one or the other.
-        #gate
+        #[doc = #informer_doc]
+        /// For code that must cache that type rather than the compact mirror
+        /// `informer()` caches. A separate informer with its own watch: use one or the
+        /// other.
         #[inline]
-        pub fn compact_informer(&self) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<#obj> {
-            self.factory.informer::<#obj>()
+        pub fn k8s_openapi_informer(&self) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<#own> {
+            self.factory.informer::<#own>()
         }
 
-        /// A lister over the compact informer's cache.
-        #gate
+        /// A lister over `k8s_openapi_informer()`'s cache.
         #[inline]
-        pub fn compact_lister(&self) -> ::kubegen_runtime::cache::lister::Lister<#obj> {
-            self.compact_informer().lister()
+        pub fn k8s_openapi_lister(&self) -> ::kubegen_runtime::cache::lister::Lister<#own> {
+            self.k8s_openapi_informer().lister()
+        }
+
+        /// The same informer as `informer()`.
+        #[deprecated(note = "`informer()` caches the compact mirror now")]
+        #[inline]
+        pub fn compact_informer(&self) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<#compact> {
+            self.informer()
+        }
+
+        /// A runtime lister over `informer()`'s cache.
+        #[deprecated(note = "`lister()` reads the compact mirror now")]
+        #[inline]
+        pub fn compact_lister(&self) -> ::kubegen_runtime::cache::lister::Lister<#compact> {
+            self.informer().lister()
         }
     })
 }

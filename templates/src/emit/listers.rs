@@ -11,7 +11,7 @@ use quote::quote;
 
 use super::modules::top_level_allows;
 use super::{
-    group_version_text, has_informer, ident, kind_accessor, kind_module, kind_stem, kind_type,
+    cache_type, group_version_text, has_informer, ident, kind_accessor, kind_module, kind_stem,
     Module,
 };
 use crate::model::{Api, Group, Kind, Scope, Version};
@@ -80,7 +80,7 @@ pub fn kind_lister(group: &Group, version: &Version, kind: &Kind) -> TokenStream
     let stem = kind_stem(kind);
     let k = &kind.names.kind;
     let lister = ident(&format!("{stem}Lister"));
-    let obj = kind_type(group, version, kind, 4);
+    let obj = cache_type(group, version, kind, 4);
     let cache = quote!(::kubegen_runtime::cache::lister);
     let arc = quote!(::std::sync::Arc<#obj>);
     let selector = quote!(::kubegen_runtime::labels::Selector);

@@ -557,6 +557,13 @@ pub fn kind_type(group: &Group, version: &Version, kind: &Kind, up: usize) -> To
     }
 }
 
+/// The type a kind's informer caches and its lister hands out: the kind's compact
+/// mirror when it has one (built-in kinds, see [`compact`]), else its own type.
+pub fn cache_type(group: &Group, version: &Version, kind: &Kind, up: usize) -> TokenStream {
+    compact::compact_type(group, version, kind, up)
+        .unwrap_or_else(|| kind_type(group, version, kind, up))
+}
+
 /// The type name a kind's clients, listers and informers are named after (`Foo`).
 pub fn kind_stem(kind: &Kind) -> String {
     match &kind.source {

@@ -5,8 +5,8 @@
 
 //! Compact mirrors of the built-in types for informer caches: k8s-openapi's types
 //! with every optional struct boxed (an unset one costs 8 bytes, not its size),
-//! `From` both ways with k8s-openapi's, and `compact_informer()` on each typed
-//! informer. See docs/informers.md, "A compact cache".
+//! `From` both ways with k8s-openapi's. The typed informers and listers cache these
+//! by default. See docs/informers.md, "The compact cache".
 
 #![allow(dead_code, unused_imports)]
 #![cfg_attr(rustfmt, rustfmt::skip)]

@@ -20,15 +20,16 @@ impl PodTemplateInformer {
     }
 
     /// The shared informer (created on first use; started by the factory's
-    /// `start`).
+    /// `start`). It caches the kind's compact mirror: the same fields, with every
+    /// optional struct boxed.
     #[inline]
     pub fn informer(
         &self,
     ) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate,
+        super::super::super::super::compact::core::v1::PodTemplate,
     > {
         self.factory
-            .informer::<::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate>()
+            .informer::<super::super::super::super::compact::core::v1::PodTemplate>()
     }
 
     /// A lister over the informer's cache.
@@ -41,28 +42,49 @@ impl PodTemplateInformer {
         )
     }
 
-    /// The shared informer of the kind's compact mirror (every optional struct
-    /// boxed: about half the memory per cached object). A separate informer from
-    /// `informer()`, with its own watch: use one or the other.
-    #[cfg(feature = "compact")]
+    /// The shared informer of the kind's own type, `k8s_openapi::api::core::v1::PodTemplate`.
+    /// For code that must cache that type rather than the compact mirror
+    /// `informer()` caches. A separate informer with its own watch: use one or the
+    /// other.
+    #[inline]
+    pub fn k8s_openapi_informer(
+        &self,
+    ) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<
+        ::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate,
+    > {
+        self.factory
+            .informer::<::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate>()
+    }
+
+    /// A lister over `k8s_openapi_informer()`'s cache.
+    #[inline]
+    pub fn k8s_openapi_lister(
+        &self,
+    ) -> ::kubegen_runtime::cache::lister::Lister<
+        ::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate,
+    > {
+        self.k8s_openapi_informer().lister()
+    }
+
+    /// The same informer as `informer()`.
+    #[deprecated(note = "`informer()` caches the compact mirror now")]
     #[inline]
     pub fn compact_informer(
         &self,
     ) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<
         super::super::super::super::compact::core::v1::PodTemplate,
     > {
-        self.factory
-            .informer::<super::super::super::super::compact::core::v1::PodTemplate>()
+        self.informer()
     }
 
-    /// A lister over the compact informer's cache.
-    #[cfg(feature = "compact")]
+    /// A runtime lister over `informer()`'s cache.
+    #[deprecated(note = "`lister()` reads the compact mirror now")]
     #[inline]
     pub fn compact_lister(
         &self,
     ) -> ::kubegen_runtime::cache::lister::Lister<
         super::super::super::super::compact::core::v1::PodTemplate,
     > {
-        self.compact_informer().lister()
+        self.informer().lister()
     }
 }

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct MutatingAdmissionPolicyLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
+        super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicy,
     >,
 }
 
@@ -19,7 +19,7 @@ impl MutatingAdmissionPolicyLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
+            super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicy,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl MutatingAdmissionPolicyLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
+            super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicy,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl MutatingAdmissionPolicyLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
+        super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicy,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl MutatingAdmissionPolicyLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicy,
+            super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicy,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct MutatingAdmissionPolicyBindingLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+        super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicyBinding,
     >,
 }
 
@@ -19,7 +19,7 @@ impl MutatingAdmissionPolicyBindingLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+            super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicyBinding,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl MutatingAdmissionPolicyBindingLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+            super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicyBinding,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl MutatingAdmissionPolicyBindingLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+        super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicyBinding,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl MutatingAdmissionPolicyBindingLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingAdmissionPolicyBinding,
+            super::super::super::super::compact::admissionregistration::v1::MutatingAdmissionPolicyBinding,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

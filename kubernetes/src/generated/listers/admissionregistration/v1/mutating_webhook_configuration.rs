@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct MutatingWebhookConfigurationLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+        super::super::super::super::compact::admissionregistration::v1::MutatingWebhookConfiguration,
     >,
 }
 
@@ -19,7 +19,7 @@ impl MutatingWebhookConfigurationLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+            super::super::super::super::compact::admissionregistration::v1::MutatingWebhookConfiguration,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl MutatingWebhookConfigurationLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+            super::super::super::super::compact::admissionregistration::v1::MutatingWebhookConfiguration,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl MutatingWebhookConfigurationLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+        super::super::super::super::compact::admissionregistration::v1::MutatingWebhookConfiguration,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl MutatingWebhookConfigurationLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration,
+            super::super::super::super::compact::admissionregistration::v1::MutatingWebhookConfiguration,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

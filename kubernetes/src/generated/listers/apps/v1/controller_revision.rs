@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ControllerRevisionLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::ControllerRevision,
+        super::super::super::super::compact::apps::v1::ControllerRevision,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ControllerRevisionLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::apps::v1::ControllerRevision,
+            super::super::super::super::compact::apps::v1::ControllerRevision,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl ControllerRevisionLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::apps::v1::ControllerRevision,
+            super::super::super::super::compact::apps::v1::ControllerRevision,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl ControllerRevisionLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::ControllerRevision,
+        super::super::super::super::compact::apps::v1::ControllerRevision,
     > {
         &self.lister
     }
@@ -63,7 +63,7 @@ impl ControllerRevisionLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ControllerRevisionNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::ControllerRevision,
+        super::super::super::super::compact::apps::v1::ControllerRevision,
     >,
 }
 
@@ -74,7 +74,7 @@ impl ControllerRevisionNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::apps::v1::ControllerRevision,
+            super::super::super::super::compact::apps::v1::ControllerRevision,
         >,
     > {
         self.lister.list(selector)
@@ -86,7 +86,7 @@ impl ControllerRevisionNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::apps::v1::ControllerRevision,
+            super::super::super::super::compact::apps::v1::ControllerRevision,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

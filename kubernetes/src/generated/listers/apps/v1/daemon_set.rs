@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct DaemonSetLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSet,
+        super::super::super::super::compact::apps::v1::DaemonSet,
     >,
 }
 
@@ -19,7 +19,7 @@ impl DaemonSetLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSet,
+            super::super::super::super::compact::apps::v1::DaemonSet,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl DaemonSetLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSet>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::DaemonSet>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl DaemonSetLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSet,
+        super::super::super::super::compact::apps::v1::DaemonSet,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl DaemonSetLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct DaemonSetNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSet,
+        super::super::super::super::compact::apps::v1::DaemonSet,
     >,
 }
 
@@ -68,7 +68,7 @@ impl DaemonSetNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSet>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::DaemonSet>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl DaemonSetNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSet>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::DaemonSet>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

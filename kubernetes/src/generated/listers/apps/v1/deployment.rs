@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct DeploymentLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::Deployment,
+        super::super::super::super::compact::apps::v1::Deployment,
     >,
 }
 
@@ -19,7 +19,7 @@ impl DeploymentLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::apps::v1::Deployment,
+            super::super::super::super::compact::apps::v1::Deployment,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl DeploymentLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::Deployment>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::Deployment>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl DeploymentLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::Deployment,
+        super::super::super::super::compact::apps::v1::Deployment,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl DeploymentLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct DeploymentNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::Deployment,
+        super::super::super::super::compact::apps::v1::Deployment,
     >,
 }
 
@@ -68,7 +68,7 @@ impl DeploymentNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::Deployment>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::Deployment>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl DeploymentNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::Deployment>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::Deployment>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

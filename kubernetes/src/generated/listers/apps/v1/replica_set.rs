@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ReplicaSetLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::ReplicaSet,
+        super::super::super::super::compact::apps::v1::ReplicaSet,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ReplicaSetLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::apps::v1::ReplicaSet,
+            super::super::super::super::compact::apps::v1::ReplicaSet,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl ReplicaSetLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::ReplicaSet>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::ReplicaSet>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl ReplicaSetLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::ReplicaSet,
+        super::super::super::super::compact::apps::v1::ReplicaSet,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl ReplicaSetLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ReplicaSetNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::ReplicaSet,
+        super::super::super::super::compact::apps::v1::ReplicaSet,
     >,
 }
 
@@ -68,7 +68,7 @@ impl ReplicaSetNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::ReplicaSet>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::ReplicaSet>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl ReplicaSetNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::ReplicaSet>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::ReplicaSet>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct StatefulSetLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSet,
+        super::super::super::super::compact::apps::v1::StatefulSet,
     >,
 }
 
@@ -19,7 +19,7 @@ impl StatefulSetLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSet,
+            super::super::super::super::compact::apps::v1::StatefulSet,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl StatefulSetLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSet>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::StatefulSet>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl StatefulSetLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSet,
+        super::super::super::super::compact::apps::v1::StatefulSet,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl StatefulSetLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct StatefulSetNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSet,
+        super::super::super::super::compact::apps::v1::StatefulSet,
     >,
 }
 
@@ -68,7 +68,7 @@ impl StatefulSetNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSet>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::StatefulSet>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl StatefulSetNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSet>,
+        ::std::sync::Arc<super::super::super::super::compact::apps::v1::StatefulSet>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

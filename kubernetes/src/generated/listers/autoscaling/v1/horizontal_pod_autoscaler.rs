@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct HorizontalPodAutoscalerLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
+        super::super::super::super::compact::autoscaling::v1::HorizontalPodAutoscaler,
     >,
 }
 
@@ -19,7 +19,7 @@ impl HorizontalPodAutoscalerLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
+            super::super::super::super::compact::autoscaling::v1::HorizontalPodAutoscaler,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl HorizontalPodAutoscalerLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
+            super::super::super::super::compact::autoscaling::v1::HorizontalPodAutoscaler,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl HorizontalPodAutoscalerLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
+        super::super::super::super::compact::autoscaling::v1::HorizontalPodAutoscaler,
     > {
         &self.lister
     }
@@ -63,7 +63,7 @@ impl HorizontalPodAutoscalerLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct HorizontalPodAutoscalerNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
+        super::super::super::super::compact::autoscaling::v1::HorizontalPodAutoscaler,
     >,
 }
 
@@ -74,7 +74,7 @@ impl HorizontalPodAutoscalerNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
+            super::super::super::super::compact::autoscaling::v1::HorizontalPodAutoscaler,
         >,
     > {
         self.lister.list(selector)
@@ -86,7 +86,7 @@ impl HorizontalPodAutoscalerNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscaler,
+            super::super::super::super::compact::autoscaling::v1::HorizontalPodAutoscaler,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

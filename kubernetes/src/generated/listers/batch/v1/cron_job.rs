@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct CronJobLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::batch::v1::CronJob,
+        super::super::super::super::compact::batch::v1::CronJob,
     >,
 }
 
@@ -19,7 +19,7 @@ impl CronJobLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::batch::v1::CronJob,
+            super::super::super::super::compact::batch::v1::CronJob,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl CronJobLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::batch::v1::CronJob>,
+        ::std::sync::Arc<super::super::super::super::compact::batch::v1::CronJob>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl CronJobLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::batch::v1::CronJob,
+        super::super::super::super::compact::batch::v1::CronJob,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl CronJobLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct CronJobNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::batch::v1::CronJob,
+        super::super::super::super::compact::batch::v1::CronJob,
     >,
 }
 
@@ -68,7 +68,7 @@ impl CronJobNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::batch::v1::CronJob>,
+        ::std::sync::Arc<super::super::super::super::compact::batch::v1::CronJob>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl CronJobNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::batch::v1::CronJob>,
+        ::std::sync::Arc<super::super::super::super::compact::batch::v1::CronJob>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct JobLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::batch::v1::Job,
+        super::super::super::super::compact::batch::v1::Job,
     >,
 }
 
@@ -19,7 +19,7 @@ impl JobLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::batch::v1::Job,
+            super::super::super::super::compact::batch::v1::Job,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl JobLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::batch::v1::Job>,
+        ::std::sync::Arc<super::super::super::super::compact::batch::v1::Job>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl JobLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::batch::v1::Job,
+        super::super::super::super::compact::batch::v1::Job,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl JobLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct JobNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::batch::v1::Job,
+        super::super::super::super::compact::batch::v1::Job,
     >,
 }
 
@@ -68,7 +68,7 @@ impl JobNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::batch::v1::Job>,
+        ::std::sync::Arc<super::super::super::super::compact::batch::v1::Job>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl JobNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::batch::v1::Job>,
+        ::std::sync::Arc<super::super::super::super::compact::batch::v1::Job>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

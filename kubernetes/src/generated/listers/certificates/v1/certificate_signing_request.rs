@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct CertificateSigningRequestLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::certificates::v1::CertificateSigningRequest,
+        super::super::super::super::compact::certificates::v1::CertificateSigningRequest,
     >,
 }
 
@@ -19,7 +19,7 @@ impl CertificateSigningRequestLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::CertificateSigningRequest,
+            super::super::super::super::compact::certificates::v1::CertificateSigningRequest,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl CertificateSigningRequestLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::CertificateSigningRequest,
+            super::super::super::super::compact::certificates::v1::CertificateSigningRequest,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl CertificateSigningRequestLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::certificates::v1::CertificateSigningRequest,
+        super::super::super::super::compact::certificates::v1::CertificateSigningRequest,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl CertificateSigningRequestLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::CertificateSigningRequest,
+            super::super::super::super::compact::certificates::v1::CertificateSigningRequest,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

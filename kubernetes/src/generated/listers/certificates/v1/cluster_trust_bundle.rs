@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ClusterTrustBundleLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::certificates::v1::ClusterTrustBundle,
+        super::super::super::super::compact::certificates::v1::ClusterTrustBundle,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ClusterTrustBundleLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::ClusterTrustBundle,
+            super::super::super::super::compact::certificates::v1::ClusterTrustBundle,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl ClusterTrustBundleLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::ClusterTrustBundle,
+            super::super::super::super::compact::certificates::v1::ClusterTrustBundle,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl ClusterTrustBundleLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::certificates::v1::ClusterTrustBundle,
+        super::super::super::super::compact::certificates::v1::ClusterTrustBundle,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl ClusterTrustBundleLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::ClusterTrustBundle,
+            super::super::super::super::compact::certificates::v1::ClusterTrustBundle,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

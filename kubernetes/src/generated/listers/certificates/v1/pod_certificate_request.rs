@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodCertificateRequestLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::certificates::v1::PodCertificateRequest,
+        super::super::super::super::compact::certificates::v1::PodCertificateRequest,
     >,
 }
 
@@ -19,7 +19,7 @@ impl PodCertificateRequestLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::PodCertificateRequest,
+            super::super::super::super::compact::certificates::v1::PodCertificateRequest,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl PodCertificateRequestLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::PodCertificateRequest,
+            super::super::super::super::compact::certificates::v1::PodCertificateRequest,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl PodCertificateRequestLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::certificates::v1::PodCertificateRequest,
+        super::super::super::super::compact::certificates::v1::PodCertificateRequest,
     > {
         &self.lister
     }
@@ -63,7 +63,7 @@ impl PodCertificateRequestLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodCertificateRequestNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::certificates::v1::PodCertificateRequest,
+        super::super::super::super::compact::certificates::v1::PodCertificateRequest,
     >,
 }
 
@@ -74,7 +74,7 @@ impl PodCertificateRequestNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::PodCertificateRequest,
+            super::super::super::super::compact::certificates::v1::PodCertificateRequest,
         >,
     > {
         self.lister.list(selector)
@@ -86,7 +86,7 @@ impl PodCertificateRequestNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::certificates::v1::PodCertificateRequest,
+            super::super::super::super::compact::certificates::v1::PodCertificateRequest,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

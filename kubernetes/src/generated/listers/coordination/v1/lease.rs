@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct LeaseLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::coordination::v1::Lease,
+        super::super::super::super::compact::coordination::v1::Lease,
     >,
 }
 
@@ -19,7 +19,7 @@ impl LeaseLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::coordination::v1::Lease,
+            super::super::super::super::compact::coordination::v1::Lease,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl LeaseLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::coordination::v1::Lease>,
+        ::std::sync::Arc<super::super::super::super::compact::coordination::v1::Lease>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl LeaseLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::coordination::v1::Lease,
+        super::super::super::super::compact::coordination::v1::Lease,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl LeaseLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct LeaseNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::coordination::v1::Lease,
+        super::super::super::super::compact::coordination::v1::Lease,
     >,
 }
 
@@ -68,7 +68,7 @@ impl LeaseNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::coordination::v1::Lease>,
+        ::std::sync::Arc<super::super::super::super::compact::coordination::v1::Lease>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl LeaseNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::coordination::v1::Lease>,
+        ::std::sync::Arc<super::super::super::super::compact::coordination::v1::Lease>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct LeaseCandidateLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate,
+        super::super::super::super::compact::coordination::v1alpha2::LeaseCandidate,
     >,
 }
 
@@ -19,7 +19,7 @@ impl LeaseCandidateLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate,
+            super::super::super::super::compact::coordination::v1alpha2::LeaseCandidate,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl LeaseCandidateLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate,
+            super::super::super::super::compact::coordination::v1alpha2::LeaseCandidate,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl LeaseCandidateLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate,
+        super::super::super::super::compact::coordination::v1alpha2::LeaseCandidate,
     > {
         &self.lister
     }
@@ -60,7 +60,7 @@ impl LeaseCandidateLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct LeaseCandidateNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate,
+        super::super::super::super::compact::coordination::v1alpha2::LeaseCandidate,
     >,
 }
 
@@ -71,7 +71,7 @@ impl LeaseCandidateNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate,
+            super::super::super::super::compact::coordination::v1alpha2::LeaseCandidate,
         >,
     > {
         self.lister.list(selector)
@@ -83,7 +83,7 @@ impl LeaseCandidateNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate,
+            super::super::super::super::compact::coordination::v1alpha2::LeaseCandidate,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

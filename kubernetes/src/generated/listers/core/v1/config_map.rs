@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ConfigMapLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMap,
+        super::super::super::super::compact::core::v1::ConfigMap,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ConfigMapLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMap,
+            super::super::super::super::compact::core::v1::ConfigMap,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl ConfigMapLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMap>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::ConfigMap>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl ConfigMapLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMap,
+        super::super::super::super::compact::core::v1::ConfigMap,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl ConfigMapLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ConfigMapNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMap,
+        super::super::super::super::compact::core::v1::ConfigMap,
     >,
 }
 
@@ -68,7 +68,7 @@ impl ConfigMapNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMap>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::ConfigMap>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl ConfigMapNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMap>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::ConfigMap>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

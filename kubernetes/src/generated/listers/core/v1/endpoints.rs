@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EndpointsLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Endpoints,
+        super::super::super::super::compact::core::v1::Endpoints,
     >,
 }
 
@@ -19,7 +19,7 @@ impl EndpointsLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::Endpoints,
+            super::super::super::super::compact::core::v1::Endpoints,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl EndpointsLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Endpoints>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Endpoints>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl EndpointsLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Endpoints,
+        super::super::super::super::compact::core::v1::Endpoints,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl EndpointsLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EndpointsNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Endpoints,
+        super::super::super::super::compact::core::v1::Endpoints,
     >,
 }
 
@@ -68,7 +68,7 @@ impl EndpointsNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Endpoints>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Endpoints>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl EndpointsNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Endpoints>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Endpoints>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

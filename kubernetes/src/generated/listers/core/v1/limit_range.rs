@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct LimitRangeLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::LimitRange,
+        super::super::super::super::compact::core::v1::LimitRange,
     >,
 }
 
@@ -19,7 +19,7 @@ impl LimitRangeLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::LimitRange,
+            super::super::super::super::compact::core::v1::LimitRange,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl LimitRangeLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::LimitRange>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::LimitRange>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl LimitRangeLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::LimitRange,
+        super::super::super::super::compact::core::v1::LimitRange,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl LimitRangeLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct LimitRangeNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::LimitRange,
+        super::super::super::super::compact::core::v1::LimitRange,
     >,
 }
 
@@ -68,7 +68,7 @@ impl LimitRangeNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::LimitRange>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::LimitRange>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl LimitRangeNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::LimitRange>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::LimitRange>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct NamespaceLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
+        super::super::super::super::compact::core::v1::Namespace,
     >,
 }
 
@@ -19,7 +19,7 @@ impl NamespaceLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
+            super::super::super::super::compact::core::v1::Namespace,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl NamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Namespace>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Namespace>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl NamespaceLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Namespace,
+        super::super::super::super::compact::core::v1::Namespace,
     > {
         &self.lister
     }
@@ -51,7 +51,7 @@ impl NamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Namespace>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Namespace>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PersistentVolumeLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolume,
+        super::super::super::super::compact::core::v1::PersistentVolume,
     >,
 }
 
@@ -19,7 +19,7 @@ impl PersistentVolumeLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolume,
+            super::super::super::super::compact::core::v1::PersistentVolume,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl PersistentVolumeLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolume>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::PersistentVolume>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl PersistentVolumeLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolume,
+        super::super::super::super::compact::core::v1::PersistentVolume,
     > {
         &self.lister
     }
@@ -52,7 +52,7 @@ impl PersistentVolumeLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolume,
+            super::super::super::super::compact::core::v1::PersistentVolume,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

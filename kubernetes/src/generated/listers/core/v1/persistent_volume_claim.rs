@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PersistentVolumeClaimLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeClaim,
+        super::super::super::super::compact::core::v1::PersistentVolumeClaim,
     >,
 }
 
@@ -19,7 +19,7 @@ impl PersistentVolumeClaimLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeClaim,
+            super::super::super::super::compact::core::v1::PersistentVolumeClaim,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl PersistentVolumeClaimLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeClaim,
+            super::super::super::super::compact::core::v1::PersistentVolumeClaim,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl PersistentVolumeClaimLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeClaim,
+        super::super::super::super::compact::core::v1::PersistentVolumeClaim,
     > {
         &self.lister
     }
@@ -63,7 +63,7 @@ impl PersistentVolumeClaimLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PersistentVolumeClaimNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeClaim,
+        super::super::super::super::compact::core::v1::PersistentVolumeClaim,
     >,
 }
 
@@ -74,7 +74,7 @@ impl PersistentVolumeClaimNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeClaim,
+            super::super::super::super::compact::core::v1::PersistentVolumeClaim,
         >,
     > {
         self.lister.list(selector)
@@ -86,7 +86,7 @@ impl PersistentVolumeClaimNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeClaim,
+            super::super::super::super::compact::core::v1::PersistentVolumeClaim,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Pod,
+        super::super::super::super::compact::core::v1::Pod,
     >,
 }
 
@@ -19,7 +19,7 @@ impl PodLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::Pod,
+            super::super::super::super::compact::core::v1::Pod,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl PodLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Pod>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Pod>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl PodLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Pod,
+        super::super::super::super::compact::core::v1::Pod,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl PodLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Pod,
+        super::super::super::super::compact::core::v1::Pod,
     >,
 }
 
@@ -68,7 +68,7 @@ impl PodNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Pod>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Pod>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl PodNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Pod>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Pod>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodTemplateLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate,
+        super::super::super::super::compact::core::v1::PodTemplate,
     >,
 }
 
@@ -19,7 +19,7 @@ impl PodTemplateLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate,
+            super::super::super::super::compact::core::v1::PodTemplate,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl PodTemplateLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::PodTemplate>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl PodTemplateLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate,
+        super::super::super::super::compact::core::v1::PodTemplate,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl PodTemplateLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodTemplateNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate,
+        super::super::super::super::compact::core::v1::PodTemplate,
     >,
 }
 
@@ -68,7 +68,7 @@ impl PodTemplateNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::PodTemplate>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl PodTemplateNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::PodTemplate>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ReplicationControllerLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationController,
+        super::super::super::super::compact::core::v1::ReplicationController,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ReplicationControllerLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationController,
+            super::super::super::super::compact::core::v1::ReplicationController,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl ReplicationControllerLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationController,
+            super::super::super::super::compact::core::v1::ReplicationController,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl ReplicationControllerLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationController,
+        super::super::super::super::compact::core::v1::ReplicationController,
     > {
         &self.lister
     }
@@ -63,7 +63,7 @@ impl ReplicationControllerLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ReplicationControllerNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationController,
+        super::super::super::super::compact::core::v1::ReplicationController,
     >,
 }
 
@@ -74,7 +74,7 @@ impl ReplicationControllerNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationController,
+            super::super::super::super::compact::core::v1::ReplicationController,
         >,
     > {
         self.lister.list(selector)
@@ -86,7 +86,7 @@ impl ReplicationControllerNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationController,
+            super::super::super::super::compact::core::v1::ReplicationController,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ResourceQuotaLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
+        super::super::super::super::compact::core::v1::ResourceQuota,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ResourceQuotaLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
+            super::super::super::super::compact::core::v1::ResourceQuota,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl ResourceQuotaLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::ResourceQuota>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl ResourceQuotaLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
+        super::super::super::super::compact::core::v1::ResourceQuota,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl ResourceQuotaLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ResourceQuotaNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota,
+        super::super::super::super::compact::core::v1::ResourceQuota,
     >,
 }
 
@@ -68,7 +68,7 @@ impl ResourceQuotaNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::ResourceQuota>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl ResourceQuotaNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuota>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::ResourceQuota>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct SecretLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Secret,
+        super::super::super::super::compact::core::v1::Secret,
     >,
 }
 
@@ -19,7 +19,7 @@ impl SecretLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::Secret,
+            super::super::super::super::compact::core::v1::Secret,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl SecretLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Secret>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Secret>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl SecretLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Secret,
+        super::super::super::super::compact::core::v1::Secret,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl SecretLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct SecretNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Secret,
+        super::super::super::super::compact::core::v1::Secret,
     >,
 }
 
@@ -68,7 +68,7 @@ impl SecretNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Secret>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Secret>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl SecretNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Secret>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Secret>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ServiceLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Service,
+        super::super::super::super::compact::core::v1::Service,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ServiceLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::Service,
+            super::super::super::super::compact::core::v1::Service,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl ServiceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Service>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Service>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl ServiceLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Service,
+        super::super::super::super::compact::core::v1::Service,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl ServiceLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ServiceNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::Service,
+        super::super::super::super::compact::core::v1::Service,
     >,
 }
 
@@ -68,7 +68,7 @@ impl ServiceNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Service>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Service>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl ServiceNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::Service>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::Service>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

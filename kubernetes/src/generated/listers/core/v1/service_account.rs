@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ServiceAccountLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ServiceAccount,
+        super::super::super::super::compact::core::v1::ServiceAccount,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ServiceAccountLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::core::v1::ServiceAccount,
+            super::super::super::super::compact::core::v1::ServiceAccount,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl ServiceAccountLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::ServiceAccount>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::ServiceAccount>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl ServiceAccountLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ServiceAccount,
+        super::super::super::super::compact::core::v1::ServiceAccount,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl ServiceAccountLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ServiceAccountNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::core::v1::ServiceAccount,
+        super::super::super::super::compact::core::v1::ServiceAccount,
     >,
 }
 
@@ -68,7 +68,7 @@ impl ServiceAccountNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::ServiceAccount>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::ServiceAccount>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl ServiceAccountNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::core::v1::ServiceAccount>,
+        ::std::sync::Arc<super::super::super::super::compact::core::v1::ServiceAccount>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EndpointSliceLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
+        super::super::super::super::compact::discovery::v1::EndpointSlice,
     >,
 }
 
@@ -19,7 +19,7 @@ impl EndpointSliceLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
+            super::super::super::super::compact::discovery::v1::EndpointSlice,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl EndpointSliceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
+            super::super::super::super::compact::discovery::v1::EndpointSlice,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl EndpointSliceLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
+        super::super::super::super::compact::discovery::v1::EndpointSlice,
     > {
         &self.lister
     }
@@ -60,7 +60,7 @@ impl EndpointSliceLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EndpointSliceNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
+        super::super::super::super::compact::discovery::v1::EndpointSlice,
     >,
 }
 
@@ -71,7 +71,7 @@ impl EndpointSliceNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
+            super::super::super::super::compact::discovery::v1::EndpointSlice,
         >,
     > {
         self.lister.list(selector)
@@ -83,7 +83,7 @@ impl EndpointSliceNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointSlice,
+            super::super::super::super::compact::discovery::v1::EndpointSlice,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

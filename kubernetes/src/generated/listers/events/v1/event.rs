@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EventLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::events::v1::Event,
+        super::super::super::super::compact::events::v1::Event,
     >,
 }
 
@@ -19,7 +19,7 @@ impl EventLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::events::v1::Event,
+            super::super::super::super::compact::events::v1::Event,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl EventLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::events::v1::Event>,
+        ::std::sync::Arc<super::super::super::super::compact::events::v1::Event>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl EventLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::events::v1::Event,
+        super::super::super::super::compact::events::v1::Event,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl EventLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EventNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::events::v1::Event,
+        super::super::super::super::compact::events::v1::Event,
     >,
 }
 
@@ -68,7 +68,7 @@ impl EventNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::events::v1::Event>,
+        ::std::sync::Arc<super::super::super::super::compact::events::v1::Event>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl EventNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::events::v1::Event>,
+        ::std::sync::Arc<super::super::super::super::compact::events::v1::Event>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct FlowSchemaLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchema,
+        super::super::super::super::compact::flowcontrol::v1::FlowSchema,
     >,
 }
 
@@ -19,7 +19,7 @@ impl FlowSchemaLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchema,
+            super::super::super::super::compact::flowcontrol::v1::FlowSchema,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl FlowSchemaLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchema,
+            super::super::super::super::compact::flowcontrol::v1::FlowSchema,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl FlowSchemaLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchema,
+        super::super::super::super::compact::flowcontrol::v1::FlowSchema,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl FlowSchemaLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchema,
+            super::super::super::super::compact::flowcontrol::v1::FlowSchema,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PriorityLevelConfigurationLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration,
+        super::super::super::super::compact::flowcontrol::v1::PriorityLevelConfiguration,
     >,
 }
 
@@ -19,7 +19,7 @@ impl PriorityLevelConfigurationLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration,
+            super::super::super::super::compact::flowcontrol::v1::PriorityLevelConfiguration,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl PriorityLevelConfigurationLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration,
+            super::super::super::super::compact::flowcontrol::v1::PriorityLevelConfiguration,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl PriorityLevelConfigurationLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration,
+        super::super::super::super::compact::flowcontrol::v1::PriorityLevelConfiguration,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl PriorityLevelConfigurationLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::PriorityLevelConfiguration,
+            super::super::super::super::compact::flowcontrol::v1::PriorityLevelConfiguration,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

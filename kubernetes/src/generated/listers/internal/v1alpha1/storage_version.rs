@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct StorageVersionLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion,
+        super::super::super::super::compact::internal::v1alpha1::StorageVersion,
     >,
 }
 
@@ -19,7 +19,7 @@ impl StorageVersionLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion,
+            super::super::super::super::compact::internal::v1alpha1::StorageVersion,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl StorageVersionLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion,
+            super::super::super::super::compact::internal::v1alpha1::StorageVersion,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl StorageVersionLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion,
+        super::super::super::super::compact::internal::v1alpha1::StorageVersion,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl StorageVersionLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersion,
+            super::super::super::super::compact::internal::v1alpha1::StorageVersion,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EvictionLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::Eviction,
+        super::super::super::super::compact::lifecycle::v1alpha1::Eviction,
     >,
 }
 
@@ -19,7 +19,7 @@ impl EvictionLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::Eviction,
+            super::super::super::super::compact::lifecycle::v1alpha1::Eviction,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl EvictionLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::Eviction,
+            super::super::super::super::compact::lifecycle::v1alpha1::Eviction,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl EvictionLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::Eviction,
+        super::super::super::super::compact::lifecycle::v1alpha1::Eviction,
     > {
         &self.lister
     }
@@ -60,7 +60,7 @@ impl EvictionLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EvictionNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::Eviction,
+        super::super::super::super::compact::lifecycle::v1alpha1::Eviction,
     >,
 }
 
@@ -71,7 +71,7 @@ impl EvictionNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::Eviction,
+            super::super::super::super::compact::lifecycle::v1alpha1::Eviction,
         >,
     > {
         self.lister.list(selector)
@@ -83,7 +83,7 @@ impl EvictionNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::Eviction,
+            super::super::super::super::compact::lifecycle::v1alpha1::Eviction,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EvictionRequestLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest,
+        super::super::super::super::compact::lifecycle::v1alpha1::EvictionRequest,
     >,
 }
 
@@ -19,7 +19,7 @@ impl EvictionRequestLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest,
+            super::super::super::super::compact::lifecycle::v1alpha1::EvictionRequest,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl EvictionRequestLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest,
+            super::super::super::super::compact::lifecycle::v1alpha1::EvictionRequest,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl EvictionRequestLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest,
+        super::super::super::super::compact::lifecycle::v1alpha1::EvictionRequest,
     > {
         &self.lister
     }
@@ -60,7 +60,7 @@ impl EvictionRequestLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct EvictionRequestNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest,
+        super::super::super::super::compact::lifecycle::v1alpha1::EvictionRequest,
     >,
 }
 
@@ -71,7 +71,7 @@ impl EvictionRequestNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest,
+            super::super::super::super::compact::lifecycle::v1alpha1::EvictionRequest,
         >,
     > {
         self.lister.list(selector)
@@ -83,7 +83,7 @@ impl EvictionRequestNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::EvictionRequest,
+            super::super::super::super::compact::lifecycle::v1alpha1::EvictionRequest,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

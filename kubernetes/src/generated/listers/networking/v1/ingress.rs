@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct IngressLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::Ingress,
+        super::super::super::super::compact::networking::v1::Ingress,
     >,
 }
 
@@ -19,7 +19,7 @@ impl IngressLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::Ingress,
+            super::super::super::super::compact::networking::v1::Ingress,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl IngressLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::networking::v1::Ingress>,
+        ::std::sync::Arc<super::super::super::super::compact::networking::v1::Ingress>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl IngressLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::Ingress,
+        super::super::super::super::compact::networking::v1::Ingress,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl IngressLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct IngressNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::Ingress,
+        super::super::super::super::compact::networking::v1::Ingress,
     >,
 }
 
@@ -68,7 +68,7 @@ impl IngressNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::networking::v1::Ingress>,
+        ::std::sync::Arc<super::super::super::super::compact::networking::v1::Ingress>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl IngressNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::networking::v1::Ingress>,
+        ::std::sync::Arc<super::super::super::super::compact::networking::v1::Ingress>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

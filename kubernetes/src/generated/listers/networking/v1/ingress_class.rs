@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct IngressClassLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressClass,
+        super::super::super::super::compact::networking::v1::IngressClass,
     >,
 }
 
@@ -19,7 +19,7 @@ impl IngressClassLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressClass,
+            super::super::super::super::compact::networking::v1::IngressClass,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl IngressClassLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressClass,
+            super::super::super::super::compact::networking::v1::IngressClass,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl IngressClassLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressClass,
+        super::super::super::super::compact::networking::v1::IngressClass,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl IngressClassLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressClass,
+            super::super::super::super::compact::networking::v1::IngressClass,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

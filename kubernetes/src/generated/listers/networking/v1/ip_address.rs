@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct IPAddressLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::IPAddress,
+        super::super::super::super::compact::networking::v1::IPAddress,
     >,
 }
 
@@ -19,7 +19,7 @@ impl IPAddressLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::IPAddress,
+            super::super::super::super::compact::networking::v1::IPAddress,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl IPAddressLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::networking::v1::IPAddress>,
+        ::std::sync::Arc<super::super::super::super::compact::networking::v1::IPAddress>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl IPAddressLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::IPAddress,
+        super::super::super::super::compact::networking::v1::IPAddress,
     > {
         &self.lister
     }
@@ -51,7 +51,7 @@ impl IPAddressLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::networking::v1::IPAddress>,
+        ::std::sync::Arc<super::super::super::super::compact::networking::v1::IPAddress>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct NetworkPolicyLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::NetworkPolicy,
+        super::super::super::super::compact::networking::v1::NetworkPolicy,
     >,
 }
 
@@ -19,7 +19,7 @@ impl NetworkPolicyLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::NetworkPolicy,
+            super::super::super::super::compact::networking::v1::NetworkPolicy,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl NetworkPolicyLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::NetworkPolicy,
+            super::super::super::super::compact::networking::v1::NetworkPolicy,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl NetworkPolicyLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::NetworkPolicy,
+        super::super::super::super::compact::networking::v1::NetworkPolicy,
     > {
         &self.lister
     }
@@ -60,7 +60,7 @@ impl NetworkPolicyLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct NetworkPolicyNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::NetworkPolicy,
+        super::super::super::super::compact::networking::v1::NetworkPolicy,
     >,
 }
 
@@ -71,7 +71,7 @@ impl NetworkPolicyNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::NetworkPolicy,
+            super::super::super::super::compact::networking::v1::NetworkPolicy,
         >,
     > {
         self.lister.list(selector)
@@ -83,7 +83,7 @@ impl NetworkPolicyNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::NetworkPolicy,
+            super::super::super::super::compact::networking::v1::NetworkPolicy,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ServiceCIDRLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
+        super::super::super::super::compact::networking::v1::ServiceCIDR,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ServiceCIDRLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
+            super::super::super::super::compact::networking::v1::ServiceCIDR,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl ServiceCIDRLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
+            super::super::super::super::compact::networking::v1::ServiceCIDR,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl ServiceCIDRLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
+        super::super::super::super::compact::networking::v1::ServiceCIDR,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl ServiceCIDRLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDR,
+            super::super::super::super::compact::networking::v1::ServiceCIDR,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

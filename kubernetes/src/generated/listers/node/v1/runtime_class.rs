@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct RuntimeClassLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::node::v1::RuntimeClass,
+        super::super::super::super::compact::node::v1::RuntimeClass,
     >,
 }
 
@@ -19,7 +19,7 @@ impl RuntimeClassLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::node::v1::RuntimeClass,
+            super::super::super::super::compact::node::v1::RuntimeClass,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl RuntimeClassLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::node::v1::RuntimeClass>,
+        ::std::sync::Arc<super::super::super::super::compact::node::v1::RuntimeClass>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl RuntimeClassLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::node::v1::RuntimeClass,
+        super::super::super::super::compact::node::v1::RuntimeClass,
     > {
         &self.lister
     }
@@ -51,7 +51,7 @@ impl RuntimeClassLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::node::v1::RuntimeClass>,
+        ::std::sync::Arc<super::super::super::super::compact::node::v1::RuntimeClass>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

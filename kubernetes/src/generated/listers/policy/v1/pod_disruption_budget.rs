@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodDisruptionBudgetLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::policy::v1::PodDisruptionBudget,
+        super::super::super::super::compact::policy::v1::PodDisruptionBudget,
     >,
 }
 
@@ -19,7 +19,7 @@ impl PodDisruptionBudgetLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::policy::v1::PodDisruptionBudget,
+            super::super::super::super::compact::policy::v1::PodDisruptionBudget,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl PodDisruptionBudgetLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::policy::v1::PodDisruptionBudget,
+            super::super::super::super::compact::policy::v1::PodDisruptionBudget,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl PodDisruptionBudgetLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::policy::v1::PodDisruptionBudget,
+        super::super::super::super::compact::policy::v1::PodDisruptionBudget,
     > {
         &self.lister
     }
@@ -63,7 +63,7 @@ impl PodDisruptionBudgetLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodDisruptionBudgetNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::policy::v1::PodDisruptionBudget,
+        super::super::super::super::compact::policy::v1::PodDisruptionBudget,
     >,
 }
 
@@ -74,7 +74,7 @@ impl PodDisruptionBudgetNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::policy::v1::PodDisruptionBudget,
+            super::super::super::super::compact::policy::v1::PodDisruptionBudget,
         >,
     > {
         self.lister.list(selector)
@@ -86,7 +86,7 @@ impl PodDisruptionBudgetNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::policy::v1::PodDisruptionBudget,
+            super::super::super::super::compact::policy::v1::PodDisruptionBudget,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

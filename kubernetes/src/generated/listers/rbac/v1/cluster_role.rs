@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ClusterRoleLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRole,
+        super::super::super::super::compact::rbac::v1::ClusterRole,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ClusterRoleLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRole,
+            super::super::super::super::compact::rbac::v1::ClusterRole,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl ClusterRoleLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRole>,
+        ::std::sync::Arc<super::super::super::super::compact::rbac::v1::ClusterRole>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl ClusterRoleLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRole,
+        super::super::super::super::compact::rbac::v1::ClusterRole,
     > {
         &self.lister
     }
@@ -51,7 +51,7 @@ impl ClusterRoleLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRole>,
+        ::std::sync::Arc<super::super::super::super::compact::rbac::v1::ClusterRole>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ClusterRoleBindingLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRoleBinding,
+        super::super::super::super::compact::rbac::v1::ClusterRoleBinding,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ClusterRoleBindingLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRoleBinding,
+            super::super::super::super::compact::rbac::v1::ClusterRoleBinding,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl ClusterRoleBindingLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRoleBinding,
+            super::super::super::super::compact::rbac::v1::ClusterRoleBinding,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl ClusterRoleBindingLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRoleBinding,
+        super::super::super::super::compact::rbac::v1::ClusterRoleBinding,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl ClusterRoleBindingLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::rbac::v1::ClusterRoleBinding,
+            super::super::super::super::compact::rbac::v1::ClusterRoleBinding,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

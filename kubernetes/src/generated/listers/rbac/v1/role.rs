@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct RoleLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
+        super::super::super::super::compact::rbac::v1::Role,
     >,
 }
 
@@ -19,7 +19,7 @@ impl RoleLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
+            super::super::super::super::compact::rbac::v1::Role,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl RoleLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::rbac::v1::Role>,
+        ::std::sync::Arc<super::super::super::super::compact::rbac::v1::Role>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl RoleLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
+        super::super::super::super::compact::rbac::v1::Role,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl RoleLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct RoleNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::Role,
+        super::super::super::super::compact::rbac::v1::Role,
     >,
 }
 
@@ -68,7 +68,7 @@ impl RoleNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::rbac::v1::Role>,
+        ::std::sync::Arc<super::super::super::super::compact::rbac::v1::Role>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl RoleNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::rbac::v1::Role>,
+        ::std::sync::Arc<super::super::super::super::compact::rbac::v1::Role>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct RoleBindingLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::RoleBinding,
+        super::super::super::super::compact::rbac::v1::RoleBinding,
     >,
 }
 
@@ -19,7 +19,7 @@ impl RoleBindingLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::rbac::v1::RoleBinding,
+            super::super::super::super::compact::rbac::v1::RoleBinding,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl RoleBindingLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::rbac::v1::RoleBinding>,
+        ::std::sync::Arc<super::super::super::super::compact::rbac::v1::RoleBinding>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl RoleBindingLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::RoleBinding,
+        super::super::super::super::compact::rbac::v1::RoleBinding,
     > {
         &self.lister
     }
@@ -58,7 +58,7 @@ impl RoleBindingLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct RoleBindingNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::rbac::v1::RoleBinding,
+        super::super::super::super::compact::rbac::v1::RoleBinding,
     >,
 }
 
@@ -68,7 +68,7 @@ impl RoleBindingNamespaceLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::rbac::v1::RoleBinding>,
+        ::std::sync::Arc<super::super::super::super::compact::rbac::v1::RoleBinding>,
     > {
         self.lister.list(selector)
     }
@@ -78,7 +78,7 @@ impl RoleBindingNamespaceLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::rbac::v1::RoleBinding>,
+        ::std::sync::Arc<super::super::super::super::compact::rbac::v1::RoleBinding>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

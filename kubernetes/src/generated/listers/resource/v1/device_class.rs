@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct DeviceClassLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1::DeviceClass,
+        super::super::super::super::compact::resource::v1::DeviceClass,
     >,
 }
 
@@ -19,7 +19,7 @@ impl DeviceClassLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1::DeviceClass,
+            super::super::super::super::compact::resource::v1::DeviceClass,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl DeviceClassLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::resource::v1::DeviceClass>,
+        ::std::sync::Arc<super::super::super::super::compact::resource::v1::DeviceClass>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl DeviceClassLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1::DeviceClass,
+        super::super::super::super::compact::resource::v1::DeviceClass,
     > {
         &self.lister
     }
@@ -51,7 +51,7 @@ impl DeviceClassLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::resource::v1::DeviceClass>,
+        ::std::sync::Arc<super::super::super::super::compact::resource::v1::DeviceClass>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ResourceSliceLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1::ResourceSlice,
+        super::super::super::super::compact::resource::v1::ResourceSlice,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ResourceSliceLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1::ResourceSlice,
+            super::super::super::super::compact::resource::v1::ResourceSlice,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl ResourceSliceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1::ResourceSlice,
+            super::super::super::super::compact::resource::v1::ResourceSlice,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl ResourceSliceLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1::ResourceSlice,
+        super::super::super::super::compact::resource::v1::ResourceSlice,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl ResourceSliceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1::ResourceSlice,
+            super::super::super::super::compact::resource::v1::ResourceSlice,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

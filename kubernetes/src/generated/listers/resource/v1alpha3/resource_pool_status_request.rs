@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ResourcePoolStatusRequestLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest,
+        super::super::super::super::compact::resource::v1alpha3::ResourcePoolStatusRequest,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ResourcePoolStatusRequestLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest,
+            super::super::super::super::compact::resource::v1alpha3::ResourcePoolStatusRequest,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl ResourcePoolStatusRequestLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest,
+            super::super::super::super::compact::resource::v1alpha3::ResourcePoolStatusRequest,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl ResourcePoolStatusRequestLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest,
+        super::super::super::super::compact::resource::v1alpha3::ResourcePoolStatusRequest,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl ResourcePoolStatusRequestLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequest,
+            super::super::super::super::compact::resource::v1alpha3::ResourcePoolStatusRequest,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

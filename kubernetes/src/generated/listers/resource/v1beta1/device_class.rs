@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct DeviceClassLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceClass,
+        super::super::super::super::compact::resource::v1beta1::DeviceClass,
     >,
 }
 
@@ -19,7 +19,7 @@ impl DeviceClassLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceClass,
+            super::super::super::super::compact::resource::v1beta1::DeviceClass,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl DeviceClassLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceClass,
+            super::super::super::super::compact::resource::v1beta1::DeviceClass,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl DeviceClassLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceClass,
+        super::super::super::super::compact::resource::v1beta1::DeviceClass,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl DeviceClassLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceClass,
+            super::super::super::super::compact::resource::v1beta1::DeviceClass,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

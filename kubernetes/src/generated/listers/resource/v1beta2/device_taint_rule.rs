@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct DeviceTaintRuleLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::DeviceTaintRule,
+        super::super::super::super::compact::resource::v1beta2::DeviceTaintRule,
     >,
 }
 
@@ -19,7 +19,7 @@ impl DeviceTaintRuleLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::DeviceTaintRule,
+            super::super::super::super::compact::resource::v1beta2::DeviceTaintRule,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl DeviceTaintRuleLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::DeviceTaintRule,
+            super::super::super::super::compact::resource::v1beta2::DeviceTaintRule,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl DeviceTaintRuleLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::DeviceTaintRule,
+        super::super::super::super::compact::resource::v1beta2::DeviceTaintRule,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl DeviceTaintRuleLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::DeviceTaintRule,
+            super::super::super::super::compact::resource::v1beta2::DeviceTaintRule,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ResourceClaimLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaim,
+        super::super::super::super::compact::resource::v1beta2::ResourceClaim,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ResourceClaimLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaim,
+            super::super::super::super::compact::resource::v1beta2::ResourceClaim,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl ResourceClaimLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaim,
+            super::super::super::super::compact::resource::v1beta2::ResourceClaim,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl ResourceClaimLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaim,
+        super::super::super::super::compact::resource::v1beta2::ResourceClaim,
     > {
         &self.lister
     }
@@ -60,7 +60,7 @@ impl ResourceClaimLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ResourceClaimNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaim,
+        super::super::super::super::compact::resource::v1beta2::ResourceClaim,
     >,
 }
 
@@ -71,7 +71,7 @@ impl ResourceClaimNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaim,
+            super::super::super::super::compact::resource::v1beta2::ResourceClaim,
         >,
     > {
         self.lister.list(selector)
@@ -83,7 +83,7 @@ impl ResourceClaimNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaim,
+            super::super::super::super::compact::resource::v1beta2::ResourceClaim,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

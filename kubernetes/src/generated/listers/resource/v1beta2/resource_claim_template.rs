@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ResourceClaimTemplateLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate,
+        super::super::super::super::compact::resource::v1beta2::ResourceClaimTemplate,
     >,
 }
 
@@ -19,7 +19,7 @@ impl ResourceClaimTemplateLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate,
+            super::super::super::super::compact::resource::v1beta2::ResourceClaimTemplate,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl ResourceClaimTemplateLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate,
+            super::super::super::super::compact::resource::v1beta2::ResourceClaimTemplate,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl ResourceClaimTemplateLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate,
+        super::super::super::super::compact::resource::v1beta2::ResourceClaimTemplate,
     > {
         &self.lister
     }
@@ -63,7 +63,7 @@ impl ResourceClaimTemplateLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct ResourceClaimTemplateNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate,
+        super::super::super::super::compact::resource::v1beta2::ResourceClaimTemplate,
     >,
 }
 
@@ -74,7 +74,7 @@ impl ResourceClaimTemplateNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate,
+            super::super::super::super::compact::resource::v1beta2::ResourceClaimTemplate,
         >,
     > {
         self.lister.list(selector)
@@ -86,7 +86,7 @@ impl ResourceClaimTemplateNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::resource::v1beta2::ResourceClaimTemplate,
+            super::super::super::super::compact::resource::v1beta2::ResourceClaimTemplate,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PriorityClassLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1::PriorityClass,
+        super::super::super::super::compact::scheduling::v1::PriorityClass,
     >,
 }
 
@@ -19,7 +19,7 @@ impl PriorityClassLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1::PriorityClass,
+            super::super::super::super::compact::scheduling::v1::PriorityClass,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl PriorityClassLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1::PriorityClass,
+            super::super::super::super::compact::scheduling::v1::PriorityClass,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl PriorityClassLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1::PriorityClass,
+        super::super::super::super::compact::scheduling::v1::PriorityClass,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl PriorityClassLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1::PriorityClass,
+            super::super::super::super::compact::scheduling::v1::PriorityClass,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct CompositePodGroupLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup,
+        super::super::super::super::compact::scheduling::v1alpha3::CompositePodGroup,
     >,
 }
 
@@ -19,7 +19,7 @@ impl CompositePodGroupLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup,
+            super::super::super::super::compact::scheduling::v1alpha3::CompositePodGroup,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl CompositePodGroupLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup,
+            super::super::super::super::compact::scheduling::v1alpha3::CompositePodGroup,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl CompositePodGroupLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup,
+        super::super::super::super::compact::scheduling::v1alpha3::CompositePodGroup,
     > {
         &self.lister
     }
@@ -63,7 +63,7 @@ impl CompositePodGroupLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct CompositePodGroupNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup,
+        super::super::super::super::compact::scheduling::v1alpha3::CompositePodGroup,
     >,
 }
 
@@ -74,7 +74,7 @@ impl CompositePodGroupNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup,
+            super::super::super::super::compact::scheduling::v1alpha3::CompositePodGroup,
         >,
     > {
         self.lister.list(selector)
@@ -86,7 +86,7 @@ impl CompositePodGroupNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup,
+            super::super::super::super::compact::scheduling::v1alpha3::CompositePodGroup,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodGroupLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::PodGroup,
+        super::super::super::super::compact::scheduling::v1alpha3::PodGroup,
     >,
 }
 
@@ -19,7 +19,7 @@ impl PodGroupLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::PodGroup,
+            super::super::super::super::compact::scheduling::v1alpha3::PodGroup,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl PodGroupLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::PodGroup,
+            super::super::super::super::compact::scheduling::v1alpha3::PodGroup,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl PodGroupLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::PodGroup,
+        super::super::super::super::compact::scheduling::v1alpha3::PodGroup,
     > {
         &self.lister
     }
@@ -60,7 +60,7 @@ impl PodGroupLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct PodGroupNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::PodGroup,
+        super::super::super::super::compact::scheduling::v1alpha3::PodGroup,
     >,
 }
 
@@ -71,7 +71,7 @@ impl PodGroupNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::PodGroup,
+            super::super::super::super::compact::scheduling::v1alpha3::PodGroup,
         >,
     > {
         self.lister.list(selector)
@@ -83,7 +83,7 @@ impl PodGroupNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::PodGroup,
+            super::super::super::super::compact::scheduling::v1alpha3::PodGroup,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

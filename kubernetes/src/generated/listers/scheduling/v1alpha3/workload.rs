@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct WorkloadLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::Workload,
+        super::super::super::super::compact::scheduling::v1alpha3::Workload,
     >,
 }
 
@@ -19,7 +19,7 @@ impl WorkloadLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::Workload,
+            super::super::super::super::compact::scheduling::v1alpha3::Workload,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl WorkloadLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::Workload,
+            super::super::super::super::compact::scheduling::v1alpha3::Workload,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl WorkloadLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::Workload,
+        super::super::super::super::compact::scheduling::v1alpha3::Workload,
     > {
         &self.lister
     }
@@ -60,7 +60,7 @@ impl WorkloadLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct WorkloadNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::Workload,
+        super::super::super::super::compact::scheduling::v1alpha3::Workload,
     >,
 }
 
@@ -71,7 +71,7 @@ impl WorkloadNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::Workload,
+            super::super::super::super::compact::scheduling::v1alpha3::Workload,
         >,
     > {
         self.lister.list(selector)
@@ -83,7 +83,7 @@ impl WorkloadNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::Workload,
+            super::super::super::super::compact::scheduling::v1alpha3::Workload,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

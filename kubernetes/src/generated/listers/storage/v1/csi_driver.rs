@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct CSIDriverLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIDriver,
+        super::super::super::super::compact::storage::v1::CSIDriver,
     >,
 }
 
@@ -19,7 +19,7 @@ impl CSIDriverLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIDriver,
+            super::super::super::super::compact::storage::v1::CSIDriver,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl CSIDriverLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::storage::v1::CSIDriver>,
+        ::std::sync::Arc<super::super::super::super::compact::storage::v1::CSIDriver>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl CSIDriverLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIDriver,
+        super::super::super::super::compact::storage::v1::CSIDriver,
     > {
         &self.lister
     }
@@ -51,7 +51,7 @@ impl CSIDriverLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::storage::v1::CSIDriver>,
+        ::std::sync::Arc<super::super::super::super::compact::storage::v1::CSIDriver>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct CSINodeLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::CSINode,
+        super::super::super::super::compact::storage::v1::CSINode,
     >,
 }
 
@@ -19,7 +19,7 @@ impl CSINodeLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::CSINode,
+            super::super::super::super::compact::storage::v1::CSINode,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl CSINodeLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::storage::v1::CSINode>,
+        ::std::sync::Arc<super::super::super::super::compact::storage::v1::CSINode>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl CSINodeLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::CSINode,
+        super::super::super::super::compact::storage::v1::CSINode,
     > {
         &self.lister
     }
@@ -51,7 +51,7 @@ impl CSINodeLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::storage::v1::CSINode>,
+        ::std::sync::Arc<super::super::super::super::compact::storage::v1::CSINode>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

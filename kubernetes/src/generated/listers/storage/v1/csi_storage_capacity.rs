@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct CSIStorageCapacityLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIStorageCapacity,
+        super::super::super::super::compact::storage::v1::CSIStorageCapacity,
     >,
 }
 
@@ -19,7 +19,7 @@ impl CSIStorageCapacityLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIStorageCapacity,
+            super::super::super::super::compact::storage::v1::CSIStorageCapacity,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl CSIStorageCapacityLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIStorageCapacity,
+            super::super::super::super::compact::storage::v1::CSIStorageCapacity,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl CSIStorageCapacityLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIStorageCapacity,
+        super::super::super::super::compact::storage::v1::CSIStorageCapacity,
     > {
         &self.lister
     }
@@ -63,7 +63,7 @@ impl CSIStorageCapacityLister {
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct CSIStorageCapacityNamespaceLister {
     lister: ::kubegen_runtime::cache::lister::NamespaceLister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIStorageCapacity,
+        super::super::super::super::compact::storage::v1::CSIStorageCapacity,
     >,
 }
 
@@ -74,7 +74,7 @@ impl CSIStorageCapacityNamespaceLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIStorageCapacity,
+            super::super::super::super::compact::storage::v1::CSIStorageCapacity,
         >,
     > {
         self.lister.list(selector)
@@ -86,7 +86,7 @@ impl CSIStorageCapacityNamespaceLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIStorageCapacity,
+            super::super::super::super::compact::storage::v1::CSIStorageCapacity,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct StorageClassLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::StorageClass,
+        super::super::super::super::compact::storage::v1::StorageClass,
     >,
 }
 
@@ -19,7 +19,7 @@ impl StorageClassLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::StorageClass,
+            super::super::super::super::compact::storage::v1::StorageClass,
         >,
     ) -> Self {
         Self { lister }
@@ -30,7 +30,7 @@ impl StorageClassLister {
         &self,
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::storage::v1::StorageClass>,
+        ::std::sync::Arc<super::super::super::super::compact::storage::v1::StorageClass>,
     > {
         self.lister.list(selector)
     }
@@ -39,7 +39,7 @@ impl StorageClassLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::StorageClass,
+        super::super::super::super::compact::storage::v1::StorageClass,
     > {
         &self.lister
     }
@@ -51,7 +51,7 @@ impl StorageClassLister {
         &self,
         name: &str,
     ) -> ::std::result::Result<
-        ::std::sync::Arc<::kubegen_runtime::k8s_openapi::api::storage::v1::StorageClass>,
+        ::std::sync::Arc<super::super::super::super::compact::storage::v1::StorageClass>,
         ::kubegen_runtime::errors::StatusError,
     > {
         self.lister.get(name)

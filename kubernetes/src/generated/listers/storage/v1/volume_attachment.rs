@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct VolumeAttachmentLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::VolumeAttachment,
+        super::super::super::super::compact::storage::v1::VolumeAttachment,
     >,
 }
 
@@ -19,7 +19,7 @@ impl VolumeAttachmentLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::VolumeAttachment,
+            super::super::super::super::compact::storage::v1::VolumeAttachment,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl VolumeAttachmentLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::VolumeAttachment,
+            super::super::super::super::compact::storage::v1::VolumeAttachment,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl VolumeAttachmentLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storage::v1::VolumeAttachment,
+        super::super::super::super::compact::storage::v1::VolumeAttachment,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl VolumeAttachmentLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::storage::v1::VolumeAttachment,
+            super::super::super::super::compact::storage::v1::VolumeAttachment,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {

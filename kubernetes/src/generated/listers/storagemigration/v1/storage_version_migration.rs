@@ -11,7 +11,7 @@
 #[derive(::std::clone::Clone, ::std::fmt::Debug)]
 pub struct StorageVersionMigrationLister {
     lister: ::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storagemigration::v1::StorageVersionMigration,
+        super::super::super::super::compact::storagemigration::v1::StorageVersionMigration,
     >,
 }
 
@@ -19,7 +19,7 @@ impl StorageVersionMigrationLister {
     /// A typed lister over the runtime's lister.
     pub fn new(
         lister: ::kubegen_runtime::cache::lister::Lister<
-            ::kubegen_runtime::k8s_openapi::api::storagemigration::v1::StorageVersionMigration,
+            super::super::super::super::compact::storagemigration::v1::StorageVersionMigration,
         >,
     ) -> Self {
         Self { lister }
@@ -31,7 +31,7 @@ impl StorageVersionMigrationLister {
         selector: &::kubegen_runtime::labels::Selector,
     ) -> ::std::vec::Vec<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::storagemigration::v1::StorageVersionMigration,
+            super::super::super::super::compact::storagemigration::v1::StorageVersionMigration,
         >,
     > {
         self.lister.list(selector)
@@ -41,7 +41,7 @@ impl StorageVersionMigrationLister {
     pub fn lister(
         &self,
     ) -> &::kubegen_runtime::cache::lister::Lister<
-        ::kubegen_runtime::k8s_openapi::api::storagemigration::v1::StorageVersionMigration,
+        super::super::super::super::compact::storagemigration::v1::StorageVersionMigration,
     > {
         &self.lister
     }
@@ -54,7 +54,7 @@ impl StorageVersionMigrationLister {
         name: &str,
     ) -> ::std::result::Result<
         ::std::sync::Arc<
-            ::kubegen_runtime::k8s_openapi::api::storagemigration::v1::StorageVersionMigration,
+            super::super::super::super::compact::storagemigration::v1::StorageVersionMigration,
         >,
         ::kubegen_runtime::errors::StatusError,
     > {
