@@ -22,8 +22,8 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 /// The compact mirrors of the core/v1 types that kubegen generates into
-/// kubegen-kubernetes (feature `compact`): k8s-openapi's types with every optional
-/// struct field boxed, cached by the `ours-compact` client and measured by
+/// kubegen-kubernetes: k8s-openapi's types with every optional struct field boxed, what
+/// the typed informers cache by default (the `ours` client), measured by
 /// `examples/pod-compact`.
 pub use kubegen_kubernetes::compact::core::v1 as compact_pod;
 
@@ -169,10 +169,13 @@ pub fn pod(i: usize) -> Value {
 /// The client under test in one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientKind {
-    /// kubegen's `SharedIndexInformer` with default settings (protobuf where the server
-    /// offers it).
+    /// kubegen-kubernetes' typed informer of Pods with default settings: protobuf where
+    /// the server offers it, the compact mirror of `Pod` cached.
     Ours,
-    /// kubegen's `SharedIndexInformer` reading JSON only (`client::protobuf::json_only`).
+    /// The same informer's opt-out, `k8s_openapi_informer()`: k8s-openapi's `Pod` cached.
+    OursOpenapi,
+    /// kubegen's `SharedIndexInformer` of the compact Pod reading JSON only
+    /// (`client::protobuf::json_only`).
     OursJson,
     /// kube-runtime's `reflector(store, watcher(..))` with default settings.
     Kube,
@@ -191,16 +194,13 @@ pub enum ClientKind {
     /// kubegen's `SharedIndexInformer` over a projection: a slim struct with only the
     /// fields a controller reads, decoded straight from the wire.
     OursProjection,
-    /// kubegen's `SharedIndexInformer` over [`compact_pod::Pod`]: the whole Pod, with
-    /// its optional structs boxed.
-    OursCompact,
 }
 
 impl ClientKind {
     /// Every kind, in table order.
     pub const ALL: [ClientKind; 10] = [
         ClientKind::Ours,
-        ClientKind::OursCompact,
+        ClientKind::OursOpenapi,
         ClientKind::OursJson,
         ClientKind::Kube,
         ClientKind::KubeStripped,
@@ -223,14 +223,14 @@ impl ClientKind {
             ClientKind::OursMetadata => "ours-meta",
             ClientKind::KubeMetadata => "kube-meta",
             ClientKind::OursProjection => "ours-proj",
-            ClientKind::OursCompact => "ours-compact",
+            ClientKind::OursOpenapi => "ours-openapi",
         }
     }
 
     /// The description in the result table.
     pub fn label(self) -> &'static str {
         match self {
-            ClientKind::Ours => "(a) kubegen SharedIndexInformer",
+            ClientKind::Ours => "(a) kubegen typed informer (compact cache)",
             ClientKind::OursJson => "(a') kubegen, JSON only",
             ClientKind::Kube => "(b) kube-runtime reflector",
             ClientKind::KubeStripped => "(c) kube-runtime, managedFields stripped",
@@ -239,7 +239,7 @@ impl ClientKind {
             ClientKind::OursMetadata => "(d) kubegen metadata informer",
             ClientKind::KubeMetadata => "(e) kube-runtime metadata_watcher",
             ClientKind::OursProjection => "(h) kubegen projection informer",
-            ClientKind::OursCompact => "(i) kubegen, compact Pod",
+            ClientKind::OursOpenapi => "(i) kubegen, k8s-openapi Pod cached",
         }
     }
 

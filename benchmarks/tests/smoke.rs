@@ -20,13 +20,13 @@ fn informer_bench_runs_end_to_end_on_200_pods() {
         String::from_utf8_lossy(&out.stderr)
     );
     for label in [
-        "(a) kubegen",
+        "(a) kubegen typed informer (compact cache)",
         "(b) kube-runtime",
         "(c) kube-runtime",
         "(d) kubegen metadata",
         "(e) kube-runtime metadata_watcher",
         "(h) kubegen projection informer",
-        "(i) kubegen, compact Pod",
+        "(i) kubegen, k8s-openapi Pod cached",
         "decode floor",
         "ratio (a)/kube ",
         "ratio (d)/ours ",

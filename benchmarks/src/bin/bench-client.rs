@@ -145,6 +145,40 @@ where
         Arc::new(ResourceClient::<K>::all(client)),
         InformerOptions::default(),
     );
+    run_informer(informer, counter, stop).await
+}
+
+/// Runs the generated typed informer of Pods (kubegen-kubernetes' factory, defaults:
+/// the compact cache, or k8s-openapi's `Pod` with `own_type`) until synced.
+async fn run_typed(
+    client: kube::Client,
+    own_type: bool,
+    counter: Arc<Counter>,
+    stop: &CancellationToken,
+) -> Result<StoreProbe, Error> {
+    let factory = kubegen_kubernetes::informers::SharedInformerFactory::new(
+        kubegen_kubernetes::clientset::Clientset::new(client),
+        Duration::ZERO,
+    );
+    let pods = factory.core().v1().pods();
+    let probe = if own_type {
+        run_informer(pods.k8s_openapi_informer(), counter, stop).await?
+    } else {
+        run_informer(pods.informer(), counter, stop).await?
+    };
+    // The informer runs on `stop`, not on the factory's start; the factory lives on.
+    Ok(Box::new(move |key| {
+        let _factory = &factory;
+        probe(key)
+    }))
+}
+
+/// Runs `informer` on `stop`, counting updates, until synced.
+async fn run_informer<K: Object>(
+    informer: SharedIndexInformer<K>,
+    counter: Arc<Counter>,
+    stop: &CancellationToken,
+) -> Result<StoreProbe, Error> {
     informer.add_event_handler(
         ResourceEventHandlerFuncs::new()
             .add_func(|_p: &Arc<K>, _initial| {})
@@ -216,16 +250,14 @@ fn start_client(
     stop: &CancellationToken,
 ) -> Pin<Box<dyn Future<Output = Result<StoreProbe, Error>> + Send + '_>> {
     match kind {
-        ClientKind::Ours => Box::pin(run_ours::<Pod>(client, counter, stop)),
-        ClientKind::OursJson => Box::pin(run_ours::<Pod>(
+        ClientKind::Ours => Box::pin(run_typed(client, false, counter, stop)),
+        ClientKind::OursOpenapi => Box::pin(run_typed(client, true, counter, stop)),
+        ClientKind::OursJson => Box::pin(run_ours::<kubegen_benchmarks::compact_pod::Pod>(
             kubegen_runtime::client::protobuf::json_only(client),
             counter,
             stop,
         )),
         ClientKind::OursProjection => Box::pin(run_ours::<PodView>(client, counter, stop)),
-        ClientKind::OursCompact => Box::pin(run_ours::<kubegen_benchmarks::compact_pod::Pod>(
-            client, counter, stop,
-        )),
         ClientKind::OursMetadata => Box::pin(async move {
             let factory =
                 MetadataSharedInformerFactory::new(client, FactoryOptions::new(Duration::ZERO));

@@ -364,8 +364,11 @@ fn main() -> Result<(), Error> {
                 "(targets: synced <= 0.35, events/s >= 2, RSS <= 0.65)",
             ),
             (ClientKind::KubeStripped, ""),
-            (ClientKind::Go, "(target: ahead on all)"),
-            (ClientKind::GoStripped, "(target: ahead on all)"),
+            (
+                ClientKind::Go,
+                "(targets: synced <= 0.7, events/s >= 1.5, CPU <= 0.7, RSS <= 1.0)",
+            ),
+            (ClientKind::GoStripped, ""),
         ] {
             if let Some(b) = get(k) {
                 ratio(&format!("(a)/{}", k.name()), a, b, targets);
@@ -377,20 +380,14 @@ fn main() -> Result<(), Error> {
         if let Some(h) = get(ClientKind::OursProjection) {
             ratio("(h)/ours", h, a, "(target: RSS <= 0.25)");
         }
-        if let Some(i) = get(ClientKind::OursCompact) {
+        if let Some(i) = get(ClientKind::OursOpenapi) {
             ratio("(i)/ours", i, a, "");
         }
     }
-    if let Some(i) = get(ClientKind::OursCompact) {
-        for (k, targets) in [
-            (ClientKind::Kube, "(target: RSS <= 0.65)"),
-            (
-                ClientKind::Go,
-                "(targets: synced <= 0.7, CPU <= 0.7, RSS <= 1.0)",
-            ),
-        ] {
+    if let Some(i) = get(ClientKind::OursOpenapi) {
+        for k in [ClientKind::Kube, ClientKind::Go] {
             if let Some(b) = get(k) {
-                ratio(&format!("(i)/{}", k.name()), i, b, targets);
+                ratio(&format!("(i)/{}", k.name()), i, b, "");
             }
         }
     }
