@@ -16,7 +16,9 @@
 # Usage: hack/bench-compile.sh --builtin
 #   The same for a built-in kind: a crate that lists and watches every Pod into a cache,
 #   (a) kubegen-runtime's `InformerFactory::informer::<Pod>()` (protobuf negotiated, as
-#   for every built-in kind), (b) kube-runtime's `reflector` over `watcher(Api<Pod>)`.
+#   for every built-in kind), (b) kube-runtime's `reflector` over `watcher(Api<Pod>)`,
+#   (c) kubegen-kubernetes' typed factory, `core().v1().pods().informer()`, which caches
+#   the compact mirror of Pod by default.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 ROUNDS=${ROUNDS:-3}
@@ -54,8 +56,8 @@ TOML
 }
 
 if [ "${1:-}" = --builtin ]; then
-  mkdir -p "$OUT/builtin-kubegen/src" "$OUT/builtin-kube/src"
-  cp "$ROOT/Cargo.lock" "$OUT/builtin-kubegen/Cargo.lock"; cp "$ROOT/Cargo.lock" "$OUT/builtin-kube/Cargo.lock"
+  mkdir -p "$OUT/builtin-kubegen/src" "$OUT/builtin-kube/src" "$OUT/builtin-typed/src"
+  for d in builtin-kubegen builtin-kube builtin-typed; do cp "$ROOT/Cargo.lock" "$OUT/$d/Cargo.lock"; done
   manifest "$OUT/builtin-kubegen" bench-builtin-kubegen "kubegen-runtime = { path = \"$ROOT/runtime\" }
 k8s-openapi = { version = \"0.29\", features = [\"latest\"] }
 tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }"
@@ -73,6 +75,28 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
     let stop = CancellationToken::new();
     factory.start(&stop);
     factory.wait_for_cache_sync(&stop).await;
+    println!("{} pods", pods.indexer().len());
+    Ok(())
+}
+RUST
+  # (c) what a newcomer writes: kubegen-kubernetes' typed factory, whose Pod informer
+  # caches the compact mirror by default.
+  manifest "$OUT/builtin-typed" bench-builtin-typed "kubegen-runtime = { path = \"$ROOT/runtime\" }
+kubegen-kubernetes = { path = \"$ROOT/kubernetes\" }
+k8s-openapi = { version = \"0.29\", features = [\"latest\"] }
+tokio = { version = \"1\", features = [\"rt-multi-thread\", \"macros\"] }"
+  cat >"$OUT/builtin-typed/src/main.rs" <<'RUST'
+use std::time::Duration;
+use kubegen_kubernetes::clientset::Clientset;
+use kubegen_kubernetes::informers::SharedInformerFactory;
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    let client = kubegen_runtime::kube::Client::try_default().await?;
+    let factory = SharedInformerFactory::new(Clientset::new(client), Duration::from_secs(600));
+    let pods = factory.core().v1().pods().informer();
+    factory.start();
+    factory.wait_for_cache_sync().await;
     println!("{} pods", pods.indexer().len());
     Ok(())
 }
@@ -101,11 +125,14 @@ async fn main() -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
 RUST
   read -r a_clean a_touch < <(time_crate "$OUT/builtin-kubegen" bench-builtin-kubegen)
   read -r b_clean b_touch < <(time_crate "$OUT/builtin-kube" bench-builtin-kube)
+  read -r c_clean c_touch < <(time_crate "$OUT/builtin-typed" bench-builtin-typed)
   printf '\na cache of every Pod, debug build, touch = median of %d\n\n' "$ROUNDS"
   printf '| crate | crate alone, clean (s) | rebuild after touching main.rs (s) |\n|---|---|---|\n'
   printf '| (a) kubegen-runtime InformerFactory::informer::<Pod> | %.2f | %.2f |\n' "$a_clean" "$a_touch"
   printf '| (b) kube-runtime reflector over watcher(Api<Pod>) | %.2f | %.2f |\n' "$b_clean" "$b_touch"
+  printf '| (c) kubegen-kubernetes core().v1().pods().informer() (compact Pod) | %.2f | %.2f |\n' "$c_clean" "$c_touch"
   printf '\nratios (a)/(b): clean %.2f, touch %.2f\n' "$(echo "$a_clean / $b_clean" | bc -l)" "$(echo "$a_touch / $b_touch" | bc -l)"
+  printf 'ratios (c)/(b): clean %.2f, touch %.2f\n' "$(echo "$c_clean / $b_clean" | bc -l)" "$(echo "$c_touch / $b_touch" | bc -l)"
   exit 0
 fi
 case "${1:-}" in

@@ -12,10 +12,14 @@
 //! - [`informers::SharedInformerFactory`]:
 //!   `factory.apps().v1().deployments().informer()` and `.lister()`;
 //! - [`listers`]: typed listers over informer caches;
+//! - [`compact`]: compact mirrors of the built-in types (every optional struct boxed,
+//!   `From` both ways with k8s-openapi's), which the typed informers and listers cache
+//!   by default at about half the memory; `k8s_openapi_informer()` and
+//!   `k8s_openapi_lister()` cache k8s-openapi's type instead;
 //! - `fake` (feature `kubegen-runtime/testing`): the clientset over an in-memory API
 //!   server.
 //!
-//! Types are k8s-openapi's (re-exported under [`apis`]): pick the `latest` feature of
+//! The clientset's types are k8s-openapi's (re-exported under [`apis`]): pick the `latest` feature of
 //! `k8s-openapi` in your binary, as with kube-rs. The crate is its own so that
 //! controllers that watch only custom resources do not compile it.
 //!

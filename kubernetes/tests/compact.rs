@@ -1,7 +1,7 @@
-//! The compact mirrors (`kubegen_kubernetes::compact`, feature `compact`) are lossless
-//! against k8s-openapi's types on every built-in kind they mirror, from JSON and from
-//! protobuf, and the typed informers' `compact_informer()` caches them from the
-//! in-memory server over tower and over TCP.
+//! The compact mirrors (`kubegen_kubernetes::compact`) are lossless against
+//! k8s-openapi's types on every built-in kind they mirror, from JSON and from protobuf,
+//! and the typed informers cache them by default from the in-memory server over tower
+//! and over TCP (`k8s_openapi_informer()` caching k8s-openapi's type beside them).
 //!
 //! The objects are the protobuf corpus of kubegen-apimachinery (one random object of
 //! every built-in kind written by apimachinery's serializers in Go, with encoding/json's
