@@ -309,6 +309,37 @@ fn unset_optional_structs_cost_a_pointer() {
     );
 }
 
+/// The mirrors' written-out `Deserialize` decodes what k8s-openapi's decodes, and fails
+/// where it fails: `null` and absent required fields (their defaults), `null` optional
+/// ones, unknown keys, a duplicate key, a wrong type, an array where an object belongs.
+#[test]
+fn edge_cases_decode_as_k8s_openapi_decodes_them() {
+    use k8s_openapi::api::apps::v1::DaemonSet;
+    for json in [
+        // Go writes `null` for a nil pointer without omitempty (a DaemonSet's selector).
+        r#"{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":{"name":"d"},"spec":{"selector":null,"template":{"spec":{"containers":[{"name":"c","image":"i"}]}}}}"#,
+        r#"{"apiVersion":"apps/v1","kind":"DaemonSet","metadata":null,"spec":{"template":{}}}"#,
+        r#"{"kind":"DaemonSet","spec":{"selector":{"matchLabels":{"a":"b"}},"template":{"metadata":{"labels":{"a":"b"}},"spec":null}},"status":null}"#,
+        r#"{"metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[{"name":"c","ports":[{"containerPort":80,"protocol":null}]}]}}},"unknown":{"deep":[1,{"x":null}]}}"#,
+        r#"{"metadata":{"name":"d"},"status":{"currentNumberScheduled":1,"desiredNumberScheduled":2,"numberMisscheduled":0,"numberReady":1}}"#,
+        r#"{"metadata":{"name":"d"},"status":{"currentNumberScheduled":1}}"#,
+        r#"{"metadata":{"name":"d"},"metadata":{"name":"e"}}"#,
+        r#"{"metadata":{"name":"d"},"spec":{"template":{"spec":{"containers":[{"name":7}]}}}}"#,
+        r#"{"metadata":[1,2]}"#,
+        r#"[1,2]"#,
+        r#"{}"#,
+    ] {
+        let full: Result<DaemonSet, String> = serde_json::from_str(json).map_err(|e| e.to_string());
+        let slim: Result<compact::apps::v1::DaemonSet, String> =
+            serde_json::from_str(json).map_err(|e| e.to_string());
+        match (full, slim) {
+            (Ok(full), Ok(slim)) => assert_eq!(DaemonSet::from(slim), full, "{json}"),
+            (Err(_), Err(_)) => {}
+            (full, slim) => panic!("{json}: k8s-openapi {full:?}, mirror {slim:?}"),
+        }
+    }
+}
+
 fn pod(name: &str, image: &str) -> Pod {
     Pod {
         metadata: ObjectMeta {

@@ -11,9 +11,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kubegen_kubernetes::compact::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kubegen_kubernetes::clientset::Clientset;
+use kubegen_kubernetes::compact::core::v1::Pod;
 use kubegen_kubernetes::informers::SharedInformerFactory;
 use kubegen_kubernetes::listers::core::v1::PodLister;
 use kubegen_runtime::cache::informer::ResourceEventHandlerFuncs;

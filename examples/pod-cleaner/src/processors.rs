@@ -15,8 +15,8 @@
 
 use std::time::Duration;
 
-use kubegen_kubernetes::compact::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
+use kubegen_kubernetes::compact::core::v1::Pod;
 
 use crate::config::Processors;
 

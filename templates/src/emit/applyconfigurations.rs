@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::types::{deserialize_impl, DeField, WhenAbsent};
+use super::types::{deserialize_impl, DeField, Duplicates, WhenAbsent};
 use super::{ident, kind_module, kind_type, Module};
 use crate::model::{Api, Group, Kind, Scope, Version};
 use crate::names::{self, Namer};
@@ -524,7 +524,7 @@ impl Builder<'_> {
                 absent: WhenAbsent::Default,
             })
             .collect();
-        let deserialize = deserialize_impl(&name, &de_fields, None);
+        let deserialize = deserialize_impl(&name, &de_fields, None, Duplicates::Error);
         let doc = format!(" The apply configuration of `{hint}`: only what is set is sent.");
         self.items.push(quote! {
             #[doc = #doc]

@@ -31,6 +31,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::applyconfigurations::{has_properties, reference, references, short_name};
+use super::types::{deserialize_impl, DeField, Duplicates, WhenAbsent};
 use super::{has_informer, ident, Module};
 use crate::model::{Api, Group, Kind, Version};
 use crate::names;
@@ -56,7 +57,12 @@ pub fn compact_type_name(kind: &Kind) -> Option<&str> {
 
 /// The compact mirror of a kind that [`has_compact`], seen from a module `up` levels
 /// below the tree's root; `None` for every other kind.
-pub fn compact_type(group: &Group, version: &Version, kind: &Kind, up: usize) -> Option<TokenStream> {
+pub fn compact_type(
+    group: &Group,
+    version: &Version,
+    kind: &Kind,
+    up: usize,
+) -> Option<TokenStream> {
     if !has_compact(kind) {
         return None;
     }
@@ -333,6 +339,7 @@ impl<'a> Mirror<'a> {
         let mut to_k8s = Vec::new();
         let mut from_k8s = Vec::new();
         let mut serialize = Vec::new();
+        let mut de_fields: Vec<(String, String, WhenAbsent)> = Vec::new();
         for (json, prop) in props {
             if is_kind && matches!(json.as_str(), "apiVersion" | "kind") {
                 continue;
@@ -344,18 +351,23 @@ impl<'a> Mirror<'a> {
             let req = required.contains(json.as_str()) || (is_kind && json == "metadata");
             let boxed = !req && matches!(shape, Shape::Mirror(_));
             let doc = format!(" `{json}`: as k8s-openapi's field of the same name.");
+            // The serde attributes are for the derived `Serialize` (kinds write theirs
+            // out and take none); `Deserialize` is written out (`de_fields`).
+            let ser_attr =
+                |extra: TokenStream| (!is_kind).then(|| quote!(#[serde(rename = #json #extra)]));
             if req {
                 // A missing or null required field decodes to its default, as
                 // k8s-openapi's decoding does, where it has one (times have none).
-                let default = self.has_default(&shape).then(|| {
-                    quote!(
-                        default,
-                        deserialize_with = "::kubegen_runtime::object::null_as_default",
-                    )
-                });
+                let absent = if self.has_default(&shape) {
+                    WhenAbsent::NullOrDefault
+                } else {
+                    WhenAbsent::AsSerde
+                };
+                de_fields.push((json.clone(), f.to_string(), absent));
+                let attr = ser_attr(quote!());
                 fields.push(quote! {
                     #[doc = #doc]
-                    #[serde(rename = #json, #default)]
+                    #attr
                     pub #f: #inner,
                 });
                 if shape.mirrors() {
@@ -373,9 +385,12 @@ impl<'a> Mirror<'a> {
                 } else {
                     quote!(::std::option::Option<#inner>)
                 };
+                de_fields.push((json.clone(), f.to_string(), WhenAbsent::Default));
+                let attr =
+                    ser_attr(quote!(, skip_serializing_if = "::std::option::Option::is_none"));
                 fields.push(quote! {
                     #[doc = #doc]
-                    #[serde(rename = #json, default, skip_serializing_if = "::std::option::Option::is_none")]
+                    #attr
                     pub #f: #field_ty,
                 });
                 if boxed {
@@ -424,6 +439,17 @@ impl<'a> Mirror<'a> {
                 }
             }
         });
+        let serde_crate = (!is_kind).then(|| quote!(#[serde(crate = "::kubegen_runtime::serde")]));
+        let de_fields: Vec<DeField> = de_fields
+            .iter()
+            .map(|(json, rust, absent)| DeField {
+                json,
+                rust,
+                absent: *absent,
+            })
+            .collect();
+        let deserialize =
+            deserialize_impl(short_name(name), &de_fields, None, Duplicates::LastWins);
         quote! {
             #[doc = #doc]
             #[derive(
@@ -432,12 +458,13 @@ impl<'a> Mirror<'a> {
                 #derive_default
                 ::std::cmp::PartialEq,
                 #derive_serialize
-                ::kubegen_runtime::serde::Deserialize
             )]
-            #[serde(crate = "::kubegen_runtime::serde")]
+            #serde_crate
             pub struct #ty {
                 #(#fields)*
             }
+
+            #deserialize
 
             impl ::std::convert::From<#ty> for #k8s {
                 fn from(value: #ty) -> Self {

@@ -14,8 +14,8 @@ use quote::quote;
 use super::listers::{group_has_informers, version_has_informers};
 use super::modules::top_level_allows;
 use super::{
-    cache_type, group_type, group_version_text, group_version_type, has_informer, ident, kind_accessor,
-    kind_module, kind_stem, kind_type, supers, Module,
+    cache_type, group_type, group_version_text, group_version_type, has_informer, ident,
+    kind_accessor, kind_module, kind_stem, kind_type, supers, Module,
 };
 use crate::model::{Api, Group, Kind, Version};
 

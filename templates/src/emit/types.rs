@@ -111,6 +111,9 @@ pub(super) enum WhenAbsent {
     /// the error otherwise (a named or user-written type, whose impl kubegen may not have
     /// written).
     AsSerde,
+    /// `Default::default()`, and a `null` value too (the value is read as an `Option`):
+    /// a compact mirror's required field, decoded as k8s-openapi decodes it.
+    NullOrDefault,
 }
 
 /// A field as its written-out `Deserialize` reads it.
@@ -150,7 +153,22 @@ fn struct_deserialize(s: &StructDef) -> TokenStream {
             },
         })
         .collect();
-    deserialize_impl(&s.name, &fields, s.unknown_fields.as_deref())
+    deserialize_impl(
+        &s.name,
+        &fields,
+        s.unknown_fields.as_deref(),
+        Duplicates::Error,
+    )
+}
+
+/// What a written-out `Deserialize` does with a key that comes twice.
+#[derive(Clone, Copy)]
+pub(super) enum Duplicates {
+    /// serde's "duplicate field" error, as serde's derive does.
+    Error,
+    /// The last value wins, as Go's encoding/json and k8s-openapi's decoding do (the
+    /// compact mirrors of k8s-openapi's types).
+    LastWins,
 }
 
 /// A struct's `Deserialize`, written out rather than derived (see
@@ -166,6 +184,7 @@ pub(super) fn deserialize_impl(
     type_name: &str,
     fields: &[DeField],
     unknown: Option<&str>,
+    duplicates: Duplicates,
 ) -> TokenStream {
     let name = ident(type_name);
     let expecting = format!("struct {type_name}");
@@ -177,6 +196,7 @@ pub(super) fn deserialize_impl(
         let i = index(i);
         let value = match f.absent {
             WhenAbsent::Default => quote!(#slot.unwrap_or_default()),
+            WhenAbsent::NullOrDefault => quote!(::kubegen_runtime::de::or_default(#slot)),
             WhenAbsent::Error => quote! {
                 match #slot {
                     ::std::option::Option::Some(v) => v,
@@ -220,7 +240,10 @@ pub(super) fn deserialize_impl(
     };
     let arms = slots.iter().enumerate().map(|(i, slot)| {
         let i = index(i);
-        quote!(#read(#i) => ::kubegen_runtime::de::next_field(&mut map, &mut #slot, FIELDS[#i])?,)
+        match duplicates {
+            Duplicates::Error => quote!(#read(#i) => ::kubegen_runtime::de::next_field(&mut map, &mut #slot, FIELDS[#i])?,),
+            Duplicates::LastWins => quote!(#read(#i) => #slot = ::std::option::Option::Some(::kubegen_runtime::serde::de::MapAccess::next_value(&mut map)?),),
+        }
     });
     quote! {
         impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for #name {

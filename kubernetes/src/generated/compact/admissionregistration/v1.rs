@@ -14,17 +14,54 @@
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ApplyConfiguration {
     /// `expression`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "expression",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub expression: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ApplyConfiguration {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["expression"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ApplyConfiguration")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ApplyConfiguration, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ApplyConfiguration {
+                    expression: f0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ApplyConfiguration>
@@ -55,24 +92,63 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct AuditAnnotation {
     /// `key`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "key",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "key")]
     pub key: ::std::string::String,
     /// `valueExpression`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "valueExpression",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "valueExpression")]
     pub value_expression: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AuditAnnotation {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["key", "valueExpression"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = AuditAnnotation;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct AuditAnnotation")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<AuditAnnotation, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(AuditAnnotation {
+                    key: ::kubegen_runtime::de::or_default(f0),
+                    value_expression: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<AuditAnnotation>
@@ -104,24 +180,63 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ExpressionWarning {
     /// `fieldRef`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "fieldRef",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "fieldRef")]
     pub field_ref: ::std::string::String,
     /// `warning`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "warning",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "warning")]
     pub warning: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ExpressionWarning {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["fieldRef", "warning"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ExpressionWarning;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ExpressionWarning")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ExpressionWarning, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ExpressionWarning {
+                    field_ref: ::kubegen_runtime::de::or_default(f0),
+                    warning: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ExpressionWarning>
@@ -153,17 +268,54 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct JSONPatch {
     /// `expression`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "expression",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub expression: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JSONPatch {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["expression"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = JSONPatch;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct JSONPatch")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<JSONPatch, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(JSONPatch {
+                    expression: f0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<JSONPatch>
@@ -194,24 +346,63 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct MatchCondition {
     /// `expression`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "expression",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "expression")]
     pub expression: ::std::string::String,
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MatchCondition {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["expression", "name"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MatchCondition;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MatchCondition")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MatchCondition, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MatchCondition {
+                    expression: ::kubegen_runtime::de::or_default(f0),
+                    name: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MatchCondition>
@@ -243,14 +434,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct MatchResources {
     /// `excludeResourceRules`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "excludeResourceRules",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub exclude_resource_rules: ::std::option::Option<
@@ -259,14 +448,12 @@ pub struct MatchResources {
     /// `matchPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_policy: ::std::option::Option<::std::string::String>,
     /// `namespaceSelector`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "namespaceSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
@@ -275,7 +462,6 @@ pub struct MatchResources {
     /// `objectSelector`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "objectSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub object_selector: ::std::option::Option<
@@ -284,12 +470,92 @@ pub struct MatchResources {
     /// `resourceRules`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceRules",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_rules: ::std::option::Option<
         ::std::vec::Vec<super::super::admissionregistration::v1::NamedRuleWithOperations>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MatchResources {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "excludeResourceRules",
+            "matchPolicy",
+            "namespaceSelector",
+            "objectSelector",
+            "resourceRules",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MatchResources;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MatchResources")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MatchResources, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MatchResources {
+                    exclude_resource_rules: f0.unwrap_or_default(),
+                    match_policy: f1.unwrap_or_default(),
+                    namespace_selector: f2.unwrap_or_default(),
+                    object_selector: f3.unwrap_or_default(),
+                    resource_rules: f4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MatchResources>
@@ -357,28 +623,64 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingAdmissionPolicy {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub spec: ::std::option::Option<
         ::std::boxed::Box<
             super::super::admissionregistration::v1::MutatingAdmissionPolicySpec,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingAdmissionPolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingAdmissionPolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingAdmissionPolicy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingAdmissionPolicy {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingAdmissionPolicy>
@@ -447,28 +749,64 @@ impl ::kubegen_runtime::serde::Serialize for MutatingAdmissionPolicy {
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingAdmissionPolicyBinding {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub spec: ::std::option::Option<
         ::std::boxed::Box<
             super::super::admissionregistration::v1::MutatingAdmissionPolicyBindingSpec,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicyBinding {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingAdmissionPolicyBinding;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingAdmissionPolicyBinding")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingAdmissionPolicyBinding, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingAdmissionPolicyBinding {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingAdmissionPolicyBinding>
@@ -539,35 +877,86 @@ impl ::kubegen_runtime::serde::Serialize for MutatingAdmissionPolicyBinding {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingAdmissionPolicyBindingSpec {
     /// `matchResources`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchResources",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_resources: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1::MatchResources>,
     >,
     /// `paramRef`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "paramRef",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "paramRef", skip_serializing_if = "::std::option::Option::is_none")]
     pub param_ref: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1::ParamRef>,
     >,
     /// `policyName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "policyName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub policy_name: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for MutatingAdmissionPolicyBindingSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["matchResources", "paramRef", "policyName"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingAdmissionPolicyBindingSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingAdmissionPolicyBindingSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingAdmissionPolicyBindingSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingAdmissionPolicyBindingSpec {
+                    match_resources: f0.unwrap_or_default(),
+                    param_ref: f1.unwrap_or_default(),
+                    policy_name: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingAdmissionPolicyBindingSpec>
@@ -614,21 +1003,18 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingAdmissionPolicySpec {
     /// `failurePolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "failurePolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub failure_policy: ::std::option::Option<::std::string::String>,
     /// `matchConditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchConditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_conditions: ::std::option::Option<
@@ -637,7 +1023,6 @@ pub struct MutatingAdmissionPolicySpec {
     /// `matchConstraints`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchConstraints",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_constraints: ::std::option::Option<
@@ -646,7 +1031,6 @@ pub struct MutatingAdmissionPolicySpec {
     /// `mutations`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "mutations",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mutations: ::std::option::Option<
@@ -655,7 +1039,6 @@ pub struct MutatingAdmissionPolicySpec {
     /// `paramKind`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "paramKind",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub param_kind: ::std::option::Option<
@@ -664,19 +1047,118 @@ pub struct MutatingAdmissionPolicySpec {
     /// `reinvocationPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "reinvocationPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub reinvocation_policy: ::std::option::Option<::std::string::String>,
     /// `variables`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "variables",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub variables: ::std::option::Option<
         ::std::vec::Vec<super::super::admissionregistration::v1::Variable>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicySpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "failurePolicy",
+            "matchConditions",
+            "matchConstraints",
+            "mutations",
+            "paramKind",
+            "reinvocationPolicy",
+            "variables",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingAdmissionPolicySpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingAdmissionPolicySpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingAdmissionPolicySpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingAdmissionPolicySpec {
+                    failure_policy: f0.unwrap_or_default(),
+                    match_conditions: f1.unwrap_or_default(),
+                    match_constraints: f2.unwrap_or_default(),
+                    mutations: f3.unwrap_or_default(),
+                    param_kind: f4.unwrap_or_default(),
+                    reinvocation_policy: f5.unwrap_or_default(),
+                    variables: f6.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingAdmissionPolicySpec>
@@ -763,35 +1245,24 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingWebhook {
     /// `admissionReviewVersions`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "admissionReviewVersions",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "admissionReviewVersions")]
     pub admission_review_versions: ::std::vec::Vec<::std::string::String>,
     /// `clientConfig`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "clientConfig",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "clientConfig")]
     pub client_config: super::super::admissionregistration::v1::WebhookClientConfig,
     /// `failurePolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "failurePolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub failure_policy: ::std::option::Option<::std::string::String>,
     /// `matchConditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchConditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_conditions: ::std::option::Option<
@@ -800,21 +1271,15 @@ pub struct MutatingWebhook {
     /// `matchPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_policy: ::std::option::Option<::std::string::String>,
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
     /// `namespaceSelector`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "namespaceSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
@@ -823,7 +1288,6 @@ pub struct MutatingWebhook {
     /// `objectSelector`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "objectSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub object_selector: ::std::option::Option<
@@ -832,33 +1296,174 @@ pub struct MutatingWebhook {
     /// `reinvocationPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "reinvocationPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub reinvocation_policy: ::std::option::Option<::std::string::String>,
     /// `rules`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "rules",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "rules", skip_serializing_if = "::std::option::Option::is_none")]
     pub rules: ::std::option::Option<
         ::std::vec::Vec<super::super::admissionregistration::v1::RuleWithOperations>,
     >,
     /// `sideEffects`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "sideEffects",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "sideEffects")]
     pub side_effects: ::std::string::String,
     /// `timeoutSeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "timeoutSeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub timeout_seconds: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingWebhook {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "admissionReviewVersions",
+            "clientConfig",
+            "failurePolicy",
+            "matchConditions",
+            "matchPolicy",
+            "name",
+            "namespaceSelector",
+            "objectSelector",
+            "reinvocationPolicy",
+            "rules",
+            "sideEffects",
+            "timeoutSeconds",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingWebhook;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingWebhook")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingWebhook, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            f9 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            f10 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            f11 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingWebhook {
+                    admission_review_versions: ::kubegen_runtime::de::or_default(f0),
+                    client_config: ::kubegen_runtime::de::or_default(f1),
+                    failure_policy: f2.unwrap_or_default(),
+                    match_conditions: f3.unwrap_or_default(),
+                    match_policy: f4.unwrap_or_default(),
+                    name: ::kubegen_runtime::de::or_default(f5),
+                    namespace_selector: f6.unwrap_or_default(),
+                    object_selector: f7.unwrap_or_default(),
+                    reinvocation_policy: f8.unwrap_or_default(),
+                    rules: f9.unwrap_or_default(),
+                    side_effects: ::kubegen_runtime::de::or_default(f10),
+                    timeout_seconds: f11.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingWebhook>
@@ -954,26 +1559,62 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingWebhookConfiguration {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `webhooks`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "webhooks",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub webhooks: ::std::option::Option<
         ::std::vec::Vec<super::super::admissionregistration::v1::MutatingWebhook>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingWebhookConfiguration {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "webhooks"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingWebhookConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingWebhookConfiguration")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingWebhookConfiguration, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingWebhookConfiguration {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    webhooks: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingWebhookConfiguration>
@@ -1051,14 +1692,12 @@ impl ::kubegen_runtime::serde::Serialize for MutatingWebhookConfiguration {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct Mutation {
     /// `applyConfiguration`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "applyConfiguration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub apply_configuration: ::std::option::Option<
@@ -1067,19 +1706,71 @@ pub struct Mutation {
     /// `jsonPatch`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "jsonPatch",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub json_patch: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1::JSONPatch>,
     >,
     /// `patchType`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "patchType",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "patchType")]
     pub patch_type: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Mutation {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["applyConfiguration", "jsonPatch", "patchType"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = Mutation;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct Mutation")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<Mutation, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(Mutation {
+                    apply_configuration: f0.unwrap_or_default(),
+                    json_patch: f1.unwrap_or_default(),
+                    patch_type: ::kubegen_runtime::de::or_default(f2),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<Mutation>
@@ -1123,52 +1814,133 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct NamedRuleWithOperations {
     /// `apiGroups`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "apiGroups",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_groups: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `apiVersions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "apiVersions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_versions: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `operations`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "operations",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub operations: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `resourceNames`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceNames",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `resources`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resources",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resources: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `scope`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "scope",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "scope", skip_serializing_if = "::std::option::Option::is_none")]
     pub scope: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NamedRuleWithOperations {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "apiGroups",
+            "apiVersions",
+            "operations",
+            "resourceNames",
+            "resources",
+            "scope",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = NamedRuleWithOperations;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct NamedRuleWithOperations")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<NamedRuleWithOperations, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(NamedRuleWithOperations {
+                    api_groups: f0.unwrap_or_default(),
+                    api_versions: f1.unwrap_or_default(),
+                    operations: f2.unwrap_or_default(),
+                    resource_names: f3.unwrap_or_default(),
+                    resources: f4.unwrap_or_default(),
+                    scope: f5.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<NamedRuleWithOperations>
@@ -1225,24 +1997,66 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ParamKind {
     /// `apiVersion`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "apiVersion",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_version: ::std::option::Option<::std::string::String>,
     /// `kind`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "kind",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "kind", skip_serializing_if = "::std::option::Option::is_none")]
     pub kind: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamKind {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["apiVersion", "kind"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ParamKind;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ParamKind")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ParamKind, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ParamKind {
+                    api_version: f0.unwrap_or_default(),
+                    kind: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ParamKind>
@@ -1274,40 +2088,100 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ParamRef {
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "name", skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// `namespace`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "namespace",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace: ::std::option::Option<::std::string::String>,
     /// `parameterNotFoundAction`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "parameterNotFoundAction",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub parameter_not_found_action: ::std::option::Option<::std::string::String>,
     /// `selector`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "selector",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "selector", skip_serializing_if = "::std::option::Option::is_none")]
     pub selector: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamRef {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "name",
+            "namespace",
+            "parameterNotFoundAction",
+            "selector",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ParamRef;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ParamRef")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ParamRef, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ParamRef {
+                    name: f0.unwrap_or_default(),
+                    namespace: f1.unwrap_or_default(),
+                    parameter_not_found_action: f2.unwrap_or_default(),
+                    selector: f3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ParamRef>
@@ -1351,45 +2225,117 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct RuleWithOperations {
     /// `apiGroups`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "apiGroups",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_groups: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `apiVersions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "apiVersions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_versions: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `operations`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "operations",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub operations: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `resources`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resources",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resources: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `scope`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "scope",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "scope", skip_serializing_if = "::std::option::Option::is_none")]
     pub scope: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RuleWithOperations {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "apiGroups",
+            "apiVersions",
+            "operations",
+            "resources",
+            "scope",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = RuleWithOperations;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct RuleWithOperations")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<RuleWithOperations, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(RuleWithOperations {
+                    api_groups: f0.unwrap_or_default(),
+                    api_versions: f1.unwrap_or_default(),
+                    operations: f2.unwrap_or_default(),
+                    resources: f3.unwrap_or_default(),
+                    scope: f4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<RuleWithOperations>
@@ -1442,38 +2388,87 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ServiceReference {
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
     /// `namespace`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "namespace",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "namespace")]
     pub namespace: ::std::string::String,
     /// `path`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "path",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "path", skip_serializing_if = "::std::option::Option::is_none")]
     pub path: ::std::option::Option<::std::string::String>,
     /// `port`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "port",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "port", skip_serializing_if = "::std::option::Option::is_none")]
     pub port: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceReference {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["name", "namespace", "path", "port"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ServiceReference;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ServiceReference")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ServiceReference, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ServiceReference {
+                    name: ::kubegen_runtime::de::or_default(f0),
+                    namespace: ::kubegen_runtime::de::or_default(f1),
+                    path: f2.unwrap_or_default(),
+                    port: f3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ServiceReference>
@@ -1517,19 +2512,56 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct TypeChecking {
     /// `expressionWarnings`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "expressionWarnings",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub expression_warnings: ::std::option::Option<
         ::std::vec::Vec<super::super::admissionregistration::v1::ExpressionWarning>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TypeChecking {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["expressionWarnings"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = TypeChecking;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct TypeChecking")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<TypeChecking, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(TypeChecking {
+                    expression_warnings: f0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<TypeChecking>
@@ -1571,39 +2603,79 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct ValidatingAdmissionPolicy {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub spec: ::std::option::Option<
         ::std::boxed::Box<
             super::super::admissionregistration::v1::ValidatingAdmissionPolicySpec,
         >,
     >,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<
             super::super::admissionregistration::v1::ValidatingAdmissionPolicyStatus,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ValidatingAdmissionPolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ValidatingAdmissionPolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ValidatingAdmissionPolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ValidatingAdmissionPolicy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ValidatingAdmissionPolicy {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: f1.unwrap_or_default(),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ValidatingAdmissionPolicy>
@@ -1678,24 +2750,61 @@ impl ::kubegen_runtime::serde::Serialize for ValidatingAdmissionPolicy {
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct ValidatingAdmissionPolicyBinding {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for ValidatingAdmissionPolicyBinding {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ValidatingAdmissionPolicyBinding;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ValidatingAdmissionPolicyBinding")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ValidatingAdmissionPolicyBinding, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ValidatingAdmissionPolicyBinding {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ValidatingAdmissionPolicyBinding>
@@ -1764,42 +2873,103 @@ impl ::kubegen_runtime::serde::Serialize for ValidatingAdmissionPolicyBinding {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ValidatingAdmissionPolicyBindingSpec {
     /// `matchResources`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchResources",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_resources: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1::MatchResources>,
     >,
     /// `paramRef`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "paramRef",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "paramRef", skip_serializing_if = "::std::option::Option::is_none")]
     pub param_ref: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1::ParamRef>,
     >,
     /// `policyName`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "policyName",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "policyName")]
     pub policy_name: ::std::string::String,
     /// `validationActions`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "validationActions",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "validationActions")]
     pub validation_actions: ::std::vec::Vec<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for ValidatingAdmissionPolicyBindingSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "matchResources",
+            "paramRef",
+            "policyName",
+            "validationActions",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ValidatingAdmissionPolicyBindingSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ValidatingAdmissionPolicyBindingSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<
+                ValidatingAdmissionPolicyBindingSpec,
+                __A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ValidatingAdmissionPolicyBindingSpec {
+                    match_resources: f0.unwrap_or_default(),
+                    param_ref: f1.unwrap_or_default(),
+                    policy_name: ::kubegen_runtime::de::or_default(f2),
+                    validation_actions: ::kubegen_runtime::de::or_default(f3),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ValidatingAdmissionPolicyBindingSpec>
@@ -1850,14 +3020,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ValidatingAdmissionPolicySpec {
     /// `auditAnnotations`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "auditAnnotations",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub audit_annotations: ::std::option::Option<
@@ -1866,14 +3034,12 @@ pub struct ValidatingAdmissionPolicySpec {
     /// `failurePolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "failurePolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub failure_policy: ::std::option::Option<::std::string::String>,
     /// `matchConditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchConditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_conditions: ::std::option::Option<
@@ -1882,7 +3048,6 @@ pub struct ValidatingAdmissionPolicySpec {
     /// `matchConstraints`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchConstraints",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_constraints: ::std::option::Option<
@@ -1891,7 +3056,6 @@ pub struct ValidatingAdmissionPolicySpec {
     /// `paramKind`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "paramKind",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub param_kind: ::std::option::Option<
@@ -1900,7 +3064,6 @@ pub struct ValidatingAdmissionPolicySpec {
     /// `validations`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "validations",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub validations: ::std::option::Option<
@@ -1909,12 +3072,112 @@ pub struct ValidatingAdmissionPolicySpec {
     /// `variables`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "variables",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub variables: ::std::option::Option<
         ::std::vec::Vec<super::super::admissionregistration::v1::Variable>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ValidatingAdmissionPolicySpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "auditAnnotations",
+            "failurePolicy",
+            "matchConditions",
+            "matchConstraints",
+            "paramKind",
+            "validations",
+            "variables",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ValidatingAdmissionPolicySpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ValidatingAdmissionPolicySpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ValidatingAdmissionPolicySpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ValidatingAdmissionPolicySpec {
+                    audit_annotations: f0.unwrap_or_default(),
+                    failure_policy: f1.unwrap_or_default(),
+                    match_conditions: f2.unwrap_or_default(),
+                    match_constraints: f3.unwrap_or_default(),
+                    param_kind: f4.unwrap_or_default(),
+                    validations: f5.unwrap_or_default(),
+                    variables: f6.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ValidatingAdmissionPolicySpec>
@@ -2009,14 +3272,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ValidatingAdmissionPolicyStatus {
     /// `conditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "conditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub conditions: ::std::option::Option<
@@ -2027,19 +3288,75 @@ pub struct ValidatingAdmissionPolicyStatus {
     /// `observedGeneration`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "observedGeneration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub observed_generation: ::std::option::Option<i64>,
     /// `typeChecking`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "typeChecking",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub type_checking: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1::TypeChecking>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for ValidatingAdmissionPolicyStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["conditions", "observedGeneration", "typeChecking"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ValidatingAdmissionPolicyStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ValidatingAdmissionPolicyStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ValidatingAdmissionPolicyStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ValidatingAdmissionPolicyStatus {
+                    conditions: f0.unwrap_or_default(),
+                    observed_generation: f1.unwrap_or_default(),
+                    type_checking: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ValidatingAdmissionPolicyStatus>
@@ -2085,35 +3402,24 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ValidatingWebhook {
     /// `admissionReviewVersions`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "admissionReviewVersions",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "admissionReviewVersions")]
     pub admission_review_versions: ::std::vec::Vec<::std::string::String>,
     /// `clientConfig`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "clientConfig",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "clientConfig")]
     pub client_config: super::super::admissionregistration::v1::WebhookClientConfig,
     /// `failurePolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "failurePolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub failure_policy: ::std::option::Option<::std::string::String>,
     /// `matchConditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchConditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_conditions: ::std::option::Option<
@@ -2122,21 +3428,15 @@ pub struct ValidatingWebhook {
     /// `matchPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_policy: ::std::option::Option<::std::string::String>,
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
     /// `namespaceSelector`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "namespaceSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
@@ -2145,35 +3445,166 @@ pub struct ValidatingWebhook {
     /// `objectSelector`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "objectSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub object_selector: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     >,
     /// `rules`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "rules",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "rules", skip_serializing_if = "::std::option::Option::is_none")]
     pub rules: ::std::option::Option<
         ::std::vec::Vec<super::super::admissionregistration::v1::RuleWithOperations>,
     >,
     /// `sideEffects`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "sideEffects",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "sideEffects")]
     pub side_effects: ::std::string::String,
     /// `timeoutSeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "timeoutSeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub timeout_seconds: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ValidatingWebhook {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "admissionReviewVersions",
+            "clientConfig",
+            "failurePolicy",
+            "matchConditions",
+            "matchPolicy",
+            "name",
+            "namespaceSelector",
+            "objectSelector",
+            "rules",
+            "sideEffects",
+            "timeoutSeconds",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ValidatingWebhook;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ValidatingWebhook")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ValidatingWebhook, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            f9 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            f10 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ValidatingWebhook {
+                    admission_review_versions: ::kubegen_runtime::de::or_default(f0),
+                    client_config: ::kubegen_runtime::de::or_default(f1),
+                    failure_policy: f2.unwrap_or_default(),
+                    match_conditions: f3.unwrap_or_default(),
+                    match_policy: f4.unwrap_or_default(),
+                    name: ::kubegen_runtime::de::or_default(f5),
+                    namespace_selector: f6.unwrap_or_default(),
+                    object_selector: f7.unwrap_or_default(),
+                    rules: f8.unwrap_or_default(),
+                    side_effects: ::kubegen_runtime::de::or_default(f9),
+                    timeout_seconds: f10.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ValidatingWebhook>
@@ -2265,26 +3696,62 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct ValidatingWebhookConfiguration {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `webhooks`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "webhooks",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub webhooks: ::std::option::Option<
         ::std::vec::Vec<super::super::admissionregistration::v1::ValidatingWebhook>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ValidatingWebhookConfiguration {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "webhooks"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ValidatingWebhookConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ValidatingWebhookConfiguration")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ValidatingWebhookConfiguration, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ValidatingWebhookConfiguration {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    webhooks: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ValidatingWebhookConfiguration>
@@ -2363,38 +3830,95 @@ impl ::kubegen_runtime::serde::Serialize for ValidatingWebhookConfiguration {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct Validation {
     /// `expression`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "expression",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "expression")]
     pub expression: ::std::string::String,
     /// `message`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "message",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "message", skip_serializing_if = "::std::option::Option::is_none")]
     pub message: ::std::option::Option<::std::string::String>,
     /// `messageExpression`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "messageExpression",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub message_expression: ::std::option::Option<::std::string::String>,
     /// `reason`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "reason",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "reason", skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Validation {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "expression",
+            "message",
+            "messageExpression",
+            "reason",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = Validation;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct Validation")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<Validation, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(Validation {
+                    expression: ::kubegen_runtime::de::or_default(f0),
+                    message: f1.unwrap_or_default(),
+                    message_expression: f2.unwrap_or_default(),
+                    reason: f3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<Validation>
@@ -2438,24 +3962,63 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct Variable {
     /// `expression`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "expression",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "expression")]
     pub expression: ::std::string::String,
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Variable {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["expression", "name"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = Variable;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct Variable")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<Variable, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(Variable {
+                    expression: ::kubegen_runtime::de::or_default(f0),
+                    name: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<Variable>
@@ -2487,33 +4050,77 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct WebhookClientConfig {
     /// `caBundle`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "caBundle",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "caBundle", skip_serializing_if = "::std::option::Option::is_none")]
     pub ca_bundle: ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
     /// `service`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "service",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "service", skip_serializing_if = "::std::option::Option::is_none")]
     pub service: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1::ServiceReference>,
     >,
     /// `url`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "url",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "url", skip_serializing_if = "::std::option::Option::is_none")]
     pub url: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for WebhookClientConfig {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["caBundle", "service", "url"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = WebhookClientConfig;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct WebhookClientConfig")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<WebhookClientConfig, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(WebhookClientConfig {
+                    ca_bundle: f0.unwrap_or_default(),
+                    service: f1.unwrap_or_default(),
+                    url: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<WebhookClientConfig>

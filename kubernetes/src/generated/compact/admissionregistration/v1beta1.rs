@@ -14,17 +14,54 @@
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ApplyConfiguration {
     /// `expression`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "expression",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub expression: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ApplyConfiguration {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["expression"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ApplyConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ApplyConfiguration")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ApplyConfiguration, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ApplyConfiguration {
+                    expression: f0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ApplyConfiguration>
@@ -55,17 +92,54 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct JSONPatch {
     /// `expression`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "expression",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub expression: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JSONPatch {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["expression"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = JSONPatch;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct JSONPatch")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<JSONPatch, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(JSONPatch {
+                    expression: f0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<JSONPatch>
@@ -96,24 +170,63 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct MatchCondition {
     /// `expression`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "expression",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "expression")]
     pub expression: ::std::string::String,
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MatchCondition {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["expression", "name"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MatchCondition;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MatchCondition")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MatchCondition, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MatchCondition {
+                    expression: ::kubegen_runtime::de::or_default(f0),
+                    name: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MatchCondition>
@@ -145,14 +258,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct MatchResources {
     /// `excludeResourceRules`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "excludeResourceRules",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub exclude_resource_rules: ::std::option::Option<
@@ -163,14 +274,12 @@ pub struct MatchResources {
     /// `matchPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_policy: ::std::option::Option<::std::string::String>,
     /// `namespaceSelector`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "namespaceSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace_selector: ::std::option::Option<
@@ -179,7 +288,6 @@ pub struct MatchResources {
     /// `objectSelector`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "objectSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub object_selector: ::std::option::Option<
@@ -188,7 +296,6 @@ pub struct MatchResources {
     /// `resourceRules`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceRules",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_rules: ::std::option::Option<
@@ -196,6 +303,87 @@ pub struct MatchResources {
             super::super::admissionregistration::v1beta1::NamedRuleWithOperations,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MatchResources {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "excludeResourceRules",
+            "matchPolicy",
+            "namespaceSelector",
+            "objectSelector",
+            "resourceRules",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MatchResources;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MatchResources")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MatchResources, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MatchResources {
+                    exclude_resource_rules: f0.unwrap_or_default(),
+                    match_policy: f1.unwrap_or_default(),
+                    namespace_selector: f2.unwrap_or_default(),
+                    object_selector: f3.unwrap_or_default(),
+                    resource_rules: f4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MatchResources>
@@ -263,28 +451,64 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingAdmissionPolicy {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub spec: ::std::option::Option<
         ::std::boxed::Box<
             super::super::admissionregistration::v1beta1::MutatingAdmissionPolicySpec,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingAdmissionPolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingAdmissionPolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingAdmissionPolicy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingAdmissionPolicy {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingAdmissionPolicy>
@@ -353,28 +577,64 @@ impl ::kubegen_runtime::serde::Serialize for MutatingAdmissionPolicy {
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingAdmissionPolicyBinding {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub spec: ::std::option::Option<
         ::std::boxed::Box<
             super::super::admissionregistration::v1beta1::MutatingAdmissionPolicyBindingSpec,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicyBinding {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingAdmissionPolicyBinding;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingAdmissionPolicyBinding")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingAdmissionPolicyBinding, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingAdmissionPolicyBinding {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingAdmissionPolicyBinding>
@@ -445,35 +705,86 @@ impl ::kubegen_runtime::serde::Serialize for MutatingAdmissionPolicyBinding {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingAdmissionPolicyBindingSpec {
     /// `matchResources`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchResources",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_resources: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1beta1::MatchResources>,
     >,
     /// `paramRef`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "paramRef",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "paramRef", skip_serializing_if = "::std::option::Option::is_none")]
     pub param_ref: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1beta1::ParamRef>,
     >,
     /// `policyName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "policyName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub policy_name: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for MutatingAdmissionPolicyBindingSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["matchResources", "paramRef", "policyName"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingAdmissionPolicyBindingSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingAdmissionPolicyBindingSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingAdmissionPolicyBindingSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingAdmissionPolicyBindingSpec {
+                    match_resources: f0.unwrap_or_default(),
+                    param_ref: f1.unwrap_or_default(),
+                    policy_name: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingAdmissionPolicyBindingSpec>
@@ -520,21 +831,18 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct MutatingAdmissionPolicySpec {
     /// `failurePolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "failurePolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub failure_policy: ::std::option::Option<::std::string::String>,
     /// `matchConditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchConditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_conditions: ::std::option::Option<
@@ -543,7 +851,6 @@ pub struct MutatingAdmissionPolicySpec {
     /// `matchConstraints`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "matchConstraints",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub match_constraints: ::std::option::Option<
@@ -552,7 +859,6 @@ pub struct MutatingAdmissionPolicySpec {
     /// `mutations`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "mutations",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub mutations: ::std::option::Option<
@@ -561,7 +867,6 @@ pub struct MutatingAdmissionPolicySpec {
     /// `paramKind`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "paramKind",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub param_kind: ::std::option::Option<
@@ -570,19 +875,118 @@ pub struct MutatingAdmissionPolicySpec {
     /// `reinvocationPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "reinvocationPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub reinvocation_policy: ::std::option::Option<::std::string::String>,
     /// `variables`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "variables",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub variables: ::std::option::Option<
         ::std::vec::Vec<super::super::admissionregistration::v1beta1::Variable>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicySpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "failurePolicy",
+            "matchConditions",
+            "matchConstraints",
+            "mutations",
+            "paramKind",
+            "reinvocationPolicy",
+            "variables",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = MutatingAdmissionPolicySpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct MutatingAdmissionPolicySpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<MutatingAdmissionPolicySpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(MutatingAdmissionPolicySpec {
+                    failure_policy: f0.unwrap_or_default(),
+                    match_conditions: f1.unwrap_or_default(),
+                    match_constraints: f2.unwrap_or_default(),
+                    mutations: f3.unwrap_or_default(),
+                    param_kind: f4.unwrap_or_default(),
+                    reinvocation_policy: f5.unwrap_or_default(),
+                    variables: f6.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<MutatingAdmissionPolicySpec>
@@ -669,14 +1073,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct Mutation {
     /// `applyConfiguration`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "applyConfiguration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub apply_configuration: ::std::option::Option<
@@ -687,19 +1089,71 @@ pub struct Mutation {
     /// `jsonPatch`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "jsonPatch",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub json_patch: ::std::option::Option<
         ::std::boxed::Box<super::super::admissionregistration::v1beta1::JSONPatch>,
     >,
     /// `patchType`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "patchType",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "patchType")]
     pub patch_type: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Mutation {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["applyConfiguration", "jsonPatch", "patchType"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = Mutation;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct Mutation")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<Mutation, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(Mutation {
+                    apply_configuration: f0.unwrap_or_default(),
+                    json_patch: f1.unwrap_or_default(),
+                    patch_type: ::kubegen_runtime::de::or_default(f2),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<Mutation>
@@ -743,52 +1197,133 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct NamedRuleWithOperations {
     /// `apiGroups`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "apiGroups",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_groups: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `apiVersions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "apiVersions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_versions: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `operations`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "operations",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub operations: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `resourceNames`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceNames",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_names: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `resources`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resources",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resources: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `scope`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "scope",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "scope", skip_serializing_if = "::std::option::Option::is_none")]
     pub scope: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NamedRuleWithOperations {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "apiGroups",
+            "apiVersions",
+            "operations",
+            "resourceNames",
+            "resources",
+            "scope",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = NamedRuleWithOperations;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct NamedRuleWithOperations")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<NamedRuleWithOperations, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(NamedRuleWithOperations {
+                    api_groups: f0.unwrap_or_default(),
+                    api_versions: f1.unwrap_or_default(),
+                    operations: f2.unwrap_or_default(),
+                    resource_names: f3.unwrap_or_default(),
+                    resources: f4.unwrap_or_default(),
+                    scope: f5.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<NamedRuleWithOperations>
@@ -845,24 +1380,66 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ParamKind {
     /// `apiVersion`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "apiVersion",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub api_version: ::std::option::Option<::std::string::String>,
     /// `kind`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "kind",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "kind", skip_serializing_if = "::std::option::Option::is_none")]
     pub kind: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamKind {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["apiVersion", "kind"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ParamKind;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ParamKind")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ParamKind, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ParamKind {
+                    api_version: f0.unwrap_or_default(),
+                    kind: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ParamKind>
@@ -894,40 +1471,100 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ParamRef {
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "name", skip_serializing_if = "::std::option::Option::is_none")]
     pub name: ::std::option::Option<::std::string::String>,
     /// `namespace`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "namespace",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub namespace: ::std::option::Option<::std::string::String>,
     /// `parameterNotFoundAction`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "parameterNotFoundAction",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub parameter_not_found_action: ::std::option::Option<::std::string::String>,
     /// `selector`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "selector",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "selector", skip_serializing_if = "::std::option::Option::is_none")]
     pub selector: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamRef {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "name",
+            "namespace",
+            "parameterNotFoundAction",
+            "selector",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ParamRef;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ParamRef")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ParamRef, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ParamRef {
+                    name: f0.unwrap_or_default(),
+                    namespace: f1.unwrap_or_default(),
+                    parameter_not_found_action: f2.unwrap_or_default(),
+                    selector: f3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ParamRef>
@@ -971,24 +1608,63 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct Variable {
     /// `expression`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "expression",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "expression")]
     pub expression: ::std::string::String,
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Variable {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["expression", "name"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = Variable;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct Variable")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<Variable, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(Variable {
+                    expression: ::kubegen_runtime::de::or_default(f0),
+                    name: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<Variable>

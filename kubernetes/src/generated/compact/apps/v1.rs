@@ -13,31 +13,71 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct ControllerRevision {
     /// `data`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "data",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub data: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `revision`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "revision",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub revision: ::std::option::Option<i64>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ControllerRevision {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["data", "metadata", "revision"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ControllerRevision;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ControllerRevision")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ControllerRevision, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ControllerRevision {
+                    data: ::kubegen_runtime::de::or_default(f0),
+                    metadata: ::kubegen_runtime::de::or_default(f1),
+                    revision: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ControllerRevision>
@@ -101,33 +141,73 @@ impl ::kubegen_runtime::serde::Serialize for ControllerRevision {
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct DaemonSet {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::apps::v1::DaemonSetSpec,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::DaemonSetStatus>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSet {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DaemonSet;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DaemonSet")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DaemonSet, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DaemonSet {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DaemonSet>
@@ -197,47 +277,110 @@ impl ::kubegen_runtime::serde::Serialize for DaemonSet {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DaemonSetCondition {
     /// `lastTransitionTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "lastTransitionTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub last_transition_time: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
     /// `message`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "message",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "message", skip_serializing_if = "::std::option::Option::is_none")]
     pub message: ::std::option::Option<::std::string::String>,
     /// `reason`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "reason",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "reason", skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "status", skip_serializing_if = "::std::option::Option::is_none")]
     pub status: ::std::option::Option<::std::string::String>,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSetCondition {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "lastTransitionTime",
+            "message",
+            "reason",
+            "status",
+            "type",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DaemonSetCondition;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DaemonSetCondition")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DaemonSetCondition, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DaemonSetCondition {
+                    last_transition_time: f0.unwrap_or_default(),
+                    message: f1.unwrap_or_default(),
+                    reason: f2.unwrap_or_default(),
+                    status: f3.unwrap_or_default(),
+                    type_: f4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DaemonSetCondition>
@@ -290,47 +433,116 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DaemonSetSpec {
     /// `minReadySeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "minReadySeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub min_ready_seconds: ::std::option::Option<i32>,
     /// `revisionHistoryLimit`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "revisionHistoryLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub revision_history_limit: ::std::option::Option<i32>,
     /// `selector`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "selector",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "selector")]
     pub selector: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     /// `template`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "template",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "template")]
     pub template: super::super::core::v1::PodTemplateSpec,
     /// `updateStrategy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "updateStrategy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub update_strategy: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::DaemonSetUpdateStrategy>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSetSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "minReadySeconds",
+            "revisionHistoryLimit",
+            "selector",
+            "template",
+            "updateStrategy",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DaemonSetSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DaemonSetSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DaemonSetSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DaemonSetSpec {
+                    min_ready_seconds: f0.unwrap_or_default(),
+                    revision_history_limit: f1.unwrap_or_default(),
+                    selector: ::kubegen_runtime::de::or_default(f2),
+                    template: ::kubegen_runtime::de::or_default(f3),
+                    update_strategy: f4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DaemonSetSpec>
@@ -383,82 +595,190 @@ for DaemonSetSpec {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DaemonSetStatus {
     /// `collisionCount`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "collisionCount",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub collision_count: ::std::option::Option<i32>,
     /// `conditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "conditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub conditions: ::std::option::Option<
         ::std::vec::Vec<super::super::apps::v1::DaemonSetCondition>,
     >,
     /// `currentNumberScheduled`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "currentNumberScheduled",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "currentNumberScheduled")]
     pub current_number_scheduled: i32,
     /// `desiredNumberScheduled`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "desiredNumberScheduled",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "desiredNumberScheduled")]
     pub desired_number_scheduled: i32,
     /// `numberAvailable`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "numberAvailable",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub number_available: ::std::option::Option<i32>,
     /// `numberMisscheduled`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "numberMisscheduled",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "numberMisscheduled")]
     pub number_misscheduled: i32,
     /// `numberReady`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "numberReady",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "numberReady")]
     pub number_ready: i32,
     /// `numberUnavailable`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "numberUnavailable",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub number_unavailable: ::std::option::Option<i32>,
     /// `observedGeneration`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "observedGeneration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub observed_generation: ::std::option::Option<i64>,
     /// `updatedNumberScheduled`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "updatedNumberScheduled",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub updated_number_scheduled: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSetStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "collisionCount",
+            "conditions",
+            "currentNumberScheduled",
+            "desiredNumberScheduled",
+            "numberAvailable",
+            "numberMisscheduled",
+            "numberReady",
+            "numberUnavailable",
+            "observedGeneration",
+            "updatedNumberScheduled",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DaemonSetStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DaemonSetStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DaemonSetStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            f9 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DaemonSetStatus {
+                    collision_count: f0.unwrap_or_default(),
+                    conditions: f1.unwrap_or_default(),
+                    current_number_scheduled: ::kubegen_runtime::de::or_default(f2),
+                    desired_number_scheduled: ::kubegen_runtime::de::or_default(f3),
+                    number_available: f4.unwrap_or_default(),
+                    number_misscheduled: ::kubegen_runtime::de::or_default(f5),
+                    number_ready: ::kubegen_runtime::de::or_default(f6),
+                    number_unavailable: f7.unwrap_or_default(),
+                    observed_generation: f8.unwrap_or_default(),
+                    updated_number_scheduled: f9.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DaemonSetStatus>
@@ -538,26 +858,68 @@ for DaemonSetStatus {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DaemonSetUpdateStrategy {
     /// `rollingUpdate`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "rollingUpdate",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub rolling_update: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::RollingUpdateDaemonSet>,
     >,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSetUpdateStrategy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["rollingUpdate", "type"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DaemonSetUpdateStrategy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DaemonSetUpdateStrategy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DaemonSetUpdateStrategy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DaemonSetUpdateStrategy {
+                    rolling_update: f0.unwrap_or_default(),
+                    type_: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DaemonSetUpdateStrategy>
@@ -595,33 +957,73 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct Deployment {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::apps::v1::DeploymentSpec,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::DeploymentStatus>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Deployment {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = Deployment;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct Deployment")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<Deployment, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(Deployment {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<Deployment>
@@ -691,14 +1093,12 @@ impl ::kubegen_runtime::serde::Serialize for Deployment {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DeploymentCondition {
     /// `lastTransitionTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "lastTransitionTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub last_transition_time: ::std::option::Option<
@@ -707,40 +1107,114 @@ pub struct DeploymentCondition {
     /// `lastUpdateTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "lastUpdateTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub last_update_time: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
     /// `message`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "message",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "message", skip_serializing_if = "::std::option::Option::is_none")]
     pub message: ::std::option::Option<::std::string::String>,
     /// `reason`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "reason",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "reason", skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "status", skip_serializing_if = "::std::option::Option::is_none")]
     pub status: ::std::option::Option<::std::string::String>,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeploymentCondition {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "lastTransitionTime",
+            "lastUpdateTime",
+            "message",
+            "reason",
+            "status",
+            "type",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DeploymentCondition;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DeploymentCondition")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DeploymentCondition, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DeploymentCondition {
+                    last_transition_time: f0.unwrap_or_default(),
+                    last_update_time: f1.unwrap_or_default(),
+                    message: f2.unwrap_or_default(),
+                    reason: f3.unwrap_or_default(),
+                    status: f4.unwrap_or_default(),
+                    type_: f5.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DeploymentCondition>
@@ -797,68 +1271,155 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DeploymentSpec {
     /// `minReadySeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "minReadySeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub min_ready_seconds: ::std::option::Option<i32>,
     /// `paused`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "paused",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "paused", skip_serializing_if = "::std::option::Option::is_none")]
     pub paused: ::std::option::Option<bool>,
     /// `progressDeadlineSeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "progressDeadlineSeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub progress_deadline_seconds: ::std::option::Option<i32>,
     /// `replicas`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "replicas",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "replicas", skip_serializing_if = "::std::option::Option::is_none")]
     pub replicas: ::std::option::Option<i32>,
     /// `revisionHistoryLimit`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "revisionHistoryLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub revision_history_limit: ::std::option::Option<i32>,
     /// `selector`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "selector",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "selector")]
     pub selector: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     /// `strategy`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "strategy",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "strategy", skip_serializing_if = "::std::option::Option::is_none")]
     pub strategy: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::DeploymentStrategy>,
     >,
     /// `template`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "template",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "template")]
     pub template: super::super::core::v1::PodTemplateSpec,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeploymentSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "minReadySeconds",
+            "paused",
+            "progressDeadlineSeconds",
+            "replicas",
+            "revisionHistoryLimit",
+            "selector",
+            "strategy",
+            "template",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DeploymentSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DeploymentSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DeploymentSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DeploymentSpec {
+                    min_ready_seconds: f0.unwrap_or_default(),
+                    paused: f1.unwrap_or_default(),
+                    progress_deadline_seconds: f2.unwrap_or_default(),
+                    replicas: f3.unwrap_or_default(),
+                    revision_history_limit: f4.unwrap_or_default(),
+                    selector: ::kubegen_runtime::de::or_default(f5),
+                    strategy: f6.unwrap_or_default(),
+                    template: ::kubegen_runtime::de::or_default(f7),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DeploymentSpec>
@@ -923,28 +1484,24 @@ for DeploymentSpec {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DeploymentStatus {
     /// `availableReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "availableReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub available_replicas: ::std::option::Option<i32>,
     /// `collisionCount`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "collisionCount",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub collision_count: ::std::option::Option<i32>,
     /// `conditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "conditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub conditions: ::std::option::Option<
@@ -953,45 +1510,157 @@ pub struct DeploymentStatus {
     /// `observedGeneration`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "observedGeneration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub observed_generation: ::std::option::Option<i64>,
     /// `readyReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "readyReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ready_replicas: ::std::option::Option<i32>,
     /// `replicas`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "replicas",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "replicas", skip_serializing_if = "::std::option::Option::is_none")]
     pub replicas: ::std::option::Option<i32>,
     /// `terminatingReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "terminatingReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub terminating_replicas: ::std::option::Option<i32>,
     /// `unavailableReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "unavailableReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub unavailable_replicas: ::std::option::Option<i32>,
     /// `updatedReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "updatedReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub updated_replicas: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeploymentStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "availableReplicas",
+            "collisionCount",
+            "conditions",
+            "observedGeneration",
+            "readyReplicas",
+            "replicas",
+            "terminatingReplicas",
+            "unavailableReplicas",
+            "updatedReplicas",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DeploymentStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DeploymentStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DeploymentStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DeploymentStatus {
+                    available_replicas: f0.unwrap_or_default(),
+                    collision_count: f1.unwrap_or_default(),
+                    conditions: f2.unwrap_or_default(),
+                    observed_generation: f3.unwrap_or_default(),
+                    ready_replicas: f4.unwrap_or_default(),
+                    replicas: f5.unwrap_or_default(),
+                    terminating_replicas: f6.unwrap_or_default(),
+                    unavailable_replicas: f7.unwrap_or_default(),
+                    updated_replicas: f8.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DeploymentStatus>
@@ -1068,26 +1737,68 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DeploymentStrategy {
     /// `rollingUpdate`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "rollingUpdate",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub rolling_update: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::RollingUpdateDeployment>,
     >,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeploymentStrategy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["rollingUpdate", "type"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DeploymentStrategy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DeploymentStrategy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DeploymentStrategy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DeploymentStrategy {
+                    rolling_update: f0.unwrap_or_default(),
+                    type_: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DeploymentStrategy>
@@ -1125,33 +1836,73 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct ReplicaSet {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::apps::v1::ReplicaSetSpec,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::ReplicaSetStatus>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicaSet {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ReplicaSet;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ReplicaSet")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ReplicaSet, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ReplicaSet {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ReplicaSet>
@@ -1221,47 +1972,110 @@ impl ::kubegen_runtime::serde::Serialize for ReplicaSet {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ReplicaSetCondition {
     /// `lastTransitionTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "lastTransitionTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub last_transition_time: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
     /// `message`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "message",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "message", skip_serializing_if = "::std::option::Option::is_none")]
     pub message: ::std::option::Option<::std::string::String>,
     /// `reason`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "reason",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "reason", skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "status", skip_serializing_if = "::std::option::Option::is_none")]
     pub status: ::std::option::Option<::std::string::String>,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicaSetCondition {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "lastTransitionTime",
+            "message",
+            "reason",
+            "status",
+            "type",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ReplicaSetCondition;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ReplicaSetCondition")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ReplicaSetCondition, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ReplicaSetCondition {
+                    last_transition_time: f0.unwrap_or_default(),
+                    message: f1.unwrap_or_default(),
+                    reason: f2.unwrap_or_default(),
+                    status: f3.unwrap_or_default(),
+                    type_: f4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ReplicaSetCondition>
@@ -1314,40 +2128,92 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ReplicaSetSpec {
     /// `minReadySeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "minReadySeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub min_ready_seconds: ::std::option::Option<i32>,
     /// `replicas`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "replicas",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "replicas", skip_serializing_if = "::std::option::Option::is_none")]
     pub replicas: ::std::option::Option<i32>,
     /// `selector`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "selector",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "selector")]
     pub selector: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     /// `template`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "template",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "template", skip_serializing_if = "::std::option::Option::is_none")]
     pub template: ::std::option::Option<
         ::std::boxed::Box<super::super::core::v1::PodTemplateSpec>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicaSetSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["minReadySeconds", "replicas", "selector", "template"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ReplicaSetSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ReplicaSetSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ReplicaSetSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ReplicaSetSpec {
+                    min_ready_seconds: f0.unwrap_or_default(),
+                    replicas: f1.unwrap_or_default(),
+                    selector: ::kubegen_runtime::de::or_default(f2),
+                    template: f3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ReplicaSetSpec>
@@ -1391,21 +2257,18 @@ for ReplicaSetSpec {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ReplicaSetStatus {
     /// `availableReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "availableReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub available_replicas: ::std::option::Option<i32>,
     /// `conditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "conditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub conditions: ::std::option::Option<
@@ -1414,38 +2277,131 @@ pub struct ReplicaSetStatus {
     /// `fullyLabeledReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "fullyLabeledReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub fully_labeled_replicas: ::std::option::Option<i32>,
     /// `observedGeneration`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "observedGeneration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub observed_generation: ::std::option::Option<i64>,
     /// `readyReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "readyReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ready_replicas: ::std::option::Option<i32>,
     /// `replicas`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "replicas",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "replicas")]
     pub replicas: i32,
     /// `terminatingReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "terminatingReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub terminating_replicas: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicaSetStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "availableReplicas",
+            "conditions",
+            "fullyLabeledReplicas",
+            "observedGeneration",
+            "readyReplicas",
+            "replicas",
+            "terminatingReplicas",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ReplicaSetStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ReplicaSetStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ReplicaSetStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ReplicaSetStatus {
+                    available_replicas: f0.unwrap_or_default(),
+                    conditions: f1.unwrap_or_default(),
+                    fully_labeled_replicas: f2.unwrap_or_default(),
+                    observed_generation: f3.unwrap_or_default(),
+                    ready_replicas: f4.unwrap_or_default(),
+                    replicas: ::kubegen_runtime::de::or_default(f5),
+                    terminating_replicas: f6.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ReplicaSetStatus>
@@ -1514,28 +2470,70 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct RollingUpdateDaemonSet {
     /// `maxSurge`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "maxSurge",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "maxSurge", skip_serializing_if = "::std::option::Option::is_none")]
     pub max_surge: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
     >,
     /// `maxUnavailable`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "maxUnavailable",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_unavailable: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RollingUpdateDaemonSet {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["maxSurge", "maxUnavailable"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = RollingUpdateDaemonSet;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct RollingUpdateDaemonSet")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<RollingUpdateDaemonSet, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(RollingUpdateDaemonSet {
+                    max_surge: f0.unwrap_or_default(),
+                    max_unavailable: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<RollingUpdateDaemonSet>
@@ -1567,28 +2565,70 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct RollingUpdateDeployment {
     /// `maxSurge`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "maxSurge",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "maxSurge", skip_serializing_if = "::std::option::Option::is_none")]
     pub max_surge: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
     >,
     /// `maxUnavailable`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "maxUnavailable",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_unavailable: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RollingUpdateDeployment {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["maxSurge", "maxUnavailable"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = RollingUpdateDeployment;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct RollingUpdateDeployment")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<RollingUpdateDeployment, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(RollingUpdateDeployment {
+                    max_surge: f0.unwrap_or_default(),
+                    max_unavailable: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<RollingUpdateDeployment>
@@ -1620,14 +2660,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct RollingUpdateStatefulSetStrategy {
     /// `maxUnavailable`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "maxUnavailable",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_unavailable: ::std::option::Option<
@@ -1636,10 +2674,58 @@ pub struct RollingUpdateStatefulSetStrategy {
     /// `partition`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "partition",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub partition: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for RollingUpdateStatefulSetStrategy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["maxUnavailable", "partition"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = RollingUpdateStatefulSetStrategy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct RollingUpdateStatefulSetStrategy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<RollingUpdateStatefulSetStrategy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(RollingUpdateStatefulSetStrategy {
+                    max_unavailable: f0.unwrap_or_default(),
+                    partition: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<RollingUpdateStatefulSetStrategy>
@@ -1670,33 +2756,73 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct StatefulSet {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::apps::v1::StatefulSetSpec,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::StatefulSetStatus>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSet {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = StatefulSet;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct StatefulSet")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<StatefulSet, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(StatefulSet {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<StatefulSet>
@@ -1766,47 +2892,110 @@ impl ::kubegen_runtime::serde::Serialize for StatefulSet {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct StatefulSetCondition {
     /// `lastTransitionTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "lastTransitionTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub last_transition_time: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
     /// `message`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "message",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "message", skip_serializing_if = "::std::option::Option::is_none")]
     pub message: ::std::option::Option<::std::string::String>,
     /// `reason`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "reason",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "reason", skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "status", skip_serializing_if = "::std::option::Option::is_none")]
     pub status: ::std::option::Option<::std::string::String>,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetCondition {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "lastTransitionTime",
+            "message",
+            "reason",
+            "status",
+            "type",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = StatefulSetCondition;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct StatefulSetCondition")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<StatefulSetCondition, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(StatefulSetCondition {
+                    last_transition_time: f0.unwrap_or_default(),
+                    message: f1.unwrap_or_default(),
+                    reason: f2.unwrap_or_default(),
+                    status: f3.unwrap_or_default(),
+                    type_: f4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<StatefulSetCondition>
@@ -1859,17 +3048,51 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct StatefulSetOrdinals {
     /// `start`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "start",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "start", skip_serializing_if = "::std::option::Option::is_none")]
     pub start: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetOrdinals {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["start"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = StatefulSetOrdinals;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct StatefulSetOrdinals")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<StatefulSetOrdinals, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(StatefulSetOrdinals {
+                    start: f0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<StatefulSetOrdinals>
@@ -1900,24 +3123,73 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct StatefulSetPersistentVolumeClaimRetentionPolicy {
     /// `whenDeleted`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "whenDeleted",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub when_deleted: ::std::option::Option<::std::string::String>,
     /// `whenScaled`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "whenScaled",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub when_scaled: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for StatefulSetPersistentVolumeClaimRetentionPolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["whenDeleted", "whenScaled"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = StatefulSetPersistentVolumeClaimRetentionPolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct StatefulSetPersistentVolumeClaimRetentionPolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<
+                StatefulSetPersistentVolumeClaimRetentionPolicy,
+                __A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(StatefulSetPersistentVolumeClaimRetentionPolicy {
+                    when_deleted: f0.unwrap_or_default(),
+                    when_scaled: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<StatefulSetPersistentVolumeClaimRetentionPolicy>
@@ -1952,30 +3224,23 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct StatefulSetSpec {
     /// `minReadySeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "minReadySeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub min_ready_seconds: ::std::option::Option<i32>,
     /// `ordinals`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "ordinals",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "ordinals", skip_serializing_if = "::std::option::Option::is_none")]
     pub ordinals: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::StatefulSetOrdinals>,
     >,
     /// `persistentVolumeClaimRetentionPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "persistentVolumeClaimRetentionPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub persistent_volume_claim_retention_policy: ::std::option::Option<
@@ -1986,49 +3251,33 @@ pub struct StatefulSetSpec {
     /// `podManagementPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "podManagementPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_management_policy: ::std::option::Option<::std::string::String>,
     /// `replicas`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "replicas",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "replicas", skip_serializing_if = "::std::option::Option::is_none")]
     pub replicas: ::std::option::Option<i32>,
     /// `revisionHistoryLimit`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "revisionHistoryLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub revision_history_limit: ::std::option::Option<i32>,
     /// `selector`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "selector",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "selector")]
     pub selector: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     /// `serviceName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "serviceName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub service_name: ::std::option::Option<::std::string::String>,
     /// `template`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "template",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "template")]
     pub template: super::super::core::v1::PodTemplateSpec,
     /// `updateStrategy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "updateStrategy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub update_strategy: ::std::option::Option<
@@ -2037,12 +3286,152 @@ pub struct StatefulSetSpec {
     /// `volumeClaimTemplates`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "volumeClaimTemplates",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub volume_claim_templates: ::std::option::Option<
         ::std::vec::Vec<super::super::core::v1::PersistentVolumeClaim>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "minReadySeconds",
+            "ordinals",
+            "persistentVolumeClaimRetentionPolicy",
+            "podManagementPolicy",
+            "replicas",
+            "revisionHistoryLimit",
+            "selector",
+            "serviceName",
+            "template",
+            "updateStrategy",
+            "volumeClaimTemplates",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = StatefulSetSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct StatefulSetSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<StatefulSetSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            f9 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            f10 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(StatefulSetSpec {
+                    min_ready_seconds: f0.unwrap_or_default(),
+                    ordinals: f1.unwrap_or_default(),
+                    persistent_volume_claim_retention_policy: f2.unwrap_or_default(),
+                    pod_management_policy: f3.unwrap_or_default(),
+                    replicas: f4.unwrap_or_default(),
+                    revision_history_limit: f5.unwrap_or_default(),
+                    selector: ::kubegen_runtime::de::or_default(f6),
+                    service_name: f7.unwrap_or_default(),
+                    template: ::kubegen_runtime::de::or_default(f8),
+                    update_strategy: f9.unwrap_or_default(),
+                    volume_claim_templates: f10.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<StatefulSetSpec>
@@ -2130,28 +3519,24 @@ for StatefulSetSpec {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct StatefulSetStatus {
     /// `availableReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "availableReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub available_replicas: ::std::option::Option<i32>,
     /// `collisionCount`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "collisionCount",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub collision_count: ::std::option::Option<i32>,
     /// `conditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "conditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub conditions: ::std::option::Option<
@@ -2160,52 +3545,173 @@ pub struct StatefulSetStatus {
     /// `currentReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "currentReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub current_replicas: ::std::option::Option<i32>,
     /// `currentRevision`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "currentRevision",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub current_revision: ::std::option::Option<::std::string::String>,
     /// `observedGeneration`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "observedGeneration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub observed_generation: ::std::option::Option<i64>,
     /// `readyReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "readyReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ready_replicas: ::std::option::Option<i32>,
     /// `replicas`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "replicas",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "replicas")]
     pub replicas: i32,
     /// `updateRevision`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "updateRevision",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub update_revision: ::std::option::Option<::std::string::String>,
     /// `updatedReplicas`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "updatedReplicas",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub updated_replicas: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "availableReplicas",
+            "collisionCount",
+            "conditions",
+            "currentReplicas",
+            "currentRevision",
+            "observedGeneration",
+            "readyReplicas",
+            "replicas",
+            "updateRevision",
+            "updatedReplicas",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = StatefulSetStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct StatefulSetStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<StatefulSetStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            f9 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(StatefulSetStatus {
+                    available_replicas: f0.unwrap_or_default(),
+                    collision_count: f1.unwrap_or_default(),
+                    conditions: f2.unwrap_or_default(),
+                    current_replicas: f3.unwrap_or_default(),
+                    current_revision: f4.unwrap_or_default(),
+                    observed_generation: f5.unwrap_or_default(),
+                    ready_replicas: f6.unwrap_or_default(),
+                    replicas: ::kubegen_runtime::de::or_default(f7),
+                    update_revision: f8.unwrap_or_default(),
+                    updated_replicas: f9.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<StatefulSetStatus>
@@ -2286,26 +3792,68 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct StatefulSetUpdateStrategy {
     /// `rollingUpdate`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "rollingUpdate",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub rolling_update: ::std::option::Option<
         ::std::boxed::Box<super::super::apps::v1::RollingUpdateStatefulSetStrategy>,
     >,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "type", skip_serializing_if = "::std::option::Option::is_none")]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetUpdateStrategy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["rollingUpdate", "type"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = StatefulSetUpdateStrategy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct StatefulSetUpdateStrategy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<StatefulSetUpdateStrategy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(StatefulSetUpdateStrategy {
+                    rolling_update: f0.unwrap_or_default(),
+                    type_: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<StatefulSetUpdateStrategy>

@@ -13,33 +13,73 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct CronJob {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::batch::v1::CronJobSpec,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<super::super::batch::v1::CronJobStatus>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CronJob {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = CronJob;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct CronJob")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<CronJob, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(CronJob {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<CronJob>
@@ -109,66 +149,156 @@ impl ::kubegen_runtime::serde::Serialize for CronJob {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct CronJobSpec {
     /// `concurrencyPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "concurrencyPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub concurrency_policy: ::std::option::Option<::std::string::String>,
     /// `failedJobsHistoryLimit`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "failedJobsHistoryLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub failed_jobs_history_limit: ::std::option::Option<i32>,
     /// `jobTemplate`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "jobTemplate",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "jobTemplate")]
     pub job_template: super::super::batch::v1::JobTemplateSpec,
     /// `schedule`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "schedule",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "schedule")]
     pub schedule: ::std::string::String,
     /// `startingDeadlineSeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "startingDeadlineSeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub starting_deadline_seconds: ::std::option::Option<i64>,
     /// `successfulJobsHistoryLimit`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "successfulJobsHistoryLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub successful_jobs_history_limit: ::std::option::Option<i32>,
     /// `suspend`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "suspend",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "suspend", skip_serializing_if = "::std::option::Option::is_none")]
     pub suspend: ::std::option::Option<bool>,
     /// `timeZone`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "timeZone",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "timeZone", skip_serializing_if = "::std::option::Option::is_none")]
     pub time_zone: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CronJobSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "concurrencyPolicy",
+            "failedJobsHistoryLimit",
+            "jobTemplate",
+            "schedule",
+            "startingDeadlineSeconds",
+            "successfulJobsHistoryLimit",
+            "suspend",
+            "timeZone",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = CronJobSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct CronJobSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<CronJobSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(CronJobSpec {
+                    concurrency_policy: f0.unwrap_or_default(),
+                    failed_jobs_history_limit: f1.unwrap_or_default(),
+                    job_template: ::kubegen_runtime::de::or_default(f2),
+                    schedule: ::kubegen_runtime::de::or_default(f3),
+                    starting_deadline_seconds: f4.unwrap_or_default(),
+                    successful_jobs_history_limit: f5.unwrap_or_default(),
+                    suspend: f6.unwrap_or_default(),
+                    time_zone: f7.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<CronJobSpec>
@@ -230,23 +360,17 @@ for CronJobSpec {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct CronJobStatus {
     /// `active`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "active",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "active", skip_serializing_if = "::std::option::Option::is_none")]
     pub active: ::std::option::Option<
         ::std::vec::Vec<super::super::core::v1::ObjectReference>,
     >,
     /// `lastScheduleTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "lastScheduleTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub last_schedule_time: ::std::option::Option<
@@ -255,12 +379,68 @@ pub struct CronJobStatus {
     /// `lastSuccessfulTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "lastSuccessfulTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub last_successful_time: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CronJobStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["active", "lastScheduleTime", "lastSuccessfulTime"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = CronJobStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct CronJobStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<CronJobStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(CronJobStatus {
+                    active: f0.unwrap_or_default(),
+                    last_schedule_time: f1.unwrap_or_default(),
+                    last_successful_time: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<CronJobStatus>
@@ -307,33 +487,73 @@ for CronJobStatus {
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct Job {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub spec: ::std::option::Option<::std::boxed::Box<super::super::batch::v1::JobSpec>>,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<super::super::batch::v1::JobStatus>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Job {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = Job;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct Job")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<Job, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(Job {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: f1.unwrap_or_default(),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<Job> for ::kubegen_runtime::k8s_openapi::api::batch::v1::Job {
@@ -401,14 +621,12 @@ impl ::kubegen_runtime::serde::Serialize for Job {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct JobCondition {
     /// `lastProbeTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "lastProbeTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub last_probe_time: ::std::option::Option<
@@ -417,40 +635,114 @@ pub struct JobCondition {
     /// `lastTransitionTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "lastTransitionTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub last_transition_time: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
     /// `message`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "message",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "message", skip_serializing_if = "::std::option::Option::is_none")]
     pub message: ::std::option::Option<::std::string::String>,
     /// `reason`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "reason",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "reason", skip_serializing_if = "::std::option::Option::is_none")]
     pub reason: ::std::option::Option<::std::string::String>,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "status")]
     pub status: ::std::string::String,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "type")]
     pub type_: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobCondition {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "lastProbeTime",
+            "lastTransitionTime",
+            "message",
+            "reason",
+            "status",
+            "type",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = JobCondition;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct JobCondition")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<JobCondition, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(JobCondition {
+                    last_probe_time: f0.unwrap_or_default(),
+                    last_transition_time: f1.unwrap_or_default(),
+                    message: f2.unwrap_or_default(),
+                    reason: f3.unwrap_or_default(),
+                    status: ::kubegen_runtime::de::or_default(f4),
+                    type_: ::kubegen_runtime::de::or_default(f5),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<JobCondition>
@@ -506,14 +798,12 @@ for JobCondition {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct JobSchedulingConfiguration {
     /// `disruptionMode`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "disruptionMode",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub disruption_mode: ::std::option::Option<
@@ -524,7 +814,6 @@ pub struct JobSchedulingConfiguration {
     /// `resourceClaims`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceClaims",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_claims: ::std::option::Option<
@@ -535,7 +824,6 @@ pub struct JobSchedulingConfiguration {
     /// `schedulingConstraints`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "schedulingConstraints",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scheduling_constraints: ::std::option::Option<
@@ -546,7 +834,6 @@ pub struct JobSchedulingConfiguration {
     /// `schedulingPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "schedulingPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scheduling_policy: ::std::option::Option<
@@ -554,6 +841,77 @@ pub struct JobSchedulingConfiguration {
             super::super::scheduling::v1alpha3::WorkloadPodGroupSchedulingPolicy,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobSchedulingConfiguration {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "disruptionMode",
+            "resourceClaims",
+            "schedulingConstraints",
+            "schedulingPolicy",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = JobSchedulingConfiguration;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct JobSchedulingConfiguration")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<JobSchedulingConfiguration, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(JobSchedulingConfiguration {
+                    disruption_mode: f0.unwrap_or_default(),
+                    resource_claims: f1.unwrap_or_default(),
+                    scheduling_constraints: f2.unwrap_or_default(),
+                    scheduling_policy: f3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<JobSchedulingConfiguration>
@@ -614,77 +972,66 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct JobSpec {
     /// `activeDeadlineSeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "activeDeadlineSeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub active_deadline_seconds: ::std::option::Option<i64>,
     /// `backoffLimit`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "backoffLimit",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub backoff_limit: ::std::option::Option<i32>,
     /// `backoffLimitPerIndex`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "backoffLimitPerIndex",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub backoff_limit_per_index: ::std::option::Option<i32>,
     /// `completionMode`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "completionMode",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub completion_mode: ::std::option::Option<::std::string::String>,
     /// `completions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "completions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub completions: ::std::option::Option<i32>,
     /// `managedBy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "managedBy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub managed_by: ::std::option::Option<::std::string::String>,
     /// `manualSelector`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "manualSelector",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub manual_selector: ::std::option::Option<bool>,
     /// `maxFailedIndexes`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "maxFailedIndexes",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_failed_indexes: ::std::option::Option<i32>,
     /// `parallelism`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "parallelism",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub parallelism: ::std::option::Option<i32>,
     /// `podFailurePolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "podFailurePolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_failure_policy: ::std::option::Option<
@@ -693,58 +1040,243 @@ pub struct JobSpec {
     /// `podReplacementPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "podReplacementPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_replacement_policy: ::std::option::Option<::std::string::String>,
     /// `scheduling`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "scheduling",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scheduling: ::std::option::Option<
         ::std::boxed::Box<super::super::batch::v1::JobSchedulingConfiguration>,
     >,
     /// `selector`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "selector",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "selector", skip_serializing_if = "::std::option::Option::is_none")]
     pub selector: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     >,
     /// `successPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "successPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub success_policy: ::std::option::Option<
         ::std::boxed::Box<super::super::batch::v1::SuccessPolicy>,
     >,
     /// `suspend`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "suspend",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "suspend", skip_serializing_if = "::std::option::Option::is_none")]
     pub suspend: ::std::option::Option<bool>,
     /// `template`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "template",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "template")]
     pub template: super::super::core::v1::PodTemplateSpec,
     /// `ttlSecondsAfterFinished`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "ttlSecondsAfterFinished",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub ttl_seconds_after_finished: ::std::option::Option<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "activeDeadlineSeconds",
+            "backoffLimit",
+            "backoffLimitPerIndex",
+            "completionMode",
+            "completions",
+            "managedBy",
+            "manualSelector",
+            "maxFailedIndexes",
+            "parallelism",
+            "podFailurePolicy",
+            "podReplacementPolicy",
+            "scheduling",
+            "selector",
+            "successPolicy",
+            "suspend",
+            "template",
+            "ttlSecondsAfterFinished",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = JobSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct JobSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<JobSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                let mut f15 = ::std::option::Option::None;
+                let mut f16 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            f9 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            f10 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            f11 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            f12 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            f13 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            f14 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(15) => {
+                            f15 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(16) => {
+                            f16 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(JobSpec {
+                    active_deadline_seconds: f0.unwrap_or_default(),
+                    backoff_limit: f1.unwrap_or_default(),
+                    backoff_limit_per_index: f2.unwrap_or_default(),
+                    completion_mode: f3.unwrap_or_default(),
+                    completions: f4.unwrap_or_default(),
+                    managed_by: f5.unwrap_or_default(),
+                    manual_selector: f6.unwrap_or_default(),
+                    max_failed_indexes: f7.unwrap_or_default(),
+                    parallelism: f8.unwrap_or_default(),
+                    pod_failure_policy: f9.unwrap_or_default(),
+                    pod_replacement_policy: f10.unwrap_or_default(),
+                    scheduling: f11.unwrap_or_default(),
+                    selector: f12.unwrap_or_default(),
+                    success_policy: f13.unwrap_or_default(),
+                    suspend: f14.unwrap_or_default(),
+                    template: ::kubegen_runtime::de::or_default(f15),
+                    ttl_seconds_after_finished: f16.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<JobSpec>
@@ -846,28 +1378,21 @@ for JobSpec {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct JobStatus {
     /// `active`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "active",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "active", skip_serializing_if = "::std::option::Option::is_none")]
     pub active: ::std::option::Option<i32>,
     /// `completedIndexes`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "completedIndexes",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub completed_indexes: ::std::option::Option<::std::string::String>,
     /// `completionTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "completionTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub completion_time: ::std::option::Option<
@@ -876,37 +1401,26 @@ pub struct JobStatus {
     /// `conditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "conditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub conditions: ::std::option::Option<
         ::std::vec::Vec<super::super::batch::v1::JobCondition>,
     >,
     /// `failed`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "failed",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "failed", skip_serializing_if = "::std::option::Option::is_none")]
     pub failed: ::std::option::Option<i32>,
     /// `failedIndexes`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "failedIndexes",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub failed_indexes: ::std::option::Option<::std::string::String>,
     /// `ready`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "ready",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "ready", skip_serializing_if = "::std::option::Option::is_none")]
     pub ready: ::std::option::Option<i32>,
     /// `startTime`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "startTime",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub start_time: ::std::option::Option<
@@ -915,26 +1429,164 @@ pub struct JobStatus {
     /// `succeeded`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "succeeded",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub succeeded: ::std::option::Option<i32>,
     /// `terminating`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "terminating",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub terminating: ::std::option::Option<i32>,
     /// `uncountedTerminatedPods`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "uncountedTerminatedPods",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub uncounted_terminated_pods: ::std::option::Option<
         ::std::boxed::Box<super::super::batch::v1::UncountedTerminatedPods>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "active",
+            "completedIndexes",
+            "completionTime",
+            "conditions",
+            "failed",
+            "failedIndexes",
+            "ready",
+            "startTime",
+            "succeeded",
+            "terminating",
+            "uncountedTerminatedPods",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = JobStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct JobStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<JobStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            f9 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            f10 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(JobStatus {
+                    active: f0.unwrap_or_default(),
+                    completed_indexes: f1.unwrap_or_default(),
+                    completion_time: f2.unwrap_or_default(),
+                    conditions: f3.unwrap_or_default(),
+                    failed: f4.unwrap_or_default(),
+                    failed_indexes: f5.unwrap_or_default(),
+                    ready: f6.unwrap_or_default(),
+                    start_time: f7.unwrap_or_default(),
+                    succeeded: f8.unwrap_or_default(),
+                    terminating: f9.unwrap_or_default(),
+                    uncounted_terminated_pods: f10.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<JobStatus>
@@ -1018,26 +1670,65 @@ for JobStatus {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct JobTemplateSpec {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "metadata", skip_serializing_if = "::std::option::Option::is_none")]
     pub metadata: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     >,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "spec", skip_serializing_if = "::std::option::Option::is_none")]
     pub spec: ::std::option::Option<::std::boxed::Box<super::super::batch::v1::JobSpec>>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobTemplateSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = JobTemplateSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct JobTemplateSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<JobTemplateSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(JobTemplateSpec {
+                    metadata: f0.unwrap_or_default(),
+                    spec: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<JobTemplateSpec>
@@ -1075,17 +1766,51 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodFailurePolicy {
     /// `rules`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "rules",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "rules")]
     pub rules: ::std::vec::Vec<super::super::batch::v1::PodFailurePolicyRule>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodFailurePolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["rules"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodFailurePolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodFailurePolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodFailurePolicy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodFailurePolicy {
+                    rules: ::kubegen_runtime::de::or_default(f0),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodFailurePolicy>
@@ -1124,31 +1849,82 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodFailurePolicyOnExitCodesRequirement {
     /// `containerName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "containerName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub container_name: ::std::option::Option<::std::string::String>,
     /// `operator`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "operator",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "operator")]
     pub operator: ::std::string::String,
     /// `values`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "values",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "values")]
     pub values: ::std::vec::Vec<i32>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for PodFailurePolicyOnExitCodesRequirement {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["containerName", "operator", "values"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodFailurePolicyOnExitCodesRequirement;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodFailurePolicyOnExitCodesRequirement")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<
+                PodFailurePolicyOnExitCodesRequirement,
+                __A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodFailurePolicyOnExitCodesRequirement {
+                    container_name: f0.unwrap_or_default(),
+                    operator: ::kubegen_runtime::de::or_default(f1),
+                    values: ::kubegen_runtime::de::or_default(f2),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodFailurePolicyOnExitCodesRequirement>
@@ -1193,24 +1969,67 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodFailurePolicyOnPodConditionsPattern {
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "status", skip_serializing_if = "::std::option::Option::is_none")]
     pub status: ::std::option::Option<::std::string::String>,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "type")]
     pub type_: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for PodFailurePolicyOnPodConditionsPattern {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["status", "type"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodFailurePolicyOnPodConditionsPattern;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodFailurePolicyOnPodConditionsPattern")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<
+                PodFailurePolicyOnPodConditionsPattern,
+                __A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodFailurePolicyOnPodConditionsPattern {
+                    status: f0.unwrap_or_default(),
+                    type_: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodFailurePolicyOnPodConditionsPattern>
@@ -1242,21 +2061,15 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodFailurePolicyRule {
     /// `action`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "action",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "action")]
     pub action: ::std::string::String,
     /// `onExitCodes`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "onExitCodes",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub on_exit_codes: ::std::option::Option<
@@ -1267,12 +2080,68 @@ pub struct PodFailurePolicyRule {
     /// `onPodConditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "onPodConditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub on_pod_conditions: ::std::option::Option<
         ::std::vec::Vec<super::super::batch::v1::PodFailurePolicyOnPodConditionsPattern>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodFailurePolicyRule {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["action", "onExitCodes", "onPodConditions"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodFailurePolicyRule;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodFailurePolicyRule")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodFailurePolicyRule, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodFailurePolicyRule {
+                    action: ::kubegen_runtime::de::or_default(f0),
+                    on_exit_codes: f1.unwrap_or_default(),
+                    on_pod_conditions: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodFailurePolicyRule>
@@ -1322,17 +2191,51 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct SuccessPolicy {
     /// `rules`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "rules",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "rules")]
     pub rules: ::std::vec::Vec<super::super::batch::v1::SuccessPolicyRule>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SuccessPolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["rules"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = SuccessPolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct SuccessPolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<SuccessPolicy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(SuccessPolicy {
+                    rules: ::kubegen_runtime::de::or_default(f0),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<SuccessPolicy>
@@ -1370,24 +2273,69 @@ for SuccessPolicy {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct SuccessPolicyRule {
     /// `succeededCount`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "succeededCount",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub succeeded_count: ::std::option::Option<i32>,
     /// `succeededIndexes`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "succeededIndexes",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub succeeded_indexes: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SuccessPolicyRule {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["succeededCount", "succeededIndexes"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = SuccessPolicyRule;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct SuccessPolicyRule")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<SuccessPolicyRule, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(SuccessPolicyRule {
+                    succeeded_count: f0.unwrap_or_default(),
+                    succeeded_indexes: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<SuccessPolicyRule>
@@ -1425,24 +2373,66 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct UncountedTerminatedPods {
     /// `failed`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "failed",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "failed", skip_serializing_if = "::std::option::Option::is_none")]
     pub failed: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
     /// `succeeded`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "succeeded",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub succeeded: ::std::option::Option<::std::vec::Vec<::std::string::String>>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for UncountedTerminatedPods {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["failed", "succeeded"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = UncountedTerminatedPods;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct UncountedTerminatedPods")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<UncountedTerminatedPods, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(UncountedTerminatedPods {
+                    failed: f0.unwrap_or_default(),
+                    succeeded: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<UncountedTerminatedPods>

@@ -13,24 +13,60 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct ClusterTrustBundle {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::certificates::v1beta1::ClusterTrustBundleSpec,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClusterTrustBundle {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ClusterTrustBundle;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ClusterTrustBundle")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ClusterTrustBundle, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ClusterTrustBundle {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ClusterTrustBundle>
@@ -98,24 +134,66 @@ impl ::kubegen_runtime::serde::Serialize for ClusterTrustBundle {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct ClusterTrustBundleSpec {
     /// `signerName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "signerName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub signer_name: ::std::option::Option<::std::string::String>,
     /// `trustBundle`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "trustBundle",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "trustBundle")]
     pub trust_bundle: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClusterTrustBundleSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["signerName", "trustBundle"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = ClusterTrustBundleSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct ClusterTrustBundleSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<ClusterTrustBundleSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(ClusterTrustBundleSpec {
+                    signer_name: f0.unwrap_or_default(),
+                    trust_bundle: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<ClusterTrustBundleSpec>
@@ -146,35 +224,75 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodCertificateRequest {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::certificates::v1beta1::PodCertificateRequestSpec,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<
             super::super::certificates::v1beta1::PodCertificateRequestStatus,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodCertificateRequest {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodCertificateRequest;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodCertificateRequest")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodCertificateRequest, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodCertificateRequest {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodCertificateRequest>
@@ -248,100 +366,214 @@ impl ::kubegen_runtime::serde::Serialize for PodCertificateRequest {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodCertificateRequestSpec {
     /// `maxExpirationSeconds`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "maxExpirationSeconds",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_expiration_seconds: ::std::option::Option<i32>,
     /// `nodeName`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "nodeName",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "nodeName")]
     pub node_name: ::std::string::String,
     /// `nodeUID`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "nodeUID",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "nodeUID")]
     pub node_uid: ::std::string::String,
     /// `pkixPublicKey`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "pkixPublicKey",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pkix_public_key: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::ByteString,
     >,
     /// `podName`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "podName",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "podName")]
     pub pod_name: ::std::string::String,
     /// `podUID`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "podUID",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "podUID")]
     pub pod_uid: ::std::string::String,
     /// `proofOfPossession`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "proofOfPossession",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub proof_of_possession: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::ByteString,
     >,
     /// `serviceAccountName`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "serviceAccountName",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "serviceAccountName")]
     pub service_account_name: ::std::string::String,
     /// `serviceAccountUID`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "serviceAccountUID",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "serviceAccountUID")]
     pub service_account_uid: ::std::string::String,
     /// `signerName`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "signerName",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "signerName")]
     pub signer_name: ::std::string::String,
     /// `stubPKCS10Request`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "stubPKCS10Request",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "stubPKCS10Request")]
     pub stub_pkc_s10_request: ::kubegen_runtime::k8s_openapi::ByteString,
     /// `unverifiedUserAnnotations`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "unverifiedUserAnnotations",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub unverified_user_annotations: ::std::option::Option<
         ::std::collections::BTreeMap<::std::string::String, ::std::string::String>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodCertificateRequestSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "maxExpirationSeconds",
+            "nodeName",
+            "nodeUID",
+            "pkixPublicKey",
+            "podName",
+            "podUID",
+            "proofOfPossession",
+            "serviceAccountName",
+            "serviceAccountUID",
+            "signerName",
+            "stubPKCS10Request",
+            "unverifiedUserAnnotations",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodCertificateRequestSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodCertificateRequestSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodCertificateRequestSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            f9 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            f10 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            f11 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodCertificateRequestSpec {
+                    max_expiration_seconds: f0.unwrap_or_default(),
+                    node_name: ::kubegen_runtime::de::or_default(f1),
+                    node_uid: ::kubegen_runtime::de::or_default(f2),
+                    pkix_public_key: f3.unwrap_or_default(),
+                    pod_name: ::kubegen_runtime::de::or_default(f4),
+                    pod_uid: ::kubegen_runtime::de::or_default(f5),
+                    proof_of_possession: f6.unwrap_or_default(),
+                    service_account_name: ::kubegen_runtime::de::or_default(f7),
+                    service_account_uid: ::kubegen_runtime::de::or_default(f8),
+                    signer_name: ::kubegen_runtime::de::or_default(f9),
+                    stub_pkc_s10_request: ::kubegen_runtime::de::or_default(f10),
+                    unverified_user_annotations: f11.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodCertificateRequestSpec>
@@ -422,14 +654,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodCertificateRequestStatus {
     /// `beginRefreshAt`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "beginRefreshAt",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub begin_refresh_at: ::std::option::Option<
@@ -438,14 +668,12 @@ pub struct PodCertificateRequestStatus {
     /// `certificateChain`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "certificateChain",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub certificate_chain: ::std::option::Option<::std::string::String>,
     /// `conditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "conditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub conditions: ::std::option::Option<
@@ -454,23 +682,99 @@ pub struct PodCertificateRequestStatus {
         >,
     >,
     /// `notAfter`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "notAfter",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "notAfter", skip_serializing_if = "::std::option::Option::is_none")]
     pub not_after: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
     /// `notBefore`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "notBefore",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub not_before: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodCertificateRequestStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "beginRefreshAt",
+            "certificateChain",
+            "conditions",
+            "notAfter",
+            "notBefore",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodCertificateRequestStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodCertificateRequestStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodCertificateRequestStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodCertificateRequestStatus {
+                    begin_refresh_at: f0.unwrap_or_default(),
+                    certificate_chain: f1.unwrap_or_default(),
+                    conditions: f2.unwrap_or_default(),
+                    not_after: f3.unwrap_or_default(),
+                    not_before: f4.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodCertificateRequestStatus>

@@ -13,129 +13,233 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct Event {
     /// `action`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "action",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub action: ::std::option::Option<::std::string::String>,
     /// `deprecatedCount`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "deprecatedCount",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub deprecated_count: ::std::option::Option<i32>,
     /// `deprecatedFirstTimestamp`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "deprecatedFirstTimestamp",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub deprecated_first_timestamp: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
     /// `deprecatedLastTimestamp`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "deprecatedLastTimestamp",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub deprecated_last_timestamp: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
     >,
     /// `deprecatedSource`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "deprecatedSource",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub deprecated_source: ::std::option::Option<
         ::std::boxed::Box<super::super::core::v1::EventSource>,
     >,
     /// `eventTime`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "eventTime",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub event_time: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
     >,
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `note`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "note",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub note: ::std::option::Option<::std::string::String>,
     /// `reason`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "reason",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub reason: ::std::option::Option<::std::string::String>,
     /// `regarding`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "regarding",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub regarding: ::std::option::Option<
         ::std::boxed::Box<super::super::core::v1::ObjectReference>,
     >,
     /// `related`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "related",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub related: ::std::option::Option<
         ::std::boxed::Box<super::super::core::v1::ObjectReference>,
     >,
     /// `reportingController`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "reportingController",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub reporting_controller: ::std::option::Option<::std::string::String>,
     /// `reportingInstance`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "reportingInstance",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub reporting_instance: ::std::option::Option<::std::string::String>,
     /// `series`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "series",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub series: ::std::option::Option<
         ::std::boxed::Box<super::super::events::v1::EventSeries>,
     >,
     /// `type`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "type",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub type_: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Event {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "action",
+            "deprecatedCount",
+            "deprecatedFirstTimestamp",
+            "deprecatedLastTimestamp",
+            "deprecatedSource",
+            "eventTime",
+            "metadata",
+            "note",
+            "reason",
+            "regarding",
+            "related",
+            "reportingController",
+            "reportingInstance",
+            "series",
+            "type",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = Event;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct Event")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<Event, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                let mut f9 = ::std::option::Option::None;
+                let mut f10 = ::std::option::Option::None;
+                let mut f11 = ::std::option::Option::None;
+                let mut f12 = ::std::option::Option::None;
+                let mut f13 = ::std::option::Option::None;
+                let mut f14 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(9) => {
+                            f9 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(10) => {
+                            f10 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(11) => {
+                            f11 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(12) => {
+                            f12 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(13) => {
+                            f13 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(14) => {
+                            f14 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(Event {
+                    action: f0.unwrap_or_default(),
+                    deprecated_count: f1.unwrap_or_default(),
+                    deprecated_first_timestamp: f2.unwrap_or_default(),
+                    deprecated_last_timestamp: f3.unwrap_or_default(),
+                    deprecated_source: f4.unwrap_or_default(),
+                    event_time: f5.unwrap_or_default(),
+                    metadata: ::kubegen_runtime::de::or_default(f6),
+                    note: f7.unwrap_or_default(),
+                    reason: f8.unwrap_or_default(),
+                    regarding: f9.unwrap_or_default(),
+                    related: f10.unwrap_or_default(),
+                    reporting_controller: f11.unwrap_or_default(),
+                    reporting_instance: f12.unwrap_or_default(),
+                    series: f13.unwrap_or_default(),
+                    type_: f14.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<Event>
@@ -298,20 +402,68 @@ impl ::kubegen_runtime::serde::Serialize for Event {
     ::std::fmt::Debug,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct EventSeries {
     /// `count`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "count",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "count")]
     pub count: i32,
     /// `lastObservedTime`: as k8s-openapi's field of the same name.
     #[serde(rename = "lastObservedTime")]
     pub last_observed_time: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EventSeries {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["count", "lastObservedTime"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = EventSeries;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct EventSeries")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<EventSeries, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(EventSeries {
+                    count: ::kubegen_runtime::de::or_default(f0),
+                    last_observed_time: match f1 {
+                        ::std::option::Option::Some(v) => v,
+                        ::std::option::Option::None => {
+                            ::kubegen_runtime::de::missing(FIELDS[1])?
+                        }
+                    },
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<EventSeries>

@@ -13,35 +13,75 @@
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodDisruptionBudget {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub spec: ::std::option::Option<
         ::std::boxed::Box<super::super::policy::v1::PodDisruptionBudgetSpec>,
     >,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<super::super::policy::v1::PodDisruptionBudgetStatus>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodDisruptionBudget {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodDisruptionBudget;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodDisruptionBudget")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodDisruptionBudget, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodDisruptionBudget {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: f1.unwrap_or_default(),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodDisruptionBudget>
@@ -117,14 +157,12 @@ impl ::kubegen_runtime::serde::Serialize for PodDisruptionBudget {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodDisruptionBudgetSpec {
     /// `maxUnavailable`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "maxUnavailable",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub max_unavailable: ::std::option::Option<
@@ -133,28 +171,93 @@ pub struct PodDisruptionBudgetSpec {
     /// `minAvailable`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "minAvailable",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub min_available: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
     >,
     /// `selector`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "selector",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "selector", skip_serializing_if = "::std::option::Option::is_none")]
     pub selector: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
     >,
     /// `unhealthyPodEvictionPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "unhealthyPodEvictionPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub unhealthy_pod_eviction_policy: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodDisruptionBudgetSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "maxUnavailable",
+            "minAvailable",
+            "selector",
+            "unhealthyPodEvictionPolicy",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodDisruptionBudgetSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodDisruptionBudgetSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodDisruptionBudgetSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodDisruptionBudgetSpec {
+                    max_unavailable: f0.unwrap_or_default(),
+                    min_available: f1.unwrap_or_default(),
+                    selector: f2.unwrap_or_default(),
+                    unhealthy_pod_eviction_policy: f3.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodDisruptionBudgetSpec>
@@ -203,14 +306,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodDisruptionBudgetStatus {
     /// `conditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "conditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub conditions: ::std::option::Option<
@@ -221,21 +322,18 @@ pub struct PodDisruptionBudgetStatus {
     /// `currentHealthy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "currentHealthy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub current_healthy: ::std::option::Option<i32>,
     /// `desiredHealthy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "desiredHealthy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub desired_healthy: ::std::option::Option<i32>,
     /// `disruptedPods`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "disruptedPods",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub disrupted_pods: ::std::option::Option<
@@ -247,24 +345,122 @@ pub struct PodDisruptionBudgetStatus {
     /// `disruptionsAllowed`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "disruptionsAllowed",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub disruptions_allowed: ::std::option::Option<i32>,
     /// `expectedPods`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "expectedPods",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub expected_pods: ::std::option::Option<i32>,
     /// `observedGeneration`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "observedGeneration",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub observed_generation: ::std::option::Option<i64>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodDisruptionBudgetStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "conditions",
+            "currentHealthy",
+            "desiredHealthy",
+            "disruptedPods",
+            "disruptionsAllowed",
+            "expectedPods",
+            "observedGeneration",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodDisruptionBudgetStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodDisruptionBudgetStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodDisruptionBudgetStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodDisruptionBudgetStatus {
+                    conditions: f0.unwrap_or_default(),
+                    current_healthy: f1.unwrap_or_default(),
+                    desired_healthy: f2.unwrap_or_default(),
+                    disrupted_pods: f3.unwrap_or_default(),
+                    disruptions_allowed: f4.unwrap_or_default(),
+                    expected_pods: f5.unwrap_or_default(),
+                    observed_generation: f6.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodDisruptionBudgetStatus>

@@ -14,28 +14,67 @@
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct CompositeDisruptionMode {
     /// `all`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "all",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "all", skip_serializing_if = "::std::option::Option::is_none")]
     pub all: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::api::scheduling::v1beta1::AllCompositeDisruptionMode,
     >,
     /// `single`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "single",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "single", skip_serializing_if = "::std::option::Option::is_none")]
     pub single: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::api::scheduling::v1beta1::SingleCompositeDisruptionMode,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CompositeDisruptionMode {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["all", "single"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = CompositeDisruptionMode;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct CompositeDisruptionMode")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<CompositeDisruptionMode, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(CompositeDisruptionMode {
+                    all: f0.unwrap_or_default(),
+                    single: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<CompositeDisruptionMode>
@@ -67,17 +106,51 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct CompositeGangSchedulingPolicy {
     /// `minGroupCount`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "minGroupCount",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "minGroupCount")]
     pub min_group_count: i32,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CompositeGangSchedulingPolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["minGroupCount"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = CompositeGangSchedulingPolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct CompositeGangSchedulingPolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<CompositeGangSchedulingPolicy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(CompositeGangSchedulingPolicy {
+                    min_group_count: ::kubegen_runtime::de::or_default(f0),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<CompositeGangSchedulingPolicy>
@@ -108,19 +181,57 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct CompositePodGroupSchedulingConstraints {
     /// `topology`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "topology",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "topology", skip_serializing_if = "::std::option::Option::is_none")]
     pub topology: ::std::option::Option<
         ::std::vec::Vec<super::super::scheduling::v1beta1::TopologyConstraint>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for CompositePodGroupSchedulingConstraints {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["topology"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = CompositePodGroupSchedulingConstraints;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct CompositePodGroupSchedulingConstraints")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<
+                CompositePodGroupSchedulingConstraints,
+                __A::Error,
+            > {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(CompositePodGroupSchedulingConstraints {
+                    topology: f0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<CompositePodGroupSchedulingConstraints>
@@ -163,30 +274,70 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct CompositePodGroupSchedulingPolicy {
     /// `basic`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "basic",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "basic", skip_serializing_if = "::std::option::Option::is_none")]
     pub basic: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::api::scheduling::v1beta1::CompositeBasicSchedulingPolicy,
     >,
     /// `gang`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "gang",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "gang", skip_serializing_if = "::std::option::Option::is_none")]
     pub gang: ::std::option::Option<
         ::std::boxed::Box<
             super::super::scheduling::v1beta1::CompositeGangSchedulingPolicy,
         >,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de>
+for CompositePodGroupSchedulingPolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["basic", "gang"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = CompositePodGroupSchedulingPolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct CompositePodGroupSchedulingPolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<CompositePodGroupSchedulingPolicy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(CompositePodGroupSchedulingPolicy {
+                    basic: f0.unwrap_or_default(),
+                    gang: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<CompositePodGroupSchedulingPolicy>
@@ -224,14 +375,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct CompositePodGroupTemplate {
     /// `compositePodGroupTemplates`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "compositePodGroupTemplates",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub composite_pod_group_templates: ::std::option::Option<
@@ -240,23 +389,17 @@ pub struct CompositePodGroupTemplate {
     /// `disruptionMode`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "disruptionMode",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub disruption_mode: ::std::option::Option<
         ::std::boxed::Box<super::super::scheduling::v1beta1::CompositeDisruptionMode>,
     >,
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
     /// `podGroupTemplates`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "podGroupTemplates",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_group_templates: ::std::option::Option<
@@ -265,28 +408,21 @@ pub struct CompositePodGroupTemplate {
     /// `preemptionPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "preemptionPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preemption_policy: ::std::option::Option<::std::string::String>,
     /// `priority`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "priority",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "priority", skip_serializing_if = "::std::option::Option::is_none")]
     pub priority: ::std::option::Option<i32>,
     /// `priorityClassName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "priorityClassName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub priority_class_name: ::std::option::Option<::std::string::String>,
     /// `schedulingConstraints`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "schedulingConstraints",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scheduling_constraints: ::std::option::Option<
@@ -295,12 +431,129 @@ pub struct CompositePodGroupTemplate {
         >,
     >,
     /// `schedulingPolicy`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "schedulingPolicy",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "schedulingPolicy")]
     pub scheduling_policy: super::super::scheduling::v1beta1::CompositePodGroupSchedulingPolicy,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CompositePodGroupTemplate {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "compositePodGroupTemplates",
+            "disruptionMode",
+            "name",
+            "podGroupTemplates",
+            "preemptionPolicy",
+            "priority",
+            "priorityClassName",
+            "schedulingConstraints",
+            "schedulingPolicy",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = CompositePodGroupTemplate;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct CompositePodGroupTemplate")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<CompositePodGroupTemplate, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(CompositePodGroupTemplate {
+                    composite_pod_group_templates: f0.unwrap_or_default(),
+                    disruption_mode: f1.unwrap_or_default(),
+                    name: ::kubegen_runtime::de::or_default(f2),
+                    pod_group_templates: f3.unwrap_or_default(),
+                    preemption_policy: f4.unwrap_or_default(),
+                    priority: f5.unwrap_or_default(),
+                    priority_class_name: f6.unwrap_or_default(),
+                    scheduling_constraints: f7.unwrap_or_default(),
+                    scheduling_policy: ::kubegen_runtime::de::or_default(f8),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<CompositePodGroupTemplate>
@@ -388,28 +641,67 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct DisruptionMode {
     /// `all`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "all",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "all", skip_serializing_if = "::std::option::Option::is_none")]
     pub all: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::api::scheduling::v1beta1::AllDisruptionMode,
     >,
     /// `single`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "single",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "single", skip_serializing_if = "::std::option::Option::is_none")]
     pub single: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::api::scheduling::v1beta1::SingleDisruptionMode,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DisruptionMode {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["all", "single"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = DisruptionMode;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct DisruptionMode")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<DisruptionMode, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(DisruptionMode {
+                    all: f0.unwrap_or_default(),
+                    single: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<DisruptionMode>
@@ -441,17 +733,51 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct GangSchedulingPolicy {
     /// `minCount`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "minCount",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "minCount")]
     pub min_count: i32,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for GangSchedulingPolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["minCount"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = GangSchedulingPolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct GangSchedulingPolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<GangSchedulingPolicy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(GangSchedulingPolicy {
+                    min_count: ::kubegen_runtime::de::or_default(f0),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<GangSchedulingPolicy>
@@ -481,33 +807,73 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodGroup {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::scheduling::v1beta1::PodGroupSpec,
     /// `status`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "status",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
     pub status: ::std::option::Option<
         ::std::boxed::Box<super::super::scheduling::v1beta1::PodGroupStatus>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroup {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec", "status"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodGroup;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodGroup")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodGroup, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodGroup {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                    status: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodGroup>
@@ -580,31 +946,85 @@ impl ::kubegen_runtime::serde::Serialize for PodGroup {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodGroupResourceClaim {
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
     /// `resourceClaimName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceClaimName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_claim_name: ::std::option::Option<::std::string::String>,
     /// `resourceClaimTemplateName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceClaimTemplateName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_claim_template_name: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroupResourceClaim {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "name",
+            "resourceClaimName",
+            "resourceClaimTemplateName",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodGroupResourceClaim;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodGroupResourceClaim")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodGroupResourceClaim, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodGroupResourceClaim {
+                    name: ::kubegen_runtime::de::or_default(f0),
+                    resource_claim_name: f1.unwrap_or_default(),
+                    resource_claim_template_name: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodGroupResourceClaim>
@@ -649,24 +1069,66 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodGroupResourceClaimStatus {
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
     /// `resourceClaimName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceClaimName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_claim_name: ::std::option::Option<::std::string::String>,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroupResourceClaimStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["name", "resourceClaimName"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodGroupResourceClaimStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodGroupResourceClaimStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodGroupResourceClaimStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodGroupResourceClaimStatus {
+                    name: ::kubegen_runtime::de::or_default(f0),
+                    resource_claim_name: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodGroupResourceClaimStatus>
@@ -698,19 +1160,53 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodGroupSchedulingConstraints {
     /// `topology`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "topology",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "topology", skip_serializing_if = "::std::option::Option::is_none")]
     pub topology: ::std::option::Option<
         ::std::vec::Vec<super::super::scheduling::v1beta1::TopologyConstraint>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroupSchedulingConstraints {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["topology"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodGroupSchedulingConstraints;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodGroupSchedulingConstraints")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodGroupSchedulingConstraints, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodGroupSchedulingConstraints {
+                    topology: f0.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodGroupSchedulingConstraints>
@@ -753,28 +1249,67 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodGroupSchedulingPolicy {
     /// `basic`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "basic",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "basic", skip_serializing_if = "::std::option::Option::is_none")]
     pub basic: ::std::option::Option<
         ::kubegen_runtime::k8s_openapi::api::scheduling::v1beta1::BasicSchedulingPolicy,
     >,
     /// `gang`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "gang",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "gang", skip_serializing_if = "::std::option::Option::is_none")]
     pub gang: ::std::option::Option<
         ::std::boxed::Box<super::super::scheduling::v1beta1::GangSchedulingPolicy>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroupSchedulingPolicy {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["basic", "gang"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodGroupSchedulingPolicy;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodGroupSchedulingPolicy")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodGroupSchedulingPolicy, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodGroupSchedulingPolicy {
+                    basic: f0.unwrap_or_default(),
+                    gang: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodGroupSchedulingPolicy>
@@ -812,14 +1347,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodGroupSpec {
     /// `disruptionMode`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "disruptionMode",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub disruption_mode: ::std::option::Option<
@@ -828,35 +1361,27 @@ pub struct PodGroupSpec {
     /// `parentCompositePodGroupName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "parentCompositePodGroupName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub parent_composite_pod_group_name: ::std::option::Option<::std::string::String>,
     /// `preemptionPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "preemptionPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preemption_policy: ::std::option::Option<::std::string::String>,
     /// `priority`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "priority",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "priority", skip_serializing_if = "::std::option::Option::is_none")]
     pub priority: ::std::option::Option<i32>,
     /// `priorityClassName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "priorityClassName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub priority_class_name: ::std::option::Option<::std::string::String>,
     /// `resourceClaims`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceClaims",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_claims: ::std::option::Option<
@@ -865,7 +1390,6 @@ pub struct PodGroupSpec {
     /// `schedulingConstraints`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "schedulingConstraints",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scheduling_constraints: ::std::option::Option<
@@ -874,21 +1398,137 @@ pub struct PodGroupSpec {
         >,
     >,
     /// `schedulingPolicy`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "schedulingPolicy",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "schedulingPolicy")]
     pub scheduling_policy: super::super::scheduling::v1beta1::PodGroupSchedulingPolicy,
     /// `workloadRef`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "workloadRef",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub workload_ref: ::std::option::Option<
         ::std::boxed::Box<super::super::scheduling::v1beta1::WorkloadReference>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroupSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "disruptionMode",
+            "parentCompositePodGroupName",
+            "preemptionPolicy",
+            "priority",
+            "priorityClassName",
+            "resourceClaims",
+            "schedulingConstraints",
+            "schedulingPolicy",
+            "workloadRef",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodGroupSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodGroupSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodGroupSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                let mut f8 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(8) => {
+                            f8 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodGroupSpec {
+                    disruption_mode: f0.unwrap_or_default(),
+                    parent_composite_pod_group_name: f1.unwrap_or_default(),
+                    preemption_policy: f2.unwrap_or_default(),
+                    priority: f3.unwrap_or_default(),
+                    priority_class_name: f4.unwrap_or_default(),
+                    resource_claims: f5.unwrap_or_default(),
+                    scheduling_constraints: f6.unwrap_or_default(),
+                    scheduling_policy: ::kubegen_runtime::de::or_default(f7),
+                    workload_ref: f8.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodGroupSpec>
@@ -969,14 +1609,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodGroupStatus {
     /// `conditions`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "conditions",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub conditions: ::std::option::Option<
@@ -987,12 +1625,59 @@ pub struct PodGroupStatus {
     /// `resourceClaimStatuses`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceClaimStatuses",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_claim_statuses: ::std::option::Option<
         ::std::vec::Vec<super::super::scheduling::v1beta1::PodGroupResourceClaimStatus>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroupStatus {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["conditions", "resourceClaimStatuses"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodGroupStatus;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodGroupStatus")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodGroupStatus, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodGroupStatus {
+                    conditions: f0.unwrap_or_default(),
+                    resource_claim_statuses: f1.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodGroupStatus>
@@ -1038,51 +1723,38 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct PodGroupTemplate {
     /// `disruptionMode`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "disruptionMode",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub disruption_mode: ::std::option::Option<
         ::std::boxed::Box<super::super::scheduling::v1beta1::DisruptionMode>,
     >,
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
     /// `preemptionPolicy`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "preemptionPolicy",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub preemption_policy: ::std::option::Option<::std::string::String>,
     /// `priority`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "priority",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "priority", skip_serializing_if = "::std::option::Option::is_none")]
     pub priority: ::std::option::Option<i32>,
     /// `priorityClassName`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "priorityClassName",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub priority_class_name: ::std::option::Option<::std::string::String>,
     /// `resourceClaims`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "resourceClaims",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub resource_claims: ::std::option::Option<
@@ -1091,7 +1763,6 @@ pub struct PodGroupTemplate {
     /// `schedulingConstraints`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "schedulingConstraints",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub scheduling_constraints: ::std::option::Option<
@@ -1100,12 +1771,119 @@ pub struct PodGroupTemplate {
         >,
     >,
     /// `schedulingPolicy`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "schedulingPolicy",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "schedulingPolicy")]
     pub scheduling_policy: super::super::scheduling::v1beta1::PodGroupSchedulingPolicy,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroupTemplate {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "disruptionMode",
+            "name",
+            "preemptionPolicy",
+            "priority",
+            "priorityClassName",
+            "resourceClaims",
+            "schedulingConstraints",
+            "schedulingPolicy",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = PodGroupTemplate;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct PodGroupTemplate")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<PodGroupTemplate, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                let mut f3 = ::std::option::Option::None;
+                let mut f4 = ::std::option::Option::None;
+                let mut f5 = ::std::option::Option::None;
+                let mut f6 = ::std::option::Option::None;
+                let mut f7 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(3) => {
+                            f3 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(4) => {
+                            f4 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(5) => {
+                            f5 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(6) => {
+                            f6 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(7) => {
+                            f7 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(PodGroupTemplate {
+                    disruption_mode: f0.unwrap_or_default(),
+                    name: ::kubegen_runtime::de::or_default(f1),
+                    preemption_policy: f2.unwrap_or_default(),
+                    priority: f3.unwrap_or_default(),
+                    priority_class_name: f4.unwrap_or_default(),
+                    resource_claims: f5.unwrap_or_default(),
+                    scheduling_constraints: f6.unwrap_or_default(),
+                    scheduling_policy: ::kubegen_runtime::de::or_default(f7),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<PodGroupTemplate>
@@ -1181,17 +1959,51 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct TopologyConstraint {
     /// `key`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "key",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "key")]
     pub key: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TopologyConstraint {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["key"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = TopologyConstraint;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct TopologyConstraint")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<TopologyConstraint, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(TopologyConstraint {
+                    key: ::kubegen_runtime::de::or_default(f0),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<TopologyConstraint>
@@ -1222,31 +2034,75 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct TypedLocalObjectReference {
     /// `apiGroup`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "apiGroup",
-        default,
-        skip_serializing_if = "::std::option::Option::is_none"
-    )]
+    #[serde(rename = "apiGroup", skip_serializing_if = "::std::option::Option::is_none")]
     pub api_group: ::std::option::Option<::std::string::String>,
     /// `kind`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "kind",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "kind")]
     pub kind: ::std::string::String,
     /// `name`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "name",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "name")]
     pub name: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TypedLocalObjectReference {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["apiGroup", "kind", "name"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = TypedLocalObjectReference;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct TypedLocalObjectReference")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<TypedLocalObjectReference, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(TypedLocalObjectReference {
+                    api_group: f0.unwrap_or_default(),
+                    kind: ::kubegen_runtime::de::or_default(f1),
+                    name: ::kubegen_runtime::de::or_default(f2),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<TypedLocalObjectReference>
@@ -1278,24 +2134,60 @@ impl ::std::convert::From<
     ::std::fmt::Debug,
     ::std::default::Default,
     ::std::cmp::PartialEq,
-    ::kubegen_runtime::serde::Deserialize
 )]
-#[serde(crate = "::kubegen_runtime::serde")]
 pub struct Workload {
     /// `metadata`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "metadata",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub metadata: ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
     /// `spec`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "spec",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
     pub spec: super::super::scheduling::v1beta1::WorkloadSpec,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Workload {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["metadata", "spec"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = Workload;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct Workload")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<Workload, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(Workload {
+                    metadata: ::kubegen_runtime::de::or_default(f0),
+                    spec: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<Workload>
@@ -1362,24 +2254,63 @@ impl ::kubegen_runtime::serde::Serialize for Workload {
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct WorkloadReference {
     /// `templateName`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "templateName",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "templateName")]
     pub template_name: ::std::string::String,
     /// `workloadName`: as k8s-openapi's field of the same name.
-    #[serde(
-        rename = "workloadName",
-        default,
-        deserialize_with = "::kubegen_runtime::object::null_as_default",
-    )]
+    #[serde(rename = "workloadName")]
     pub workload_name: ::std::string::String,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for WorkloadReference {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &["templateName", "workloadName"];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = WorkloadReference;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct WorkloadReference")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<WorkloadReference, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(WorkloadReference {
+                    template_name: ::kubegen_runtime::de::or_default(f0),
+                    workload_name: ::kubegen_runtime::de::or_default(f1),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<WorkloadReference>
@@ -1417,14 +2348,12 @@ impl ::std::convert::From<
     ::std::default::Default,
     ::std::cmp::PartialEq,
     ::kubegen_runtime::serde::Serialize,
-    ::kubegen_runtime::serde::Deserialize
 )]
 #[serde(crate = "::kubegen_runtime::serde")]
 pub struct WorkloadSpec {
     /// `compositePodGroupTemplates`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "compositePodGroupTemplates",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub composite_pod_group_templates: ::std::option::Option<
@@ -1433,7 +2362,6 @@ pub struct WorkloadSpec {
     /// `controllerRef`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "controllerRef",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub controller_ref: ::std::option::Option<
@@ -1442,12 +2370,72 @@ pub struct WorkloadSpec {
     /// `podGroupTemplates`: as k8s-openapi's field of the same name.
     #[serde(
         rename = "podGroupTemplates",
-        default,
         skip_serializing_if = "::std::option::Option::is_none"
     )]
     pub pod_group_templates: ::std::option::Option<
         ::std::vec::Vec<super::super::scheduling::v1beta1::PodGroupTemplate>,
     >,
+}
+
+impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for WorkloadSpec {
+    fn deserialize<__D: ::kubegen_runtime::serde::Deserializer<'de>>(
+        deserializer: __D,
+    ) -> ::std::result::Result<Self, __D::Error> {
+        const FIELDS: &[&str] = &[
+            "compositePodGroupTemplates",
+            "controllerRef",
+            "podGroupTemplates",
+        ];
+        struct __Visitor;
+        impl<'de> ::kubegen_runtime::serde::de::Visitor<'de> for __Visitor {
+            type Value = WorkloadSpec;
+            fn expecting(&self, f: &mut ::std::fmt::Formatter) -> ::std::fmt::Result {
+                f.write_str("struct WorkloadSpec")
+            }
+            fn visit_map<__A: ::kubegen_runtime::serde::de::MapAccess<'de>>(
+                self,
+                mut map: __A,
+            ) -> ::std::result::Result<WorkloadSpec, __A::Error> {
+                let mut f0 = ::std::option::Option::None;
+                let mut f1 = ::std::option::Option::None;
+                let mut f2 = ::std::option::Option::None;
+                while let ::std::option::Option::Some(key) = map
+                    .next_key_seed(::kubegen_runtime::de::FieldSeed(FIELDS))?
+                {
+                    match key {
+                        ::kubegen_runtime::de::Key::Field(0) => {
+                            f0 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(1) => {
+                            f1 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        ::kubegen_runtime::de::Key::Field(2) => {
+                            f2 = ::std::option::Option::Some(
+                                ::kubegen_runtime::serde::de::MapAccess::next_value(
+                                    &mut map,
+                                )?,
+                            );
+                        }
+                        _ => ::kubegen_runtime::de::skip_value(&mut map)?,
+                    }
+                }
+                ::std::result::Result::Ok(WorkloadSpec {
+                    composite_pod_group_templates: f0.unwrap_or_default(),
+                    controller_ref: f1.unwrap_or_default(),
+                    pod_group_templates: f2.unwrap_or_default(),
+                })
+            }
+        }
+        deserializer.deserialize_map(__Visitor)
+    }
 }
 
 impl ::std::convert::From<WorkloadSpec>
