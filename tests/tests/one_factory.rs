@@ -91,8 +91,11 @@ async fn one_factory_for_foos_and_deployments(client: kube::Client) {
     let foos = custom.samplecontroller().v1alpha1().foos();
     let deployments = builtin.apps().v1().deployments();
     // The same type asked for through either tree is one informer: the factory holds
-    // exactly two (checked below by what one wait reports).
-    let _ = custom.factory().informer::<Deployment>();
+    // exactly two (checked below by what one wait reports). The typed informer of
+    // Deployments caches the compact mirror, so that is the type asked for here.
+    let _ = custom
+        .factory()
+        .informer::<kubegen_kubernetes::compact::apps::v1::Deployment>();
     let _ = deployments.informer();
     let _ = foos.informer();
 
