@@ -424,7 +424,14 @@ async fn an_operator_cycle_on_a_real_control_plane() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    assert_eq!(*cleanups.lock(), ["op"]);
+    // At least once, and only for "op": a reconcile that read the cache before the
+    // finalizer's removal reached it runs the cleanup a second time (the finalizer
+    // module's contract; seen on the real control plane).
+    let ran = cleanups.lock().clone();
+    assert!(
+        !ran.is_empty() && ran.iter().all(|n| n == "op"),
+        "cleanups: {ran:?}"
+    );
     stop.cancel();
     task.await.unwrap().unwrap();
     factory.shutdown().await;

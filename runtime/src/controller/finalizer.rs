@@ -16,6 +16,12 @@
 //! - Being deleted, without our finalizer: nothing runs (neither apply nor cleanup).
 //!
 //! Other finalizers on the object are kept as they are.
+//!
+//! Cleanup runs at least once, not exactly once, as with controller-runtime and
+//! kube-runtime: a reconcile queued while the first cleanup ran reads the informer's
+//! cache, which may not show the finalizer's removal yet, and runs the cleanup again
+//! (its removal patch then fails on the stale resourceVersion or the missing object, and
+//! the next try finds the object gone). Cleanup must be idempotent.
 
 use std::fmt;
 use std::future::Future;
