@@ -48,15 +48,9 @@ struct FieldVisitor(&'static [&'static str]);
 /// before the whole key is compared: most names of a struct differ in one or the other,
 /// so few comparisons reach `memcmp` (a profile of the compact Pod's decode had it at 4%).
 fn find(fields: &[&str], key: &[u8]) -> Key {
-    let Some(&first) = key.first() else {
-        return match fields.iter().position(|f| f.is_empty()) {
-            Some(i) => Key::Field(i),
-            None => Key::Other,
-        };
-    };
     match fields.iter().position(|f| {
         let f = f.as_bytes();
-        f.len() == key.len() && f[0] == first && f == key
+        f.len() == key.len() && f.first() == key.first() && f == key
     }) {
         Some(i) => Key::Field(i),
         None => Key::Other,
