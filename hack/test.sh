@@ -25,7 +25,7 @@ stage() {
   local start=$SECONDS
   echo "=== stage: $name"
   "$@"
-  echo "=== stage: $name took $((SECONDS - start))s"
+  echo "=== stage: $name took $((SECONDS - start))s ($(df -Pk . | awk 'NR == 2 {printf "%.1f GiB", $4 / 1048576}') of disk free)"
 }
 
 # Features: one list for every stage (hack/features.sh).
