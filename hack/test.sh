@@ -14,8 +14,8 @@
 #           built once into target/ from the Go module proxy): every CRD kubegen writes
 #           created on it (hack/real-crds.sh), the end-to-end suites' real-server tests
 #           (the `#[ignore]`d ones, `-- --ignored`), the differential suite.
-#   all:    fast, then corpus, then real, then fast's fuzz run (its build, started
-#           first in the background, gets the real stages' idle CPU).
+#   all:    fast, then corpus, then real, then fast's fuzz run (its build runs in the
+#           background during the real stages, on their idle CPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-all}
@@ -35,14 +35,14 @@ FEATURES=$KUBEGEN_TEST_FEATURES
 # The crates published to the registry; every other member has `publish = false`.
 PUBLISHED="-p kubegen-apimachinery -p kubegen-apiserver -p kubegen-templates -p kubegen -p kubegen-runtime -p kubegen-kubernetes"
 
-# Every SEMANTICS case of the sections built so far is named in a test or listed in
-# docs/SEMANTICS-NA.md.
-if [ "$what" = fast ] || [ "$what" = all ]; then
-  # The instrumented fuzz build (its own profile and target dir, nothing shared with
-  # the test build: five minutes of two cores on a cold machine) starts now, at the
-  # lowest priority, and gets what the stages below leave idle: little while the test
-  # build runs, more in the test runs, kubectl and client-go stages. The fuzz stage
-  # waits for the rest (98 s in a cold run, where the build alone took 270 s).
+# The instrumented fuzz build (its own profile and target dir, nothing shared with the
+# test build: 281 CPU-seconds cold) runs in the background at the lowest priority and
+# gets what the other stages leave idle; the fuzz stage waits for the rest and says how
+# long it waited. `fast` starts it first. `all` starts it once the real control plane is
+# built, so that it takes the real stages' idle CPU (they mostly wait on control planes)
+# and not the CPU the control plane's own background Go build needs before them: started
+# first, it made that build finish late, and the real stage waited 149 s for it.
+start_fuzz_build() {
   mkdir -p target
   # Its own process group (job control on for this one job), so that an early exit
   # stops cargo and rustc with it. Not its own session: with the kernel's autogroup
@@ -53,6 +53,19 @@ if [ "$what" = fast ] || [ "$what" = all ]; then
   fuzz_build=$!
   set +m
   trap 'kill -- -"$fuzz_build" 2>/dev/null || true' EXIT
+}
+fuzz_stage() {
+  local start=$SECONDS
+  wait "$fuzz_build" || echo "the background fuzz build failed (target/fuzz-build.log); building again"
+  trap - EXIT
+  echo "fuzz: waited $((SECONDS - start))s for the background build"
+  env FUZZ_SECONDS=5 hack/fuzz.sh
+}
+
+if [ "$what" = fast ] || [ "$what" = all ]; then
+  if [ "$what" = fast ]; then start_fuzz_build; fi
+  # Every SEMANTICS case of the sections built so far is named in a test or listed in
+  # docs/SEMANTICS-NA.md.
   stage "SEMANTICS coverage" hack/semantics-coverage.sh 1 2 3 4 5 6 7 8 9 10 11 12 13 14
   stage "unit and integration tests" cargo test --workspace --locked --features "$FEATURES"
   # Build scripts depend on kubegen with default-features = false: the library must
@@ -68,18 +81,8 @@ if [ "$what" = fast ] || [ "$what" = all ]; then
   stage "kubegen crd against controller-gen" hack/controller-gen-compare.sh
   # Coverage-guided fuzzing, a few seconds per target from the checked-in corpus
   # (cargo test above replays its named seeds and past findings; see fuzz/README.md).
-  # Its build started in the background at the top; a build that failed there is
-  # redone here, in the foreground, with its errors.
-  fuzz_stage() {
-    local start=$SECONDS
-    wait "$fuzz_build" || echo "the background fuzz build failed (target/fuzz-build.log); building again"
-    trap - EXIT
-    echo "fuzz: waited $((SECONDS - start))s for the background build"
-    env FUZZ_SECONDS=5 hack/fuzz.sh
-  }
-  # With `all`, the fuzz run comes last, after the real stages: those mostly wait on
-  # control planes, and the niced build takes that idle CPU. Run here, it waited six
-  # minutes for a build the test, Go and corpus work had starved.
+  # A build that failed in the background is redone in the foreground, with its errors.
+  # With `all`, the fuzz run comes last (see start_fuzz_build).
   if [ "$what" = fast ]; then
     stage "fuzz (5 s per target)" fuzz_stage
   fi
@@ -100,6 +103,7 @@ if [ "$what" = real ] || [ "$what" = all ]; then
   stage "real control plane (hack/real-apiserver.sh build)" hack/real-apiserver.sh build
   eval "$(hack/real-apiserver.sh env)"
   export KUBEGEN_ENVTEST_ASSETS
+  if [ "$what" = all ]; then start_fuzz_build; fi
   stage "every CRD kubegen writes, on kube-apiserver (hack/real-crds.sh)" hack/real-crds.sh "$corpus"
   # The tests that need a control plane are #[ignore]d in a plain `cargo test` and are
   # exactly the ignored ones: each starts its own (testing::envtest). They mostly wait
