@@ -35,6 +35,7 @@ use serde_json::{Map, Number, Value};
 
 mod de;
 mod enc;
+pub mod fast;
 mod text;
 
 pub use de::{envelope, from_envelope, watch_event, Deserializer, Envelope, Event, List};
@@ -216,10 +217,15 @@ impl std::hash::Hasher for FnvHasher {
 
 type Fnv = std::hash::BuildHasherDefault<FnvHasher>;
 
+/// The table (`protobuf/table.json`): every message of the built-in kinds, each field as
+/// `[number, JSON name, type, flags]` under `"messages"`. Code generators read it to
+/// write decoders (see [`fast`]).
+pub const TABLE: &str = include_str!("protobuf/table.json");
+
 fn table() -> &'static Table {
-    static TABLE: OnceLock<Table> = OnceLock::new();
-    TABLE.get_or_init(|| {
-        parse_table(include_str!("protobuf/table.json"))
+    static PARSED: OnceLock<Table> = OnceLock::new();
+    PARSED.get_or_init(|| {
+        parse_table(TABLE)
             .unwrap_or_else(|e| panic!("apiserver/src/protobuf/table.json is malformed: {e}"))
     })
 }

@@ -219,6 +219,47 @@ impl<'a> Deserializer<'a> {
     }
 }
 
+impl<'a> Deserializer<'a> {
+    /// The protobuf message this deserializer reads (`core/v1.Pod`), as the table
+    /// names it.
+    pub fn message(&self) -> &'static str {
+        self.message
+    }
+
+    /// The message's bytes (without the envelope).
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+}
+
+/// One field of `message` (number `num`, its occurrences `wires`) as `T`: `None` when
+/// encoding/json leaves the key out, else what `T` deserializes from the value it
+/// writes. For generated decoders ([`super::fast::delegate`]).
+pub(super) fn field_value<T: de::DeserializeOwned>(
+    message: &str,
+    num: u64,
+    wires: &[Wire<'_>],
+    depth: usize,
+) -> Result<Option<T>, Unsupported> {
+    let fields = fields_of(message)?;
+    let Some(f) = fields.iter().find(|f| f.num == num) else {
+        return err(format!("{message} has no field {num}"));
+    };
+    if f.inline {
+        return err(format!("{message}.{} is inline", f.json));
+    }
+    match shape(f, wires)? {
+        None => Ok(None),
+        Some(shape) => T::deserialize(ValueDe::Field {
+            f,
+            wires,
+            shape,
+            depth,
+        })
+        .map(Some),
+    }
+}
+
 fn fields_of(message: &str) -> Result<&'static [Field], Unsupported> {
     // A name taken from the table's own `Ty::Msg` is found by its address (the table is
     // static), without hashing and comparing the name: once per decoded message, this
