@@ -102,7 +102,7 @@
 
 pub use k8s_openapi;
 pub use kube;
-pub use kubegen_apimachinery::{fields, labels, types};
+pub use kubegen_apimachinery::{fields, labels, protobuf, types};
 pub use serde;
 pub use serde_json;
 pub use tokio_util;

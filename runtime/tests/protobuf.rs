@@ -144,7 +144,7 @@ fn by_name<K: Resource + Serialize + DeserializeOwned>(
 async fn watched<K, W>(client: &ResourceClient<K, W>, n: usize) -> Vec<K>
 where
     K: Resource + DeserializeOwned + Send + 'static,
-    W: kubegen_runtime::client::Wire,
+    W: kubegen_runtime::client::WireDecoders<K>,
 {
     let mut stream = client
         .watch(&ListOptions::default().resource_version("0"))

@@ -338,7 +338,27 @@ impl InformerFactory {
         self.client_informer::<K, client::JsonOnly>()
     }
 
-    fn client_informer<K, W: client::Wire>(&self) -> SharedIndexInformer<K>
+    /// [`InformerFactory::informer`] for a type with a generated protobuf decoder (the
+    /// compact mirrors of the built-in kinds): protobuf is read by field number, straight
+    /// into the type (see [`client::Generated`]). The typed informers of
+    /// `kubegen-kubernetes` use it; the informer is the same one `informer` returns for
+    /// `K` (one per type and factory).
+    ///
+    /// # Panics
+    ///
+    /// As [`InformerFactory::informer`].
+    pub fn generated_informer<K>(&self) -> SharedIndexInformer<K>
+    where
+        K: Object
+            + kube::Resource<DynamicType = ()>
+            + serde::de::DeserializeOwned
+            + kubegen_apimachinery::protobuf::fast::Message,
+        K::Scope: 'static,
+    {
+        self.client_informer::<K, client::Generated>()
+    }
+
+    fn client_informer<K, W: client::WireDecoders<K>>(&self) -> SharedIndexInformer<K>
     where
         K: Object + kube::Resource<DynamicType = ()> + serde::de::DeserializeOwned,
         K::Scope: 'static,

@@ -148,7 +148,7 @@ pub trait ListerWatcher<K>: Send + Sync + 'static {
 impl<K, W> ListerWatcher<K> for ResourceClient<K, W>
 where
     K: kube::Resource + serde::de::DeserializeOwned + Clone + Send + 'static,
-    W: client::Wire,
+    W: client::WireDecoders<K>,
 {
     fn list(&self, opts: ListOptions) -> BoxFuture<'static, Result<ObjectList<K>, client::Error>> {
         let c = self.clone();

@@ -417,8 +417,10 @@ impl<K> fmt::Debug for DeferredPage<K> {
 /// ```
 ///
 /// `W` is how reads are encoded: [`Negotiated`] (the default: protobuf for built-in
-/// kinds, JSON otherwise, see [`protobuf`]) or [`JsonOnly`] ([`ResourceClient::json_only`]),
-/// which generated clients and informers of custom resources use. A JSON-only client
+/// kinds, JSON otherwise, see [`protobuf`]), [`Generated`] (the same, decoded by `K`'s
+/// generated protobuf decoder: the typed informers of the compact mirrors) or
+/// [`JsonOnly`] ([`ResourceClient::json_only`]), which generated clients and informers
+/// of custom resources use. A JSON-only client
 /// compiles no protobuf decoder for `K`: custom resources are never served in protobuf,
 /// and the decoder would be compiled in the user's crate for each of its types.
 pub struct ResourceClient<K, W = Negotiated> {
@@ -449,19 +451,26 @@ impl<K, W> fmt::Debug for ResourceClient<K, W> {
     }
 }
 
-/// How a [`ResourceClient`]'s reads are encoded (sealed: [`Negotiated`] or [`JsonOnly`]).
+/// How a [`ResourceClient`]'s reads are encoded (sealed: [`Negotiated`], [`Generated`] or
+/// [`JsonOnly`]).
 pub trait Wire: sealed::Sealed + Send + Sync + 'static {
     /// Whether reads may ask for protobuf.
     #[doc(hidden)]
     const PROTOBUF: bool;
+}
+
+/// The protobuf decoders a [`Wire`] gives objects of `K` (sealed; implemented by every
+/// `Wire` for the types it can decode).
+pub trait WireDecoders<K>: Wire {
     /// The protobuf decoders of `K`, when reads may be answered in protobuf.
     #[doc(hidden)]
-    fn protobuf<K: DeserializeOwned + Send + 'static>() -> Option<ProtobufDecoders<K>>;
+    fn protobuf() -> Option<ProtobufDecoders<K>>;
 }
 
 mod sealed {
     pub trait Sealed {}
     impl Sealed for super::Negotiated {}
+    impl Sealed for super::Generated {}
     impl Sealed for super::JsonOnly {}
 }
 
@@ -483,20 +492,56 @@ pub struct ProtobufDecoders<K> {
     event: watch::ProtobufEvent<K>,
 }
 
+/// Reads ask for protobuf as [`Negotiated`] ones do, and decode it with `K`'s generated
+/// decoder ([`kubegen_apimachinery::protobuf::fast::Message`]: matched by field number,
+/// no table walk), the table-driven one taking over for any object it hands back. The
+/// typed informers of the built-in kinds' compact mirrors use it.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Generated;
+
+impl ProtobufDecoders<()> {
+    fn of<K, C>() -> ProtobufDecoders<K>
+    where
+        K: DeserializeOwned + Send + 'static,
+        C: protobuf::Codec<K>,
+    {
+        ProtobufDecoders {
+            object: protobuf::decode_object::<K, C>,
+            page: protobuf::list_page::<K, C>,
+            event: watch::convert_protobuf::<K, C>,
+        }
+    }
+}
+
 impl Wire for Negotiated {
     const PROTOBUF: bool = true;
-    fn protobuf<K: DeserializeOwned + Send + 'static>() -> Option<ProtobufDecoders<K>> {
-        Some(ProtobufDecoders {
-            object: protobuf::decode_object::<K>,
-            page: protobuf::list_page::<K>,
-            event: watch::convert_protobuf::<K>,
-        })
+}
+
+impl<K: DeserializeOwned + Send + 'static> WireDecoders<K> for Negotiated {
+    fn protobuf() -> Option<ProtobufDecoders<K>> {
+        Some(ProtobufDecoders::of::<K, protobuf::Serde>())
+    }
+}
+
+impl Wire for Generated {
+    const PROTOBUF: bool = true;
+}
+
+impl<K> WireDecoders<K> for Generated
+where
+    K: DeserializeOwned + kubegen_apimachinery::protobuf::fast::Message + Resource + Send + 'static,
+{
+    fn protobuf() -> Option<ProtobufDecoders<K>> {
+        Some(ProtobufDecoders::of::<K, protobuf::Fast>())
     }
 }
 
 impl Wire for JsonOnly {
     const PROTOBUF: bool = false;
-    fn protobuf<K: DeserializeOwned + Send + 'static>() -> Option<ProtobufDecoders<K>> {
+}
+
+impl<K> WireDecoders<K> for JsonOnly {
+    fn protobuf() -> Option<ProtobufDecoders<K>> {
         None
     }
 }
@@ -693,13 +738,13 @@ async fn read_body(
 impl<K, W> ResourceClient<K, W>
 where
     K: Resource + DeserializeOwned + Send + 'static,
-    W: Wire,
+    W: WireDecoders<K>,
 {
     /// Gets one object by name.
     pub async fn get(&self, name: &str) -> Result<K, Error> {
         let (body, pb) = read_body(&self.client, self.object_url(name), self.accept(false)).await?;
         if pb {
-            return match W::protobuf::<K>() {
+            return match W::protobuf() {
                 Some(d) => (d.object)(&body, false),
                 None => Err(unexpected_protobuf()),
             };
@@ -753,7 +798,7 @@ where
             .await?;
         let without_managed_fields = opts.without_managed_fields;
         if pb {
-            return match W::protobuf::<K>() {
+            return match W::protobuf() {
                 Some(d) => (d.page)(body, without_managed_fields),
                 None => Err(unexpected_protobuf()),
             };
@@ -861,7 +906,7 @@ where
             .instrument(span)
             .await?;
         if protobuf::is_protobuf(&res) {
-            let Some(d) = W::protobuf::<K>() else {
+            let Some(d) = W::protobuf() else {
                 return Err(unexpected_protobuf());
             };
             return Ok(WatchStream::protobuf(

@@ -58,19 +58,55 @@ fn decode_error(e: impl std::fmt::Display) -> Error {
     Error::Decode(serde::de::Error::custom(format_args!("protobuf: {e}")))
 }
 
+/// How objects of `K` decode from protobuf: [`Serde`] or [`Fast`].
+pub(crate) trait Codec<K>: 'static {
+    /// Decodes one object (`de` is a whole object's or a list item's deserializer).
+    fn decode(de: Deserializer<'_>, without_managed_fields: bool) -> Result<K, pb::Unsupported>;
+}
+
+/// The table-driven deserializer, for any serde type.
+pub(crate) struct Serde;
+
+impl<K: DeserializeOwned> Codec<K> for Serde {
+    fn decode(de: Deserializer<'_>, without_managed_fields: bool) -> Result<K, pb::Unsupported> {
+        decode::deserialize_protobuf(de, without_managed_fields)
+    }
+}
+
+/// `K`'s generated decoder (`pb::fast::Message`), and [`Serde`] for an object it hands
+/// back.
+pub(crate) struct Fast;
+
+impl<K> Codec<K> for Fast
+where
+    K: DeserializeOwned + pb::fast::Message + kube::Resource,
+{
+    fn decode(de: Deserializer<'_>, without_managed_fields: bool) -> Result<K, pb::Unsupported> {
+        match pb::fast::decode_object::<K>(de.message(), de.bytes()) {
+            Some(mut obj) => {
+                if without_managed_fields {
+                    obj.meta_mut().managed_fields = None;
+                }
+                Ok(obj)
+            }
+            None => Serde::decode(de, without_managed_fields),
+        }
+    }
+}
+
 /// Decodes one object body (`k8s\0` envelope).
-pub(crate) fn decode_object<K: DeserializeOwned>(
+pub(crate) fn decode_object<K, C: Codec<K>>(
     body: &[u8],
     without_managed_fields: bool,
 ) -> Result<K, Error> {
     let de = pb::envelope(body)
         .and_then(Deserializer::object)
         .map_err(decode_error)?;
-    decode::deserialize_protobuf(de, without_managed_fields).map_err(decode_error)
+    C::decode(de, without_managed_fields).map_err(decode_error)
 }
 
 /// The items of a list body in this index range, decoded.
-fn decode_items<K: DeserializeOwned>(
+fn decode_items<K, C: Codec<K>>(
     body: &[u8],
     range: std::ops::Range<usize>,
     without_managed_fields: bool,
@@ -81,10 +117,7 @@ fn decode_items<K: DeserializeOwned>(
     };
     let mut out = Vec::with_capacity(items.len());
     for item in items {
-        out.push(
-            decode::deserialize_protobuf(list.item(item), without_managed_fields)
-                .map_err(decode_error)?,
-        );
+        out.push(C::decode(list.item(item), without_managed_fields).map_err(decode_error)?);
     }
     Ok(out)
 }
@@ -92,12 +125,13 @@ fn decode_items<K: DeserializeOwned>(
 /// One list page in protobuf: its metadata at once, its items decoded inline when few,
 /// else on the decoding threads (in parallel chunks when there are many) while the
 /// caller goes on.
-pub(crate) fn list_page<K>(
+pub(crate) fn list_page<K, C>(
     body: Bytes,
     without_managed_fields: bool,
 ) -> Result<DeferredPage<K>, Error>
 where
-    K: DeserializeOwned + Send + 'static,
+    K: Send + 'static,
+    C: Codec<K>,
 {
     let list = List::parse(&body).map_err(decode_error)?;
     let n = list.items.len();
@@ -108,7 +142,7 @@ where
         remaining_item_count: list.remaining_item_count,
     };
     if n < decode::PARALLEL_MIN_ITEMS && body.len() < decode::WHOLE_PAGE_MIN_BYTES {
-        let items = decode_items::<K>(&body, 0..n, without_managed_fields);
+        let items = decode_items::<K, C>(&body, 0..n, without_managed_fields);
         return Ok(page(futures::future::ready(items).boxed()));
     }
     let chunks = if body.len() >= decode::CHUNKED_MIN_BYTES {
@@ -123,7 +157,7 @@ where
         let end = (start + per_chunk).min(n);
         let body = body.clone();
         tasks.push(tokio::spawn(super::pool::run(move || {
-            decode_items::<K>(&body, start..end, without_managed_fields)
+            decode_items::<K, C>(&body, start..end, without_managed_fields)
         })));
         start = end;
     }

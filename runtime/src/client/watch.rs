@@ -407,7 +407,7 @@ fn convert<K: DeserializeOwned>(
 }
 
 /// A protobuf frame's event (see `super::protobuf`).
-pub(crate) fn convert_protobuf<K: DeserializeOwned>(
+pub(crate) fn convert_protobuf<K, C: super::protobuf::Codec<K>>(
     frame: &[u8],
     without_managed_fields: bool,
 ) -> Result<WatchEvent<K>, String> {
@@ -422,8 +422,7 @@ pub(crate) fn convert_protobuf<K: DeserializeOwned>(
             .map_err(|e| e.to_string())
     };
     let typed = || -> Result<K, String> {
-        super::decode::deserialize_protobuf(object()?, without_managed_fields)
-            .map_err(|e| e.to_string())
+        C::decode(object()?, without_managed_fields).map_err(|e| e.to_string())
     };
     match ev.kind {
         "ADDED" => typed().map(WatchEvent::Added),
