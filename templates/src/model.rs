@@ -120,6 +120,26 @@ pub struct OpenApiDefinitions {
     /// The cargo feature of the mounting crate that gates the generated apply
     /// configurations (and the typed clients' `apply_config`), when they are optional.
     pub feature: Option<String>,
+    /// The protobuf messages of the definitions, by message name (`core/v1.PodSpec` for
+    /// `io.k8s.api.core.v1.PodSpec`): the compact mirrors of the definitions found here
+    /// get generated protobuf decoders. Empty: none do.
+    pub protobuf: std::collections::BTreeMap<String, Vec<ProtobufField>>,
+}
+
+/// One field of a protobuf message, as `kubegen_apimachinery::protobuf`'s table
+/// describes it (written from the Go types of `k8s.io/api`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProtobufField {
+    /// The field number.
+    pub number: u64,
+    /// The JSON name.
+    pub json: String,
+    /// The type: `string`, `bool`, `int32`, `int64`, `msg:<message>`, `map:<type>`,
+    /// `list:<type>`, or a special type (`time`, `quantity`, ...).
+    pub ty: String,
+    /// The Go facts that decide the field's JSON: `p` pointer, `r` repeated (a slice),
+    /// `o` omitempty, `z` omitzero, `i` inline.
+    pub flags: String,
 }
 
 /// Annotations and labels of a CustomResourceDefinition object itself (not of its

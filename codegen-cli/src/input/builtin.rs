@@ -23,8 +23,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kubegen_templates::model::{
-    ClientTags, ExtensionMethod, Kind, KindSource, Names, OpenApiDefinitions, OpenApiKind, Scale,
-    Scope, TypeRef, Verb, Version,
+    ClientTags, ExtensionMethod, Kind, KindSource, Names, OpenApiDefinitions, OpenApiKind,
+    ProtobufField, Scale, Scope, TypeRef, Verb, Version,
 };
 use kubegen_templates::names;
 use serde::{Deserialize, Serialize};
@@ -315,8 +315,41 @@ fn read_openapi(
     let definitions = OpenApiDefinitions {
         schemas,
         feature: ac.feature.clone(),
+        protobuf: protobuf_messages(),
     };
     Ok((Arc::new(definitions), by_gvk))
+}
+
+/// The protobuf messages of the built-in kinds, from the table kubegen's runtime decodes
+/// them by: the compact mirrors get generated decoders from it.
+fn protobuf_messages() -> BTreeMap<String, Vec<ProtobufField>> {
+    let table: serde_json::Value = match serde_json::from_str(kubegen_apimachinery::protobuf::TABLE)
+    {
+        Ok(t) => t,
+        // The table is compiled in and checked by apimachinery's tests.
+        Err(_) => return BTreeMap::new(),
+    };
+    let Some(messages) = table.get("messages").and_then(serde_json::Value::as_object) else {
+        return BTreeMap::new();
+    };
+    messages
+        .iter()
+        .filter_map(|(name, fields)| {
+            let fields = fields
+                .as_array()?
+                .iter()
+                .map(|f| {
+                    Some(ProtobufField {
+                        number: f.get(0)?.as_u64()?,
+                        json: f.get(1)?.as_str()?.to_owned(),
+                        ty: f.get(2)?.as_str()?.to_owned(),
+                        flags: f.get(3)?.as_str()?.to_owned(),
+                    })
+                })
+                .collect::<Option<Vec<_>>>()?;
+            Some((name.clone(), fields))
+        })
+        .collect()
 }
 
 /// Adds `facts` (extension keys of a definition and of its properties) to `schema`.

@@ -33,11 +33,15 @@ use serde_json::Value;
 use super::applyconfigurations::{has_properties, reference, references, short_name};
 use super::types::{deserialize_impl, DeField, Duplicates, WhenAbsent};
 use super::{has_informer, ident, Module};
-use crate::model::{Api, Group, Kind, Version};
+use crate::model::{Api, Group, Kind, ProtobufField, Version};
 use crate::names;
 
 /// The package prefix of the definitions that get mirrors.
 const MIRRORED: &str = "io.k8s.api.";
+
+/// k8s-openapi's `ObjectMeta`, which has a protobuf decoder in
+/// `kubegen_apimachinery::protobuf::fast`.
+const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 /// Whether a kind gets a compact mirror: a built-in kind of an `io.k8s.api` package
 /// with an informer.
@@ -85,8 +89,8 @@ pub fn compact_module(api: &Api) -> Option<Module> {
         }
     }
     let (_, _, first) = kinds.values().next()?;
-    let schemas = &first.openapi.as_ref()?.definitions.schemas;
-    let mirror = Mirror::new(schemas, &kinds);
+    let definitions = &first.openapi.as_ref()?.definitions;
+    let mirror = Mirror::new(&definitions.schemas, &definitions.protobuf, &kinds);
 
     // group module -> (doc, version module -> (doc, items))
     type Versions = BTreeMap<String, (String, Vec<TokenStream>)>;
@@ -163,6 +167,8 @@ impl Shape {
 /// The mirrored definitions and where each is placed.
 struct Mirror<'a> {
     schemas: &'a BTreeMap<String, Value>,
+    /// The protobuf messages, by message name (see [`ProtobufField`]).
+    protobuf: &'a BTreeMap<String, Vec<ProtobufField>>,
     /// Definition -> (group module, version module).
     placed: BTreeMap<&'a str, (String, String)>,
     /// Group and version of the kinds' packages (for the modules' docs).
@@ -172,6 +178,7 @@ struct Mirror<'a> {
 impl<'a> Mirror<'a> {
     fn new(
         schemas: &'a BTreeMap<String, Value>,
+        protobuf: &'a BTreeMap<String, Vec<ProtobufField>>,
         kinds: &BTreeMap<&str, (&Group, &Version, &Kind)>,
     ) -> Self {
         let mut modules: BTreeMap<String, (String, String)> = BTreeMap::new();
@@ -205,6 +212,7 @@ impl<'a> Mirror<'a> {
         }
         Mirror {
             schemas,
+            protobuf,
             placed,
             package_docs,
         }
@@ -450,6 +458,7 @@ impl<'a> Mirror<'a> {
             .collect();
         let deserialize =
             deserialize_impl(short_name(name), &de_fields, None, Duplicates::LastWins);
+        let decoder = self.decoder(name, is_kind);
         quote! {
             #[doc = #doc]
             #[derive(
@@ -465,6 +474,8 @@ impl<'a> Mirror<'a> {
             }
 
             #deserialize
+
+            #decoder
 
             impl ::std::convert::From<#ty> for #k8s {
                 fn from(value: #ty) -> Self {
@@ -483,6 +494,481 @@ impl<'a> Mirror<'a> {
             #kind_items
         }
     }
+}
+
+impl Mirror<'_> {
+    /// The protobuf message of a mirrored definition: `core/v1.PodSpec` for
+    /// `io.k8s.api.core.v1.PodSpec`, when the table has it.
+    fn message(&self, name: &str) -> Option<(String, &[ProtobufField])> {
+        let rest = name.strip_prefix(MIRRORED)?;
+        let (pkg, ty) = rest.rsplit_once('.')?;
+        let (group, version) = pkg.rsplit_once('.')?;
+        let message = format!("{group}/{version}.{ty}");
+        let fields = self.protobuf.get(&message)?;
+        Some((message, fields.as_slice()))
+    }
+
+    /// The fields encoding/json writes for a mirrored definition's message: its own, and
+    /// those of the messages it inlines (Go's embedded structs, `Volume`'s
+    /// `VolumeSource`). `None` when the table lacks the message, or it inlines in a way
+    /// the generated decoders leave to the table-driven one (a pointer, or an inlined
+    /// message that inlines again).
+    fn json_fields(&self, name: &str) -> Option<Vec<JsonField<'_>>> {
+        let (message, fields) = self.message(name)?;
+        let mut out = Vec::new();
+        for f in fields {
+            if !f.flags.contains('i') {
+                out.push(JsonField {
+                    message: message.clone(),
+                    inline: None,
+                    field: f,
+                });
+                continue;
+            }
+            let inner = f.ty.strip_prefix("msg:")?;
+            let inner_fields = self.protobuf.get(inner)?;
+            if f.flags.contains('p') || inner_fields.iter().any(|g| g.flags.contains('i')) {
+                return None;
+            }
+            out.extend(inner_fields.iter().map(|g| JsonField {
+                message: inner.to_owned(),
+                inline: Some(f.number),
+                field: g,
+            }));
+        }
+        // Go's rules for a JSON name two of them share are left to the table.
+        let names: BTreeSet<&str> = out.iter().map(|w| w.field.json.as_str()).collect();
+        (names.len() == out.len()).then_some(out)
+    }
+
+    /// Whether a mirrored definition gets a generated protobuf decoder: its message is
+    /// in the table ([`json_fields`](Self::json_fields)), and every required property the table lacks
+    /// has a default. (A property the table lacks, newer than the table's k8s.io/api, is
+    /// never on the wire as the table reads it: the decoder gives what its absence
+    /// gives.)
+    fn decodes(&self, name: &str) -> bool {
+        let Some(fields) = self.json_fields(name) else {
+            return false;
+        };
+        let Some(schema) = self.schemas.get(name) else {
+            return false;
+        };
+        let required: BTreeSet<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let props = schema.get("properties").and_then(Value::as_object);
+        props.into_iter().flatten().all(|(json, prop)| {
+            matches!(json.as_str(), "apiVersion" | "kind")
+                || fields.iter().any(|w| w.field.json == *json)
+                || !required.contains(json.as_str())
+                || self.has_default(&self.shape(prop))
+        })
+    }
+
+    /// The `Message` impl (generated protobuf decoder) of a mirrored definition, when it
+    /// [`decodes`](Self::decodes). Fields of the common shapes are read in place; every
+    /// other field is handed to the table-driven deserializer (`delegate`), so the
+    /// decoder gives what that deserializer gives.
+    fn decoder(&self, name: &str, is_kind: bool) -> Option<TokenStream> {
+        let fast = quote!(::kubegen_runtime::protobuf::fast);
+        let ty = format_ident!("{}", short_name(name));
+        if !self.decodes(name) {
+            // A kind's informer asks for its decoder whatever the kind: this one hands
+            // every object to the table-driven deserializer.
+            let message = self.message(name).map(|(m, _)| m).unwrap_or_default();
+            return is_kind.then(|| {
+                quote! {
+                    impl #fast::Message for #ty {
+                        const MESSAGE: &'static str = #message;
+
+                        fn decode_message(_bytes: &[u8], _depth: usize) -> #fast::Result<Self> {
+                            ::std::result::Result::Err(#fast::Fallback)
+                        }
+                    }
+                }
+            });
+        }
+        let (message, _) = self.message(name)?;
+        let fields = self.json_fields(name)?;
+        let empty = serde_json::Map::new();
+        let schema = self.schemas.get(name)?;
+        let props = schema
+            .get("properties")
+            .and_then(Value::as_object)
+            .unwrap_or(&empty);
+        let required: BTreeSet<&str> = schema
+            .get("required")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let mut slots = Vec::new();
+        let mut arms = Vec::new();
+        // Inlined message's field number -> the arms of its fields.
+        let mut inline_arms: BTreeMap<u64, Vec<(u64, TokenStream)>> = BTreeMap::new();
+        let mut values = Vec::new();
+        for (i, (json, prop)) in props.iter().enumerate() {
+            if is_kind && matches!(json.as_str(), "apiVersion" | "kind") {
+                continue;
+            }
+            let field = format_ident!("{}", k8s_field_name(json));
+            let Some(JsonField {
+                message: owner,
+                inline,
+                field: f,
+            }) = fields.iter().find(|w| w.field.json == *json)
+            else {
+                // Not in the table (see `decodes`): what a missing key gives.
+                values.push(quote!(#field: ::std::default::Default::default(),));
+                continue;
+            };
+            let slot = format_ident!("f{i}");
+            let num = f.number;
+            let req = required.contains(json.as_str()) || (is_kind && json == "metadata");
+            let shape = self.shape(prop);
+            let pointer = f.flags.contains('p');
+            let repeated = f.flags.contains('r');
+            let omit = f.flags.contains('o') || f.flags.contains('z');
+            let scalar = match (
+                prop.get("type").and_then(Value::as_str),
+                prop.get("format").and_then(Value::as_str),
+            ) {
+                (Some("string"), None) => Some("string"),
+                (Some("boolean"), _) => Some("bool"),
+                (Some("integer"), Some("int32")) => Some("int32"),
+                (Some("integer"), _) => Some("int64"),
+                _ => None,
+            };
+            // A message type with a decoder: (message, Rust type, has a default).
+            let child = |shape: &Shape, schema: &Value| match shape {
+                Shape::Mirror(target) if self.decodes(target) => self
+                    .message(target)
+                    .map(|(m, _)| (m, self.compact_type(target), self.defaults(target))),
+                Shape::Plain(..) => match reference(schema) {
+                    Some(target @ OBJECT_META) => {
+                        Some(("meta/v1.ObjectMeta".to_owned(), k8s_type(target), true))
+                    }
+                    _ => None,
+                },
+                _ => None,
+            };
+            // (slot's type and initial value, the match arm's call, the field's value)
+            let special = self.special_read(SpecialField {
+                prop,
+                table_ty: &f.ty,
+                slot: &slot,
+                req,
+                pointer,
+                repeated,
+                omitzero: f.flags.contains('z'),
+            });
+            let read = if special.is_some() {
+                special
+            } else if !repeated && reference(prop).is_none() {
+                match (scalar, f.ty.as_str()) {
+                    (Some("string"), "string") => Some((
+                        quote!(::std::option::Option<::std::string::String>),
+                        quote!(::std::option::Option::None),
+                        quote!(#fast::string(&mut #slot, v)?),
+                    )),
+                    (Some("bool"), "bool") => Some((
+                        quote!(::std::option::Option<bool>),
+                        quote!(::std::option::Option::None),
+                        quote!(#fast::boolean(&mut #slot, v)?),
+                    )),
+                    (Some("int32"), "int32") => Some((
+                        quote!(::std::option::Option<i32>),
+                        quote!(::std::option::Option::None),
+                        quote!(#fast::int32(&mut #slot, v)?),
+                    )),
+                    (Some("int64"), "int32") => Some((
+                        quote!(::std::option::Option<i64>),
+                        quote!(::std::option::Option::None),
+                        quote!(#fast::int32_as_i64(&mut #slot, v)?),
+                    )),
+                    (Some("int64"), "int64") => Some((
+                        quote!(::std::option::Option<i64>),
+                        quote!(::std::option::Option::None),
+                        quote!(#fast::int64(&mut #slot, v)?),
+                    )),
+                    _ => None,
+                }
+                .map(|(t, init, call)| {
+                    let presence = if pointer {
+                        quote!(#fast::Presence::Pointer)
+                    } else if omit {
+                        quote!(#fast::Presence::OmitZero)
+                    } else {
+                        quote!(#fast::Presence::Always)
+                    };
+                    let value = if req {
+                        quote!(#slot.unwrap_or_default())
+                    } else {
+                        quote!(#fast::optional(#slot, #presence))
+                    };
+                    (t, init, call, value)
+                })
+            } else {
+                None
+            };
+            let read = read.or_else(|| match (&shape, repeated, f.ty.as_str()) {
+                (Shape::List(inner), true, "string")
+                    if matches!(**inner, Shape::Plain(..))
+                        && self.rust_type(inner).to_string() == quote!(::std::string::String).to_string() =>
+                {
+                    let value = if req { quote!(#slot) } else { quote!(#fast::non_empty(#slot)) };
+                    Some((quote!(::std::vec::Vec<::std::string::String>), quote!(::std::vec::Vec::new()), quote!(#fast::push_string(&mut #slot, v)?), value))
+                }
+                (Shape::Map(inner), false, "map:string")
+                    if matches!(**inner, Shape::Plain(..))
+                        && self.rust_type(inner).to_string() == quote!(::std::string::String).to_string() =>
+                {
+                    let value = if req { quote!(#slot) } else { quote!(#fast::non_empty_map(#slot)) };
+                    Some((quote!(::std::collections::BTreeMap<::std::string::String, ::std::string::String>), quote!(::std::collections::BTreeMap::new()), quote!(#fast::string_entry(&mut #slot, v)?), value))
+                }
+                (Shape::List(inner), true, t) => {
+                    let (m, rust, _) = child(inner, prop.get("items")?)?;
+                    (t == format!("msg:{m}")).then(|| {
+                        let value = if req { quote!(#slot) } else { quote!(#fast::non_empty(#slot)) };
+                        (quote!(::std::vec::Vec<#rust>), quote!(::std::vec::Vec::new()), quote!(#fast::push_message(&mut #slot, v, depth)?), value)
+                    })
+                }
+                (Shape::Mirror(_) | Shape::Plain(..), false, t) if !f.flags.contains('z') => {
+                    let (m, rust, default) = child(&shape, prop)?;
+                    if t != format!("msg:{m}") {
+                        return None;
+                    }
+                    let boxed = !req && matches!(shape, Shape::Mirror(_));
+                    let value = match (req, pointer) {
+                        (false, true) if boxed => quote!(#slot.map(::std::boxed::Box::new)),
+                        (false, true) => quote!(#slot),
+                        (false, false) if boxed => quote!(::std::option::Option::Some(::std::boxed::Box::new(#fast::or_empty(#slot, depth)?))),
+                        (false, false) => quote!(::std::option::Option::Some(#fast::or_empty(#slot, depth)?)),
+                        (true, true) if default => quote!(#slot.unwrap_or_default()),
+                        (true, true) => return None,
+                        (true, false) => quote!(#fast::or_empty(#slot, depth)?),
+                    };
+                    Some((quote!(::std::option::Option<#rust>), quote!(::std::option::Option::None), quote!(#fast::message(&mut #slot, v, depth)?), value))
+                }
+                _ => None,
+            });
+            let (slot_ty, init, call, value) = match read {
+                Some(r) => r,
+                None => {
+                    // The table-driven deserializer reads the field as the mirror's
+                    // `Deserialize` would from the JSON key: an optional field as its
+                    // `Option`, a required one as an `Option` defaulted (or, for a type
+                    // without a default, as itself: a missing one is then the
+                    // deserializer's error).
+                    let inner = self.rust_type(&shape);
+                    let boxed = !req && matches!(shape, Shape::Mirror(_));
+                    let value = if !req && boxed {
+                        quote!(#fast::delegate::<::std::option::Option<#inner>>(#owner, #num, &#slot, depth)?.flatten().map(::std::boxed::Box::new))
+                    } else if !req {
+                        quote!(#fast::delegate::<::std::option::Option<#inner>>(#owner, #num, &#slot, depth)?.flatten())
+                    } else if self.has_default(&shape) {
+                        quote!(#fast::delegate::<::std::option::Option<#inner>>(#owner, #num, &#slot, depth)?.flatten().unwrap_or_default())
+                    } else {
+                        quote!(#fast::delegate::<#inner>(#owner, #num, &#slot, depth)?.ok_or(#fast::Fallback)?)
+                    };
+                    (
+                        quote!(#fast::Wires<'_>),
+                        quote!(::std::default::Default::default()),
+                        quote!(#slot.push(v)),
+                        value,
+                    )
+                }
+            };
+            slots.push(quote!(let mut #slot: #slot_ty = #init;));
+            match inline {
+                None => arms.push((num, call)),
+                Some(n) => inline_arms.entry(*n).or_default().push((num, call)),
+            }
+            values.push(quote!(#field: #value,));
+        }
+        for (num, inner) in inline_arms {
+            let seen = format_ident!("inlined{num}");
+            slots.push(quote!(let mut #seen = false;));
+            let dispatch = dispatch(&inner);
+            arms.push((
+                num,
+                quote! {{
+                    let mut inlined = #fast::Reader::inlined(v, &mut #seen)?;
+                    while let ::std::option::Option::Some((number, v)) = inlined.next_field()? {
+                        #dispatch
+                    }
+                }},
+            ));
+        }
+        // Every byte is read even when no field is: malformed input is handed back.
+        let read = if arms.is_empty() {
+            quote!(while fields.next_field()?.is_some() {})
+        } else {
+            let dispatch = dispatch(&arms);
+            quote! {
+                while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+                    #dispatch
+                }
+            }
+        };
+        let calls = arms.iter().map(|(_, call)| call);
+        let uses_depth = quote!(#(#calls)* #(#values)*).to_string().contains("depth");
+        let depth = if uses_depth {
+            quote!(depth)
+        } else {
+            quote!(_depth)
+        };
+        Some(quote! {
+            impl #fast::Message for #ty {
+                const MESSAGE: &'static str = #message;
+
+                fn decode_message(bytes: &[u8], #depth: usize) -> #fast::Result<Self> {
+                    #(#slots)*
+                    let mut fields = #fast::Reader::new(bytes);
+                    #read
+                    ::std::result::Result::Ok(Self { #(#values)* })
+                }
+            }
+        })
+    }
+}
+
+/// The statement that runs the call of field `number`'s arm: a `match`, or an `if` for
+/// one arm (as clippy asks of code however it is mounted).
+fn dispatch(arms: &[(u64, TokenStream)]) -> TokenStream {
+    match arms {
+        [(num, call)] => quote! {
+            if number == #num {
+                #call;
+            }
+        },
+        _ => {
+            let arms = arms.iter().map(|(num, call)| quote!(#num => #call,));
+            quote! {
+                match number {
+                    #(#arms)*
+                    _ => {}
+                }
+            }
+        }
+    }
+}
+
+/// A field of a special apimachinery type, for [`Mirror::special_read`].
+struct SpecialField<'a> {
+    prop: &'a Value,
+    table_ty: &'a str,
+    slot: &'a proc_macro2::Ident,
+    req: bool,
+    pointer: bool,
+    repeated: bool,
+    omitzero: bool,
+}
+
+impl Mirror<'_> {
+    /// How a generated decoder reads a field of k8s-openapi's `Time`, `Quantity`,
+    /// `IntOrString` or `BTreeMap<String, Quantity>` itself: (slot type, slot's start,
+    /// the match arm's call, the field's value); `None` to delegate it.
+    fn special_read(
+        &self,
+        sf: SpecialField<'_>,
+    ) -> Option<(TokenStream, TokenStream, TokenStream, TokenStream)> {
+        let fast = quote!(::kubegen_runtime::protobuf::fast);
+        let SpecialField {
+            prop,
+            table_ty,
+            slot,
+            req,
+            pointer,
+            repeated,
+            omitzero,
+        } = sf;
+        if repeated || omitzero {
+            return None;
+        }
+        let none = quote!(::std::option::Option::None);
+        let target = reference(prop);
+        let map_target = prop
+            .get("additionalProperties")
+            .filter(|a| a.is_object())
+            .and_then(reference);
+        let (t, call, value) = match (table_ty, target, map_target) {
+            // Go's zero time is `null`, and a missing one reads as `None`: the same.
+            ("time", Some(TIME), _) if !req => (
+                quote!(::std::option::Option<::std::option::Option<#TIME_TYPE>>),
+                quote!(#fast::time(&mut #slot, v)?),
+                quote!(#slot.flatten()),
+            ),
+            ("quantity", Some(QUANTITY), _) if !(req && pointer) => (
+                quote!(::std::option::Option<#QUANTITY_TYPE>),
+                quote!(#fast::quantity(&mut #slot, v)?),
+                match (req, pointer) {
+                    (false, true) => quote!(#slot),
+                    (false, false) => {
+                        quote!(::std::option::Option::Some(#fast::quantity_or_zero(#slot)))
+                    }
+                    _ => quote!(#fast::quantity_or_zero(#slot)),
+                },
+            ),
+            ("intorstring", Some(INT_OR_STRING), _) if !(req && pointer) => (
+                quote!(::std::option::Option<#INT_OR_STRING_TYPE>),
+                quote!(#fast::int_or_string(&mut #slot, v)?),
+                match (req, pointer) {
+                    (false, true) => quote!(#slot),
+                    (false, false) => {
+                        quote!(::std::option::Option::Some(#fast::int_or_string_or_zero(#slot)))
+                    }
+                    _ => quote!(#fast::int_or_string_or_zero(#slot)),
+                },
+            ),
+            ("map:quantity", None, Some(QUANTITY)) => {
+                let value = if req {
+                    quote!(#slot)
+                } else {
+                    quote!(#fast::non_empty_map(#slot))
+                };
+                return Some((
+                    quote!(::std::collections::BTreeMap<::std::string::String, #QUANTITY_TYPE>),
+                    quote!(::std::collections::BTreeMap::new()),
+                    quote!(#fast::quantity_entry(&mut #slot, v)?),
+                    value,
+                ));
+            }
+            _ => return None,
+        };
+        Some((t, none, call, value))
+    }
+}
+
+const TIME: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.Time";
+const QUANTITY: &str = "io.k8s.apimachinery.pkg.api.resource.Quantity";
+const INT_OR_STRING: &str = "io.k8s.apimachinery.pkg.util.intstr.IntOrString";
+
+/// Tokens of k8s-openapi's special types, in `quote!`.
+struct TypePath(&'static str);
+
+impl quote::ToTokens for TypePath {
+    fn to_tokens(&self, tokens: &mut TokenStream) {
+        tokens.extend(k8s_type(self.0));
+    }
+}
+
+const TIME_TYPE: TypePath = TypePath(TIME);
+const QUANTITY_TYPE: TypePath = TypePath(QUANTITY);
+const INT_OR_STRING_TYPE: TypePath = TypePath(INT_OR_STRING);
+
+/// A field encoding/json writes for a message (see [`Mirror::json_fields`]).
+struct JsonField<'a> {
+    /// The message that has the field (for `delegate`).
+    message: String,
+    /// The number of the inlined message field that holds it, if inlined.
+    inline: Option<u64>,
+    field: &'a ProtobufField,
 }
 
 /// The expression converting `value` (a value of `shape`, on either side) to the other

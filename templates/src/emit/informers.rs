@@ -263,6 +263,9 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
     let own_type = own_type_accessors(group, version, kind);
     let informer = if super::clientset::json_only_wire(kind) {
         ident("json_informer")
+    } else if super::compact::has_compact(kind) {
+        // Every compact mirror of a kind has a generated protobuf decoder.
+        ident("generated_informer")
     } else {
         ident("informer")
     };
@@ -270,7 +273,7 @@ pub fn kind_informer(group: &Group, version: &Version, kind: &Kind) -> TokenStre
         quote! {
             /// The shared informer (created on first use; started by the factory's
             /// `start`). It caches the kind's compact mirror: the same fields, with every
-            /// optional struct boxed.
+            /// optional struct boxed, decoded from protobuf by its generated decoder.
         }
     } else {
         quote! {

@@ -64,6 +64,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ApplyConfiguration {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ApplyConfiguration {
+    const MESSAGE: &'static str = "admissionregistration/v1.ApplyConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ApplyConfiguration>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::ApplyConfiguration {
     fn from(value: ApplyConfiguration) -> Self {
@@ -148,6 +170,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AuditAnnotation {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for AuditAnnotation {
+    const MESSAGE: &'static str = "admissionregistration/v1.AuditAnnotation";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            key: f0.unwrap_or_default(),
+            value_expression: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -239,6 +284,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ExpressionWarning {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ExpressionWarning {
+    const MESSAGE: &'static str = "admissionregistration/v1.ExpressionWarning";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            field_ref: f0.unwrap_or_default(),
+            warning: f1.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ExpressionWarning>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::ExpressionWarning {
     fn from(value: ExpressionWarning) -> Self {
@@ -315,6 +383,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JSONPatch {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for JSONPatch {
+    const MESSAGE: &'static str = "admissionregistration/v1.JSONPatch";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -402,6 +492,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MatchCondition {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MatchCondition {
+    const MESSAGE: &'static str = "admissionregistration/v1.MatchCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -558,6 +671,65 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MatchResources {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
+    const MESSAGE: &'static str = "admissionregistration/v1.MatchResources";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => f0.push(v),
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => f2.push(v),
+                2u64 => f3.push(v),
+                3u64 => f4.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            exclude_resource_rules: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        super::super::admissionregistration::v1::NamedRuleWithOperations,
+                    >,
+                >,
+            >("admissionregistration/v1.MatchResources", 4u64, &f0, depth)?
+                .flatten(),
+            match_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            namespace_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1.MatchResources", 1u64, &f2, depth)?
+                .flatten(),
+            object_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1.MatchResources", 2u64, &f3, depth)?
+                .flatten(),
+            resource_rules: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        super::super::admissionregistration::v1::NamedRuleWithOperations,
+                    >,
+                >,
+            >("admissionregistration/v1.MatchResources", 3u64, &f4, depth)?
+                .flatten(),
+        })
+    }
+}
+
 impl ::std::convert::From<MatchResources>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MatchResources {
     fn from(value: MatchResources) -> Self {
@@ -680,6 +852,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicy
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicy {
+    const MESSAGE: &'static str = "admissionregistration/v1.MutatingAdmissionPolicy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::admissionregistration::v1::MutatingAdmissionPolicySpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -806,6 +1009,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicy
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBinding {
+    const MESSAGE: &'static str = "admissionregistration/v1.MutatingAdmissionPolicyBinding";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::admissionregistration::v1::MutatingAdmissionPolicyBindingSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -956,6 +1190,39 @@ for MutatingAdmissionPolicyBindingSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindingSpec {
+    const MESSAGE: &'static str = "admissionregistration/v1.MutatingAdmissionPolicyBindingSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::admissionregistration::v1::MatchResources,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::admissionregistration::v1::ParamRef,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            match_resources: f0.map(::std::boxed::Box::new),
+            param_ref: f1.map(::std::boxed::Box::new),
+            policy_name: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -1158,6 +1425,62 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicy
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicySpec {
+    const MESSAGE: &'static str = "admissionregistration/v1.MutatingAdmissionPolicySpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<
+            super::super::admissionregistration::v1::MatchCondition,
+        > = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<
+            super::super::admissionregistration::v1::MatchResources,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<super::super::admissionregistration::v1::Mutation> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<
+            super::super::admissionregistration::v1::ParamKind,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::vec::Vec<super::super::admissionregistration::v1::Variable> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            failure_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            match_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            match_constraints: f2.map(::std::boxed::Box::new),
+            mutations: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            param_kind: f4.map(::std::boxed::Box::new),
+            reinvocation_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            variables: ::kubegen_runtime::protobuf::fast::non_empty(f6),
+        })
     }
 }
 
@@ -1466,6 +1789,91 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingWebhook {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingWebhook {
+    const MESSAGE: &'static str = "admissionregistration/v1.MutatingWebhook";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<
+            super::super::admissionregistration::v1::WebhookClientConfig,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<
+            super::super::admissionregistration::v1::MatchCondition,
+        > = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f7: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::vec::Vec<
+            super::super::admissionregistration::v1::RuleWithOperations,
+        > = ::std::vec::Vec::new();
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                8u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                12u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                5u64 => f6.push(v),
+                11u64 => f7.push(v),
+                10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
+                }
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f11, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            admission_review_versions: f0,
+            client_config: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            failure_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            match_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            match_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            name: f5.unwrap_or_default(),
+            namespace_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1.MutatingWebhook", 5u64, &f6, depth)?
+                .flatten(),
+            object_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1.MutatingWebhook", 11u64, &f7, depth)?
+                .flatten(),
+            reinvocation_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            rules: ::kubegen_runtime::protobuf::fast::non_empty(f9),
+            side_effects: f10.unwrap_or_default(),
+            timeout_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f11,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<MutatingWebhook>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::MutatingWebhook {
     fn from(value: MutatingWebhook) -> Self {
@@ -1614,6 +2022,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingWebhookConfigur
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingWebhookConfiguration {
+    const MESSAGE: &'static str = "admissionregistration/v1.MutatingWebhookConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<
+            super::super::admissionregistration::v1::MutatingWebhook,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            webhooks: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
     }
 }
 
@@ -1770,6 +2207,36 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Mutation {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Mutation {
+    const MESSAGE: &'static str = "admissionregistration/v1.Mutation";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::admissionregistration::v1::ApplyConfiguration,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::admissionregistration::v1::JSONPatch,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            apply_configuration: f0.map(::std::boxed::Box::new),
+            json_patch: f1.map(::std::boxed::Box::new),
+            patch_type: f2.unwrap_or_default(),
+        })
     }
 }
 
@@ -2059,6 +2526,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamKind {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ParamKind {
+    const MESSAGE: &'static str = "admissionregistration/v1.ParamKind";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_version: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            kind: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ParamKind>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::ParamKind {
     fn from(value: ParamKind) -> Self {
@@ -2181,6 +2677,49 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamRef {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ParamRef {
+    const MESSAGE: &'static str = "admissionregistration/v1.ParamRef";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => f3.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            parameter_not_found_action: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1.ParamRef", 3u64, &f3, depth)?
+                .flatten(),
+        })
     }
 }
 
@@ -2338,6 +2877,63 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RuleWithOperations {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for RuleWithOperations {
+    const MESSAGE: &'static str = "admissionregistration/v1.RuleWithOperations";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut inlined2 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                2u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined2,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        match number {
+                            1u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?
+                            }
+                            2u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?
+                            }
+                            3u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?
+                            }
+                            4u64 => {
+                                ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_groups: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            api_versions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            operations: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            resources: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            scope: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<RuleWithOperations>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::RuleWithOperations {
     fn from(value: RuleWithOperations) -> Self {
@@ -2471,6 +3067,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceReference {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceReference {
+    const MESSAGE: &'static str = "admissionregistration/v1.ServiceReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            namespace: f1.unwrap_or_default(),
+            path: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            port: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ServiceReference>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::ServiceReference {
     fn from(value: ServiceReference) -> Self {
@@ -2561,6 +3192,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TypeChecking {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for TypeChecking {
+    const MESSAGE: &'static str = "admissionregistration/v1.TypeChecking";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::admissionregistration::v1::ExpressionWarning,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression_warnings: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
     }
 }
 
@@ -2675,6 +3327,46 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ValidatingAdmissionPoli
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicy {
+    const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::admissionregistration::v1::ValidatingAdmissionPolicySpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::admissionregistration::v1::ValidatingAdmissionPolicyStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -2804,6 +3496,33 @@ for ValidatingAdmissionPolicyBinding {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicyBinding {
+    const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicyBinding";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::admissionregistration::v1::ValidatingAdmissionPolicyBindingSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+        })
     }
 }
 
@@ -2969,6 +3688,40 @@ for ValidatingAdmissionPolicyBindingSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message
+for ValidatingAdmissionPolicyBindingSpec {
+    const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::admissionregistration::v1::MatchResources,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::admissionregistration::v1::ParamRef,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            match_resources: f0.map(::std::boxed::Box::new),
+            param_ref: f1.map(::std::boxed::Box::new),
+            policy_name: f2.unwrap_or_default(),
+            validation_actions: f3,
+        })
     }
 }
 
@@ -3180,6 +3933,65 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ValidatingAdmissionPoli
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicySpec {
+    const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicySpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::admissionregistration::v1::AuditAnnotation,
+        > = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<
+            super::super::admissionregistration::v1::MatchCondition,
+        > = ::std::vec::Vec::new();
+        let mut f3: ::std::option::Option<
+            super::super::admissionregistration::v1::MatchResources,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::admissionregistration::v1::ParamKind,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::vec::Vec<
+            super::super::admissionregistration::v1::Validation,
+        > = ::std::vec::Vec::new();
+        let mut f6: ::std::vec::Vec<super::super::admissionregistration::v1::Variable> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f5, v, depth)?
+                }
+                7u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            audit_annotations: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            failure_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            match_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            match_constraints: f3.map(::std::boxed::Box::new),
+            param_kind: f4.map(::std::boxed::Box::new),
+            validations: ::kubegen_runtime::protobuf::fast::non_empty(f5),
+            variables: ::kubegen_runtime::protobuf::fast::non_empty(f6),
+        })
+    }
+}
+
 impl ::std::convert::From<ValidatingAdmissionPolicySpec>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::ValidatingAdmissionPolicySpec {
     fn from(value: ValidatingAdmissionPolicySpec) -> Self {
@@ -3356,6 +4168,49 @@ for ValidatingAdmissionPolicyStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicyStatus {
+    const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicyStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::admissionregistration::v1::TypeChecking,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => f0.push(v),
+                1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                    >,
+                >,
+            >(
+                    "admissionregistration/v1.ValidatingAdmissionPolicyStatus",
+                    3u64,
+                    &f0,
+                    depth,
+                )?
+                .flatten(),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            type_checking: f2.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -3607,6 +4462,85 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ValidatingWebhook {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ValidatingWebhook {
+    const MESSAGE: &'static str = "admissionregistration/v1.ValidatingWebhook";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<
+            super::super::admissionregistration::v1::WebhookClientConfig,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<
+            super::super::admissionregistration::v1::MatchCondition,
+        > = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f7: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f8: ::std::vec::Vec<
+            super::super::admissionregistration::v1::RuleWithOperations,
+        > = ::std::vec::Vec::new();
+        let mut f9: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                8u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                11u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                5u64 => f6.push(v),
+                10u64 => f7.push(v),
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
+                }
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f10, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            admission_review_versions: f0,
+            client_config: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            failure_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            match_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            match_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            name: f5.unwrap_or_default(),
+            namespace_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1.ValidatingWebhook", 5u64, &f6, depth)?
+                .flatten(),
+            object_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1.ValidatingWebhook", 10u64, &f7, depth)?
+                .flatten(),
+            rules: ::kubegen_runtime::protobuf::fast::non_empty(f8),
+            side_effects: f9.unwrap_or_default(),
+            timeout_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ValidatingWebhook>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::ValidatingWebhook {
     fn from(value: ValidatingWebhook) -> Self {
@@ -3751,6 +4685,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ValidatingWebhookConfig
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ValidatingWebhookConfiguration {
+    const MESSAGE: &'static str = "admissionregistration/v1.ValidatingWebhookConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<
+            super::super::admissionregistration::v1::ValidatingWebhook,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            webhooks: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
     }
 }
 
@@ -3921,6 +4884,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Validation {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Validation {
+    const MESSAGE: &'static str = "admissionregistration/v1.Validation";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: f0.unwrap_or_default(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            message_expression: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<Validation>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1::Validation {
     fn from(value: Validation) -> Self {
@@ -4018,6 +5019,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Variable {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Variable {
+    const MESSAGE: &'static str = "admissionregistration/v1.Variable";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -4120,6 +5144,40 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for WebhookClientConfig {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for WebhookClientConfig {
+    const MESSAGE: &'static str = "admissionregistration/v1.WebhookClientConfig";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<
+            super::super::admissionregistration::v1::ServiceReference,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => f0.push(v),
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            ca_bundle: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
+            >("admissionregistration/v1.WebhookClientConfig", 2u64, &f0, depth)?
+                .flatten(),
+            service: f1.map(::std::boxed::Box::new),
+            url: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 

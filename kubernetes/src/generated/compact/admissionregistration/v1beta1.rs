@@ -64,6 +64,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ApplyConfiguration {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ApplyConfiguration {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.ApplyConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ApplyConfiguration>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1beta1::ApplyConfiguration {
     fn from(value: ApplyConfiguration) -> Self {
@@ -139,6 +161,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JSONPatch {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for JSONPatch {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.JSONPatch";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -226,6 +270,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MatchCondition {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MatchCondition {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.MatchCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -386,6 +453,65 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MatchResources {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.MatchResources";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => f0.push(v),
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => f2.push(v),
+                2u64 => f3.push(v),
+                3u64 => f4.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            exclude_resource_rules: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        super::super::admissionregistration::v1beta1::NamedRuleWithOperations,
+                    >,
+                >,
+            >("admissionregistration/v1beta1.MatchResources", 4u64, &f0, depth)?
+                .flatten(),
+            match_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            namespace_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1beta1.MatchResources", 1u64, &f2, depth)?
+                .flatten(),
+            object_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1beta1.MatchResources", 2u64, &f3, depth)?
+                .flatten(),
+            resource_rules: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        super::super::admissionregistration::v1beta1::NamedRuleWithOperations,
+                    >,
+                >,
+            >("admissionregistration/v1beta1.MatchResources", 3u64, &f4, depth)?
+                .flatten(),
+        })
+    }
+}
+
 impl ::std::convert::From<MatchResources>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1beta1::MatchResources {
     fn from(value: MatchResources) -> Self {
@@ -508,6 +634,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicy
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicy {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.MutatingAdmissionPolicy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::admissionregistration::v1beta1::MutatingAdmissionPolicySpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -634,6 +791,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicy
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBinding {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.MutatingAdmissionPolicyBinding";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::admissionregistration::v1beta1::MutatingAdmissionPolicyBindingSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -784,6 +972,39 @@ for MutatingAdmissionPolicyBindingSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindingSpec {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.MutatingAdmissionPolicyBindingSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::admissionregistration::v1beta1::MatchResources,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::admissionregistration::v1beta1::ParamRef,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            match_resources: f0.map(::std::boxed::Box::new),
+            param_ref: f1.map(::std::boxed::Box::new),
+            policy_name: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -989,6 +1210,66 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MutatingAdmissionPolicy
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicySpec {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.MutatingAdmissionPolicySpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<
+            super::super::admissionregistration::v1beta1::MatchCondition,
+        > = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<
+            super::super::admissionregistration::v1beta1::MatchResources,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<
+            super::super::admissionregistration::v1beta1::Mutation,
+        > = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<
+            super::super::admissionregistration::v1beta1::ParamKind,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::vec::Vec<
+            super::super::admissionregistration::v1beta1::Variable,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            failure_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            match_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            match_constraints: f2.map(::std::boxed::Box::new),
+            mutations: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            param_kind: f4.map(::std::boxed::Box::new),
+            reinvocation_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            variables: ::kubegen_runtime::protobuf::fast::non_empty(f6),
+        })
+    }
+}
+
 impl ::std::convert::From<MutatingAdmissionPolicySpec>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1beta1::MutatingAdmissionPolicySpec {
     fn from(value: MutatingAdmissionPolicySpec) -> Self {
@@ -1153,6 +1434,36 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Mutation {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Mutation {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.Mutation";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::admissionregistration::v1beta1::ApplyConfiguration,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::admissionregistration::v1beta1::JSONPatch,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            apply_configuration: f0.map(::std::boxed::Box::new),
+            json_patch: f1.map(::std::boxed::Box::new),
+            patch_type: f2.unwrap_or_default(),
+        })
     }
 }
 
@@ -1442,6 +1753,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamKind {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ParamKind {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.ParamKind";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_version: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            kind: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ParamKind>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1beta1::ParamKind {
     fn from(value: ParamKind) -> Self {
@@ -1567,6 +1907,49 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParamRef {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ParamRef {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.ParamRef";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => f3.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            parameter_not_found_action: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("admissionregistration/v1beta1.ParamRef", 3u64, &f3, depth)?
+                .flatten(),
+        })
+    }
+}
+
 impl ::std::convert::From<ParamRef>
 for ::kubegen_runtime::k8s_openapi::api::admissionregistration::v1beta1::ParamRef {
     fn from(value: ParamRef) -> Self {
@@ -1664,6 +2047,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Variable {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Variable {
+    const MESSAGE: &'static str = "admissionregistration/v1beta1.Variable";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+        })
     }
 }
 

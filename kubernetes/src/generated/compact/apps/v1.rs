@@ -80,6 +80,43 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ControllerRevision {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ControllerRevision {
+    const MESSAGE: &'static str = "apps/v1.ControllerRevision";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f3: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => f1.push(v),
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            data: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
+                >,
+            >("apps/v1.ControllerRevision", 2u64, &f1, depth)?
+                .flatten()
+                .unwrap_or_default(),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            revision: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ControllerRevision>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::ControllerRevision {
     fn from(value: ControllerRevision) -> Self {
@@ -207,6 +244,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSet {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DaemonSet {
+    const MESSAGE: &'static str = "apps/v1.DaemonSet";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::apps::v1::DaemonSetSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::apps::v1::DaemonSetStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -383,6 +452,54 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSetCondition {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetCondition {
+    const MESSAGE: &'static str = "apps/v1.DaemonSetCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<DaemonSetCondition>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSetCondition {
     fn from(value: DaemonSetCondition) -> Self {
@@ -542,6 +659,56 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSetSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetSpec {
+    const MESSAGE: &'static str = "apps/v1.DaemonSetSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f3: ::std::option::Option<super::super::core::v1::PodTemplateSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::apps::v1::DaemonSetUpdateStrategy,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                1u64 => f2.push(v),
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            min_ready_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            revision_history_limit: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("apps/v1.DaemonSetSpec", 1u64, &f2, depth)?
+                .flatten()
+                .unwrap_or_default(),
+            template: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            update_strategy: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -781,6 +948,70 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSetStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetStatus {
+    const MESSAGE: &'static str = "apps/v1.DaemonSetStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<super::super::apps::v1::DaemonSetCondition> = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                10u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f7, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f8, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f9, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            collision_count: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            current_number_scheduled: f2.unwrap_or_default(),
+            desired_number_scheduled: f3.unwrap_or_default(),
+            number_available: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            number_misscheduled: f5.unwrap_or_default(),
+            number_ready: f6.unwrap_or_default(),
+            number_unavailable: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            updated_number_scheduled: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<DaemonSetStatus>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSetStatus {
     fn from(value: DaemonSetStatus) -> Self {
@@ -922,6 +1153,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonSetUpdateStrategy
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetUpdateStrategy {
+    const MESSAGE: &'static str = "apps/v1.DaemonSetUpdateStrategy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::apps::v1::RollingUpdateDaemonSet,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            rolling_update: f0.map(::std::boxed::Box::new),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<DaemonSetUpdateStrategy>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::DaemonSetUpdateStrategy {
     fn from(value: DaemonSetUpdateStrategy) -> Self {
@@ -1023,6 +1282,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Deployment {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Deployment {
+    const MESSAGE: &'static str = "apps/v1.Deployment";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::apps::v1::DeploymentSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::apps::v1::DeploymentStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -1214,6 +1505,61 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeploymentCondition {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeploymentCondition {
+    const MESSAGE: &'static str = "apps/v1.DeploymentCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                7u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::time(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            last_update_time: f1.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+        })
     }
 }
 
@@ -1419,6 +1765,72 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeploymentSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeploymentSpec {
+    const MESSAGE: &'static str = "apps/v1.DeploymentSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f6: ::std::option::Option<super::super::apps::v1::DeploymentStrategy> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<super::super::core::v1::PodTemplateSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                2u64 => f5.push(v),
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            min_ready_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            paused: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            progress_deadline_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            revision_history_limit: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("apps/v1.DeploymentSpec", 2u64, &f5, depth)?
+                .flatten()
+                .unwrap_or_default(),
+            strategy: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f6, depth)?,
+                ),
+            ),
+            template: ::kubegen_runtime::protobuf::fast::or_empty(f7, depth)?,
+        })
     }
 }
 
@@ -1663,6 +2075,76 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeploymentStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeploymentStatus {
+    const MESSAGE: &'static str = "apps/v1.DeploymentStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::apps::v1::DeploymentCondition> = ::std::vec::Vec::new();
+        let mut f3: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f7, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f8, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            available_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            collision_count: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ready_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            terminating_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            unavailable_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            updated_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<DeploymentStatus>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::DeploymentStatus {
     fn from(value: DeploymentStatus) -> Self {
@@ -1801,6 +2283,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeploymentStrategy {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeploymentStrategy {
+    const MESSAGE: &'static str = "apps/v1.DeploymentStrategy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::apps::v1::RollingUpdateDeployment,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            rolling_update: f0.map(::std::boxed::Box::new),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<DeploymentStrategy>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::DeploymentStrategy {
     fn from(value: DeploymentStrategy) -> Self {
@@ -1902,6 +2412,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicaSet {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSet {
+    const MESSAGE: &'static str = "apps/v1.ReplicaSet";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::apps::v1::ReplicaSetSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::apps::v1::ReplicaSetStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -2078,6 +2620,54 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicaSetCondition {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSetCondition {
+    const MESSAGE: &'static str = "apps/v1.ReplicaSetCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ReplicaSetCondition>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::ReplicaSetCondition {
     fn from(value: ReplicaSetCondition) -> Self {
@@ -2213,6 +2803,51 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicaSetSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSetSpec {
+    const MESSAGE: &'static str = "apps/v1.ReplicaSetSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f3: ::std::option::Option<super::super::core::v1::PodTemplateSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                2u64 => f2.push(v),
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            min_ready_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("apps/v1.ReplicaSetSpec", 2u64, &f2, depth)?
+                .flatten()
+                .unwrap_or_default(),
+            template: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -2404,6 +3039,61 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicaSetStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSetStatus {
+    const MESSAGE: &'static str = "apps/v1.ReplicaSetStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<super::super::apps::v1::ReplicaSetCondition> = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            available_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            fully_labeled_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ready_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            replicas: f5.unwrap_or_default(),
+            terminating_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ReplicaSetStatus>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::ReplicaSetStatus {
     fn from(value: ReplicaSetStatus) -> Self {
@@ -2536,6 +3226,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RollingUpdateDaemonSet 
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for RollingUpdateDaemonSet {
+    const MESSAGE: &'static str = "apps/v1.RollingUpdateDaemonSet";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            max_surge: f0,
+            max_unavailable: f1,
+        })
+    }
+}
+
 impl ::std::convert::From<RollingUpdateDaemonSet>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::RollingUpdateDaemonSet {
     fn from(value: RollingUpdateDaemonSet) -> Self {
@@ -2628,6 +3345,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RollingUpdateDeployment
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for RollingUpdateDeployment {
+    const MESSAGE: &'static str = "apps/v1.RollingUpdateDeployment";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            max_surge: f0,
+            max_unavailable: f1,
+        })
     }
 }
 
@@ -2728,6 +3472,34 @@ for RollingUpdateStatefulSetStrategy {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for RollingUpdateStatefulSetStrategy {
+    const MESSAGE: &'static str = "apps/v1.RollingUpdateStatefulSetStrategy";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            max_unavailable: f0,
+            partition: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<RollingUpdateStatefulSetStrategy>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::RollingUpdateStatefulSetStrategy {
     fn from(value: RollingUpdateStatefulSetStrategy) -> Self {
@@ -2822,6 +3594,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSet {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for StatefulSet {
+    const MESSAGE: &'static str = "apps/v1.StatefulSet";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::apps::v1::StatefulSetSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::apps::v1::StatefulSetStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -2998,6 +3802,54 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetCondition {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetCondition {
+    const MESSAGE: &'static str = "apps/v1.StatefulSetCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<StatefulSetCondition>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSetCondition {
     fn from(value: StatefulSetCondition) -> Self {
@@ -3095,6 +3947,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetOrdinals {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetOrdinals {
+    const MESSAGE: &'static str = "apps/v1.StatefulSetOrdinals";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            start: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<StatefulSetOrdinals>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSetOrdinals {
     fn from(value: StatefulSetOrdinals) -> Self {
@@ -3189,6 +4063,36 @@ for StatefulSetPersistentVolumeClaimRetentionPolicy {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message
+for StatefulSetPersistentVolumeClaimRetentionPolicy {
+    const MESSAGE: &'static str = "apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            when_deleted: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            when_scaled: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -3431,6 +4335,87 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetSpec {
+    const MESSAGE: &'static str = "apps/v1.StatefulSetSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::apps::v1::StatefulSetOrdinals> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::apps::v1::StatefulSetPersistentVolumeClaimRetentionPolicy,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f6: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<super::super::core::v1::PodTemplateSpec> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<
+            super::super::apps::v1::StatefulSetUpdateStrategy,
+        > = ::std::option::Option::None;
+        let mut f10: ::std::vec::Vec<super::super::core::v1::PersistentVolumeClaim> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
+                2u64 => f6.push(v),
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            min_ready_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ordinals: f1.map(::std::boxed::Box::new),
+            persistent_volume_claim_retention_policy: f2.map(::std::boxed::Box::new),
+            pod_management_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            revision_history_limit: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("apps/v1.StatefulSetSpec", 2u64, &f6, depth)?
+                .flatten()
+                .unwrap_or_default(),
+            service_name: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            template: ::kubegen_runtime::protobuf::fast::or_empty(f8, depth)?,
+            update_strategy: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f9, depth)?,
+                ),
+            ),
+            volume_claim_templates: ::kubegen_runtime::protobuf::fast::non_empty(f10),
+        })
     }
 }
 
@@ -3714,6 +4699,79 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetStatus {
+    const MESSAGE: &'static str = "apps/v1.StatefulSetStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::apps::v1::StatefulSetCondition> = ::std::vec::Vec::new();
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                11u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                10u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f5, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f7, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f9, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            available_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            collision_count: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            current_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            current_revision: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ready_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            replicas: f7.unwrap_or_default(),
+            update_revision: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            updated_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<StatefulSetStatus>
 for ::kubegen_runtime::k8s_openapi::api::apps::v1::StatefulSetStatus {
     fn from(value: StatefulSetStatus) -> Self {
@@ -3853,6 +4911,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StatefulSetUpdateStrate
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetUpdateStrategy {
+    const MESSAGE: &'static str = "apps/v1.StatefulSetUpdateStrategy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::apps::v1::RollingUpdateStatefulSetStrategy,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            rolling_update: f0.map(::std::boxed::Box::new),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 

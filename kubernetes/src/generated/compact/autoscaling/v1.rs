@@ -88,6 +88,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CrossVersionObjectRefer
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CrossVersionObjectReference {
+    const MESSAGE: &'static str = "autoscaling/v1.CrossVersionObjectReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_version: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            kind: f1.unwrap_or_default(),
+            name: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<CrossVersionObjectReference>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::CrossVersionObjectReference {
     fn from(value: CrossVersionObjectReference) -> Self {
@@ -183,6 +212,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HorizontalPodAutoscaler
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscaler {
+    const MESSAGE: &'static str = "autoscaling/v1.HorizontalPodAutoscaler";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::autoscaling::v1::HorizontalPodAutoscalerSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::autoscaling::v1::HorizontalPodAutoscalerStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -351,6 +416,43 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HorizontalPodAutoscaler
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerSpec {
+    const MESSAGE: &'static str = "autoscaling/v1.HorizontalPodAutoscalerSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::autoscaling::v1::CrossVersionObjectReference,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            max_replicas: f0.unwrap_or_default(),
+            min_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            scale_target_ref: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            target_cpu_utilization_percentage: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<HorizontalPodAutoscalerSpec>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v1::HorizontalPodAutoscalerSpec {
     fn from(value: HorizontalPodAutoscalerSpec) -> Self {
@@ -506,6 +608,48 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HorizontalPodAutoscaler
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerStatus {
+    const MESSAGE: &'static str = "autoscaling/v1.HorizontalPodAutoscalerStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::time(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            current_cpu_utilization_percentage: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            current_replicas: f1.unwrap_or_default(),
+            desired_replicas: f2.unwrap_or_default(),
+            last_scale_time: f3.flatten(),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 

@@ -85,6 +85,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerResourceMetric
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerResourceMetricSource {
+    const MESSAGE: &'static str = "autoscaling/v2.ContainerResourceMetricSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::autoscaling::v2::MetricTarget> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            container: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<ContainerResourceMetricSource>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::ContainerResourceMetricSource {
     fn from(value: ContainerResourceMetricSource) -> Self {
@@ -191,6 +217,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerResourceMetric
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerResourceMetricStatus {
+    const MESSAGE: &'static str = "autoscaling/v2.ContainerResourceMetricStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::autoscaling::v2::MetricValueStatus,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            container: f0.unwrap_or_default(),
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            name: f2.unwrap_or_default(),
+        })
     }
 }
 
@@ -306,6 +360,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CrossVersionObjectRefer
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CrossVersionObjectReference {
+    const MESSAGE: &'static str = "autoscaling/v2.CrossVersionObjectReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_version: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            kind: f1.unwrap_or_default(),
+            name: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<CrossVersionObjectReference>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::CrossVersionObjectReference {
     fn from(value: CrossVersionObjectReference) -> Self {
@@ -392,6 +475,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ExternalMetricSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ExternalMetricSource {
+    const MESSAGE: &'static str = "autoscaling/v2.ExternalMetricSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::MetricIdentifier,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::autoscaling::v2::MetricTarget> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+        })
     }
 }
 
@@ -486,6 +594,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ExternalMetricStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ExternalMetricStatus {
+    const MESSAGE: &'static str = "autoscaling/v2.ExternalMetricStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::MetricValueStatus,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::autoscaling::v2::MetricIdentifier,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+        })
     }
 }
 
@@ -592,6 +727,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HPAScalingPolicy {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for HPAScalingPolicy {
+    const MESSAGE: &'static str = "autoscaling/v2.HPAScalingPolicy";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            period_seconds: f0.unwrap_or_default(),
+            type_: f1.unwrap_or_default(),
+            value: f2.unwrap_or_default(),
+        })
     }
 }
 
@@ -734,6 +895,45 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HPAScalingRules {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for HPAScalingRules {
+    const MESSAGE: &'static str = "autoscaling/v2.HPAScalingRules";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::autoscaling::v2::HPAScalingPolicy> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            policies: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            select_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            stabilization_window_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            tolerance: f3,
+        })
+    }
+}
+
 impl ::std::convert::From<HPAScalingRules>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::HPAScalingRules {
     fn from(value: HPAScalingRules) -> Self {
@@ -853,6 +1053,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HorizontalPodAutoscaler
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscaler {
+    const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscaler";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::autoscaling::v2::HorizontalPodAutoscalerSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::autoscaling::v2::HorizontalPodAutoscalerStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -991,6 +1227,33 @@ for HorizontalPodAutoscalerBehavior {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerBehavior {
+    const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscalerBehavior";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::HPAScalingRules,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::autoscaling::v2::HPAScalingRules,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            scale_down: f0.map(::std::boxed::Box::new),
+            scale_up: f1.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -1154,6 +1417,49 @@ for HorizontalPodAutoscalerCondition {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerCondition {
+    const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscalerCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            observed_generation: ::std::default::Default::default(),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: f4.unwrap_or_default(),
+            type_: f5.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<HorizontalPodAutoscalerCondition>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerCondition {
     fn from(value: HorizontalPodAutoscalerCondition) -> Self {
@@ -1313,6 +1619,47 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HorizontalPodAutoscaler
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerSpec {
+    const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscalerSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::HorizontalPodAutoscalerBehavior,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::autoscaling::v2::MetricSpec> = ::std::vec::Vec::new();
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::autoscaling::v2::CrossVersionObjectReference,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            behavior: f0.map(::std::boxed::Box::new),
+            max_replicas: f1.unwrap_or_default(),
+            metrics: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            min_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            scale_target_ref: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+        })
     }
 }
 
@@ -1510,6 +1857,57 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HorizontalPodAutoscaler
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerStatus {
+    const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscalerStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::autoscaling::v2::HorizontalPodAutoscalerCondition,
+        > = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::autoscaling::v2::MetricStatus> = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                5u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::time(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            current_metrics: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            current_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            desired_replicas: f3.unwrap_or_default(),
+            last_scale_time: f4.flatten(),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<HorizontalPodAutoscalerStatus>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::HorizontalPodAutoscalerStatus {
     fn from(value: HorizontalPodAutoscalerStatus) -> Self {
@@ -1638,6 +2036,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MetricIdentifier {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MetricIdentifier {
+    const MESSAGE: &'static str = "autoscaling/v2.MetricIdentifier";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => f1.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("autoscaling/v2.MetricIdentifier", 2u64, &f1, depth)?
+                .flatten(),
+        })
     }
 }
 
@@ -1794,6 +2220,51 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MetricSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for MetricSpec {
+    const MESSAGE: &'static str = "autoscaling/v2.MetricSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::ContainerResourceMetricSource,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::autoscaling::v2::ExternalMetricSource,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::autoscaling::v2::ObjectMetricSource,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::autoscaling::v2::PodsMetricSource,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::autoscaling::v2::ResourceMetricSource,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            container_resource: f0.map(::std::boxed::Box::new),
+            external: f1.map(::std::boxed::Box::new),
+            object: f2.map(::std::boxed::Box::new),
+            pods: f3.map(::std::boxed::Box::new),
+            resource: f4.map(::std::boxed::Box::new),
+            type_: f5.unwrap_or_default(),
+        })
     }
 }
 
@@ -1976,6 +2447,51 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MetricStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for MetricStatus {
+    const MESSAGE: &'static str = "autoscaling/v2.MetricStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::ContainerResourceMetricStatus,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::autoscaling::v2::ExternalMetricStatus,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::autoscaling::v2::ObjectMetricStatus,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::autoscaling::v2::PodsMetricStatus,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::autoscaling::v2::ResourceMetricStatus,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            container_resource: f0.map(::std::boxed::Box::new),
+            external: f1.map(::std::boxed::Box::new),
+            object: f2.map(::std::boxed::Box::new),
+            pods: f3.map(::std::boxed::Box::new),
+            resource: f4.map(::std::boxed::Box::new),
+            type_: f5.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<MetricStatus>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::MetricStatus {
     fn from(value: MetricStatus) -> Self {
@@ -2128,6 +2644,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MetricTarget {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for MetricTarget {
+    const MESSAGE: &'static str = "autoscaling/v2.MetricTarget";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            average_utilization: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            average_value: f1,
+            type_: f2.unwrap_or_default(),
+            value: f3,
+        })
+    }
+}
+
 impl ::std::convert::From<MetricTarget>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::MetricTarget {
     fn from(value: MetricTarget) -> Self {
@@ -2250,6 +2802,39 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for MetricValueStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for MetricValueStatus {
+    const MESSAGE: &'static str = "autoscaling/v2.MetricValueStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            average_utilization: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            average_value: f1,
+            value: f2,
+        })
+    }
+}
+
 impl ::std::convert::From<MetricValueStatus>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::MetricValueStatus {
     fn from(value: MetricValueStatus) -> Self {
@@ -2356,6 +2941,36 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ObjectMetricSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ObjectMetricSource {
+    const MESSAGE: &'static str = "autoscaling/v2.ObjectMetricSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::CrossVersionObjectReference,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::autoscaling::v2::MetricIdentifier,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::autoscaling::v2::MetricTarget> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            described_object: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+        })
     }
 }
 
@@ -2468,6 +3083,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ObjectMetricStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ObjectMetricStatus {
+    const MESSAGE: &'static str = "autoscaling/v2.ObjectMetricStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::MetricValueStatus,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::autoscaling::v2::CrossVersionObjectReference,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::autoscaling::v2::MetricIdentifier,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            described_object: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<ObjectMetricStatus>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::ObjectMetricStatus {
     fn from(value: ObjectMetricStatus) -> Self {
@@ -2565,6 +3212,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodsMetricSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodsMetricSource {
+    const MESSAGE: &'static str = "autoscaling/v2.PodsMetricSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::MetricIdentifier,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::autoscaling::v2::MetricTarget> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<PodsMetricSource>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::PodsMetricSource {
     fn from(value: PodsMetricSource) -> Self {
@@ -2656,6 +3328,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodsMetricStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodsMetricStatus {
+    const MESSAGE: &'static str = "autoscaling/v2.PodsMetricStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::MetricValueStatus,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::autoscaling::v2::MetricIdentifier,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+        })
     }
 }
 
@@ -2753,6 +3452,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceMetricSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceMetricSource {
+    const MESSAGE: &'static str = "autoscaling/v2.ResourceMetricSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::autoscaling::v2::MetricTarget> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<ResourceMetricSource>
 for ::kubegen_runtime::k8s_openapi::api::autoscaling::v2::ResourceMetricSource {
     fn from(value: ResourceMetricSource) -> Self {
@@ -2844,6 +3566,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceMetricStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceMetricStatus {
+    const MESSAGE: &'static str = "autoscaling/v2.ResourceMetricStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::autoscaling::v2::MetricValueStatus,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            name: f1.unwrap_or_default(),
+        })
     }
 }
 

@@ -82,6 +82,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CronJob {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CronJob {
+    const MESSAGE: &'static str = "batch/v1.CronJob";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::batch::v1::CronJobSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::batch::v1::CronJobStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<CronJob>
 for ::kubegen_runtime::k8s_openapi::api::batch::v1::CronJob {
     fn from(value: CronJob) -> Self {
@@ -301,6 +333,65 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CronJobSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CronJobSpec {
+    const MESSAGE: &'static str = "batch/v1.CronJobSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::batch::v1::JobTemplateSpec> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f4, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            concurrency_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            failed_jobs_history_limit: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            job_template: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            schedule: f3.unwrap_or_default(),
+            starting_deadline_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            successful_jobs_history_limit: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            suspend: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            time_zone: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<CronJobSpec>
 for ::kubegen_runtime::k8s_openapi::api::batch::v1::CronJobSpec {
     fn from(value: CronJobSpec) -> Self {
@@ -443,6 +534,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CronJobStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CronJobStatus {
+    const MESSAGE: &'static str = "batch/v1.CronJobStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::ObjectReference> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::time(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            active: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            last_schedule_time: f1.flatten(),
+            last_successful_time: f2.flatten(),
+        })
+    }
+}
+
 impl ::std::convert::From<CronJobStatus>
 for ::kubegen_runtime::k8s_openapi::api::batch::v1::CronJobStatus {
     fn from(value: CronJobStatus) -> Self {
@@ -553,6 +680,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Job {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Job {
+    const MESSAGE: &'static str = "batch/v1.Job";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::batch::v1::JobSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::batch::v1::JobStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -742,6 +905,55 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobCondition {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for JobCondition {
+    const MESSAGE: &'static str = "batch/v1.JobCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_probe_time: f0.flatten(),
+            last_transition_time: f1.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: f4.unwrap_or_default(),
+            type_: f5.unwrap_or_default(),
+        })
     }
 }
 
@@ -1279,6 +1491,113 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for JobSpec {
+    const MESSAGE: &'static str = "batch/v1.JobSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<super::super::batch::v1::PodFailurePolicy> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f12: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f13: ::std::option::Option<super::super::batch::v1::SuccessPolicy> = ::std::option::Option::None;
+        let mut f14: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f15: ::std::option::Option<super::super::core::v1::PodTemplateSpec> = ::std::option::Option::None;
+        let mut f16: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f0, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                15u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f7, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f8, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                4u64 => f12.push(v),
+                16u64 => ::kubegen_runtime::protobuf::fast::message(&mut f13, v, depth)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f14, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, depth)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f16, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            active_deadline_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            backoff_limit: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            backoff_limit_per_index: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            completion_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            completions: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            managed_by: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            manual_selector: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            max_failed_indexes: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            parallelism: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            pod_failure_policy: f9.map(::std::boxed::Box::new),
+            pod_replacement_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            scheduling: ::std::default::Default::default(),
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("batch/v1.JobSpec", 4u64, &f12, depth)?
+                .flatten(),
+            success_policy: f13.map(::std::boxed::Box::new),
+            suspend: ::kubegen_runtime::protobuf::fast::optional(
+                f14,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            template: ::kubegen_runtime::protobuf::fast::or_empty(f15, depth)?,
+            ttl_seconds_after_finished: ::kubegen_runtime::protobuf::fast::optional(
+                f16,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<JobSpec>
 for ::kubegen_runtime::k8s_openapi::api::batch::v1::JobSpec {
     fn from(value: JobSpec) -> Self {
@@ -1589,6 +1908,89 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for JobStatus {
+    const MESSAGE: &'static str = "batch/v1.JobStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<super::super::batch::v1::JobCondition> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<
+            super::super::batch::v1::UncountedTerminatedPods,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f2, v)?,
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::time(&mut f7, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f8, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f9, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            active: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            completed_indexes: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            completion_time: f2.flatten(),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            failed: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            failed_indexes: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            ready: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            start_time: f7.flatten(),
+            succeeded: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            terminating: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            uncounted_terminated_pods: f10.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<JobStatus>
 for ::kubegen_runtime::k8s_openapi::api::batch::v1::JobStatus {
     fn from(value: JobStatus) -> Self {
@@ -1731,6 +2133,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for JobTemplateSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for JobTemplateSpec {
+    const MESSAGE: &'static str = "batch/v1.JobTemplateSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::batch::v1::JobSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::std::option::Option::Some(
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            ),
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<JobTemplateSpec>
 for ::kubegen_runtime::k8s_openapi::api::batch::v1::JobTemplateSpec {
     fn from(value: JobTemplateSpec) -> Self {
@@ -1810,6 +2243,23 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodFailurePolicy {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodFailurePolicy {
+    const MESSAGE: &'static str = "batch/v1.PodFailurePolicy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::batch::v1::PodFailurePolicyRule> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self { rules: f0 })
     }
 }
 
@@ -1927,6 +2377,40 @@ for PodFailurePolicyOnExitCodesRequirement {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message
+for PodFailurePolicyOnExitCodesRequirement {
+    const MESSAGE: &'static str = "batch/v1.PodFailurePolicyOnExitCodesRequirement";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => f2.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            container_name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            operator: f1.unwrap_or_default(),
+            values: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::std::vec::Vec<i32>>,
+            >("batch/v1.PodFailurePolicyOnExitCodesRequirement", 3u64, &f2, depth)?
+                .flatten()
+                .unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PodFailurePolicyOnExitCodesRequirement>
 for ::kubegen_runtime::k8s_openapi::api::batch::v1::PodFailurePolicyOnExitCodesRequirement {
     fn from(value: PodFailurePolicyOnExitCodesRequirement) -> Self {
@@ -2029,6 +2513,33 @@ for PodFailurePolicyOnPodConditionsPattern {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message
+for PodFailurePolicyOnPodConditionsPattern {
+    const MESSAGE: &'static str = "batch/v1.PodFailurePolicyOnPodConditionsPattern";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            status: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            type_: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -2144,6 +2655,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodFailurePolicyRule {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodFailurePolicyRule {
+    const MESSAGE: &'static str = "batch/v1.PodFailurePolicyRule";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::batch::v1::PodFailurePolicyOnExitCodesRequirement,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<
+            super::super::batch::v1::PodFailurePolicyOnPodConditionsPattern,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            action: f0.unwrap_or_default(),
+            on_exit_codes: f1.map(::std::boxed::Box::new),
+            on_pod_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<PodFailurePolicyRule>
 for ::kubegen_runtime::k8s_openapi::api::batch::v1::PodFailurePolicyRule {
     fn from(value: PodFailurePolicyRule) -> Self {
@@ -2235,6 +2778,23 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SuccessPolicy {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for SuccessPolicy {
+    const MESSAGE: &'static str = "batch/v1.SuccessPolicy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::batch::v1::SuccessPolicyRule> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self { rules: f0 })
     }
 }
 
@@ -2338,6 +2898,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SuccessPolicyRule {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for SuccessPolicyRule {
+    const MESSAGE: &'static str = "batch/v1.SuccessPolicyRule";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            succeeded_count: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            succeeded_indexes: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<SuccessPolicyRule>
 for ::kubegen_runtime::k8s_openapi::api::batch::v1::SuccessPolicyRule {
     fn from(value: SuccessPolicyRule) -> Self {
@@ -2432,6 +3021,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for UncountedTerminatedPods
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for UncountedTerminatedPods {
+    const MESSAGE: &'static str = "batch/v1.UncountedTerminatedPods";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            failed: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            succeeded: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
     }
 }
 

@@ -84,6 +84,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CertificateSigningReque
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequest {
+    const MESSAGE: &'static str = "certificates/v1.CertificateSigningRequest";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::certificates::v1::CertificateSigningRequestSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::certificates::v1::CertificateSigningRequestStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<CertificateSigningRequest>
 for ::kubegen_runtime::k8s_openapi::api::certificates::v1::CertificateSigningRequest {
     fn from(value: CertificateSigningRequest) -> Self {
@@ -277,6 +313,55 @@ for CertificateSigningRequestCondition {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequestCondition {
+    const MESSAGE: &'static str = "certificates/v1.CertificateSigningRequestCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            last_update_time: f1.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: f4.unwrap_or_default(),
+            type_: f5.unwrap_or_default(),
+        })
     }
 }
 
@@ -482,6 +567,68 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CertificateSigningReque
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequestSpec {
+    const MESSAGE: &'static str = "certificates/v1.CertificateSigningRequestSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                6u64 => f1.push(v),
+                4u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                1u64 => f3.push(v),
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f6, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expiration_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            extra: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::collections::BTreeMap<
+                        ::std::string::String,
+                        ::std::vec::Vec<::std::string::String>,
+                    >,
+                >,
+            >("certificates/v1.CertificateSigningRequestSpec", 6u64, &f1, depth)?
+                .flatten(),
+            groups: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            request: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
+            >("certificates/v1.CertificateSigningRequestSpec", 1u64, &f3, depth)?
+                .flatten()
+                .unwrap_or_default(),
+            signer_name: f4.unwrap_or_default(),
+            uid: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            usages: ::kubegen_runtime::protobuf::fast::non_empty(f6),
+            username: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<CertificateSigningRequestSpec>
 for ::kubegen_runtime::k8s_openapi::api::certificates::v1::CertificateSigningRequestSpec {
     fn from(value: CertificateSigningRequestSpec) -> Self {
@@ -614,6 +761,36 @@ for CertificateSigningRequestStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequestStatus {
+    const MESSAGE: &'static str = "certificates/v1.CertificateSigningRequestStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::vec::Vec<
+            super::super::certificates::v1::CertificateSigningRequestCondition,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => f0.push(v),
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            certificate: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
+            >("certificates/v1.CertificateSigningRequestStatus", 2u64, &f0, depth)?
+                .flatten(),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
+    }
+}
+
 impl ::std::convert::From<CertificateSigningRequestStatus>
 for ::kubegen_runtime::k8s_openapi::api::certificates::v1::CertificateSigningRequestStatus {
     fn from(value: CertificateSigningRequestStatus) -> Self {
@@ -709,6 +886,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClusterTrustBundle {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundle {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
 }
 
@@ -933,6 +1120,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodCertificateRequest {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequest {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
 }
 

@@ -69,6 +69,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClusterTrustBundle {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundle {
+    const MESSAGE: &'static str = "certificates/v1beta1.ClusterTrustBundle";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::certificates::v1beta1::ClusterTrustBundleSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<ClusterTrustBundle>
 for ::kubegen_runtime::k8s_openapi::api::certificates::v1beta1::ClusterTrustBundle {
     fn from(value: ClusterTrustBundle) -> Self {
@@ -196,6 +223,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClusterTrustBundleSpec 
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundleSpec {
+    const MESSAGE: &'static str = "certificates/v1beta1.ClusterTrustBundleSpec";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            signer_name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            trust_bundle: f1.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ClusterTrustBundleSpec>
 for ::kubegen_runtime::k8s_openapi::api::certificates::v1beta1::ClusterTrustBundleSpec {
     fn from(value: ClusterTrustBundleSpec) -> Self {
@@ -292,6 +345,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodCertificateRequest {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequest {
+    const MESSAGE: &'static str = "certificates/v1beta1.PodCertificateRequest";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::certificates::v1beta1::PodCertificateRequestSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::certificates::v1beta1::PodCertificateRequestStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -576,6 +665,77 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodCertificateRequestSp
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequestSpec {
+    const MESSAGE: &'static str = "certificates/v1beta1.PodCertificateRequestSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f10: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f11: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                9u64 => f3.push(v),
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                10u64 => f6.push(v),
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
+                12u64 => f10.push(v),
+                11u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f11, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            max_expiration_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            node_name: f1.unwrap_or_default(),
+            node_uid: f2.unwrap_or_default(),
+            pkix_public_key: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
+            >("certificates/v1beta1.PodCertificateRequestSpec", 9u64, &f3, depth)?
+                .flatten(),
+            pod_name: f4.unwrap_or_default(),
+            pod_uid: f5.unwrap_or_default(),
+            proof_of_possession: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
+            >("certificates/v1beta1.PodCertificateRequestSpec", 10u64, &f6, depth)?
+                .flatten(),
+            service_account_name: f7.unwrap_or_default(),
+            service_account_uid: f8.unwrap_or_default(),
+            signer_name: f9.unwrap_or_default(),
+            stub_pkc_s10_request: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
+            >("certificates/v1beta1.PodCertificateRequestSpec", 12u64, &f10, depth)?
+                .flatten()
+                .unwrap_or_default(),
+            unverified_user_annotations: ::kubegen_runtime::protobuf::fast::non_empty_map(
+                f11,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PodCertificateRequestSpec>
 for ::kubegen_runtime::k8s_openapi::api::certificates::v1beta1::PodCertificateRequestSpec {
     fn from(value: PodCertificateRequestSpec) -> Self {
@@ -774,6 +934,60 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodCertificateRequestSt
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequestStatus {
+    const MESSAGE: &'static str = "certificates/v1beta1.PodCertificateRequestStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f3: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => f2.push(v),
+                6u64 => ::kubegen_runtime::protobuf::fast::time(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            begin_refresh_at: f0.flatten(),
+            certificate_chain: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            conditions: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                    >,
+                >,
+            >("certificates/v1beta1.PodCertificateRequestStatus", 1u64, &f2, depth)?
+                .flatten(),
+            not_after: f3.flatten(),
+            not_before: f4.flatten(),
+        })
     }
 }
 

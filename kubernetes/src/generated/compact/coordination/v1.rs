@@ -71,6 +71,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Lease {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Lease {
+    const MESSAGE: &'static str = "coordination/v1.Lease";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::coordination::v1::LeaseSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<Lease>
 for ::kubegen_runtime::k8s_openapi::api::coordination::v1::Lease {
     fn from(value: Lease) -> Self {
@@ -282,6 +311,69 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LeaseSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for LeaseSpec {
+    const MESSAGE: &'static str = "coordination/v1.LeaseSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => f0.push(v),
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                4u64 => f5.push(v),
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            acquire_time: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+                >,
+            >("coordination/v1.LeaseSpec", 3u64, &f0, depth)?
+                .flatten(),
+            holder_identity: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            lease_duration_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            lease_transitions: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            preferred_holder: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            renew_time: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+                >,
+            >("coordination/v1.LeaseSpec", 4u64, &f5, depth)?
+                .flatten(),
+            strategy: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 

@@ -69,6 +69,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LeaseCandidate {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for LeaseCandidate {
+    const MESSAGE: &'static str = "coordination/v1alpha2.LeaseCandidate";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::coordination::v1alpha2::LeaseCandidateSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<LeaseCandidate>
 for ::kubegen_runtime::k8s_openapi::api::coordination::v1alpha2::LeaseCandidate {
     fn from(value: LeaseCandidate) -> Self {
@@ -255,6 +282,54 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LeaseCandidateSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for LeaseCandidateSpec {
+    const MESSAGE: &'static str = "coordination/v1alpha2.LeaseCandidateSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => f3.push(v),
+                3u64 => f4.push(v),
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            binary_version: f0.unwrap_or_default(),
+            emulation_version: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            lease_name: f2.unwrap_or_default(),
+            ping_time: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+                >,
+            >("coordination/v1alpha2.LeaseCandidateSpec", 2u64, &f3, depth)?
+                .flatten(),
+            renew_time: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+                >,
+            >("coordination/v1alpha2.LeaseCandidateSpec", 3u64, &f4, depth)?
+                .flatten(),
+            strategy: f5.unwrap_or_default(),
+        })
     }
 }
 

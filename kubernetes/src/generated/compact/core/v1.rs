@@ -101,6 +101,44 @@ for AWSElasticBlockStoreVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for AWSElasticBlockStoreVolumeSource {
+    const MESSAGE: &'static str = "core/v1.AWSElasticBlockStoreVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            partition: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            volume_id: f3.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<AWSElasticBlockStoreVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::AWSElasticBlockStoreVolumeSource {
     fn from(value: AWSElasticBlockStoreVolumeSource) -> Self {
@@ -233,6 +271,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Affinity {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Affinity {
+    const MESSAGE: &'static str = "core/v1.Affinity";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::NodeAffinity> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::PodAffinity> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::PodAntiAffinity> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            node_affinity: f0.map(::std::boxed::Box::new),
+            pod_affinity: f1.map(::std::boxed::Box::new),
+            pod_anti_affinity: f2.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<Affinity>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::Affinity {
     fn from(value: Affinity) -> Self {
@@ -333,6 +397,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AppArmorProfile {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for AppArmorProfile {
+    const MESSAGE: &'static str = "core/v1.AppArmorProfile";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            localhost_profile: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            type_: f1.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<AppArmorProfile>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::AppArmorProfile {
     fn from(value: AppArmorProfile) -> Self {
@@ -417,6 +507,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AttachedVolume {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for AttachedVolume {
+    const MESSAGE: &'static str = "core/v1.AttachedVolume";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            device_path: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -562,6 +675,53 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AzureDiskVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for AzureDiskVolumeSource {
+    const MESSAGE: &'static str = "core/v1.AzureDiskVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            caching_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            disk_name: f1.unwrap_or_default(),
+            disk_uri: f2.unwrap_or_default(),
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            kind: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -711,6 +871,41 @@ for AzureFilePersistentVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for AzureFilePersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.AzureFilePersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_name: f1.unwrap_or_default(),
+            secret_namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            share_name: f3.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<AzureFilePersistentVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::AzureFilePersistentVolumeSource {
     fn from(value: AzureFilePersistentVolumeSource) -> Self {
@@ -825,6 +1020,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AzureFileVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for AzureFileVolumeSource {
+    const MESSAGE: &'static str = "core/v1.AzureFileVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_name: f1.unwrap_or_default(),
+            share_name: f2.unwrap_or_default(),
+        })
     }
 }
 
@@ -1062,6 +1286,62 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSIPersistentVolumeSour
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CSIPersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.CSIPersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f8: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f9: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f8, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            controller_expand_secret_ref: f0.map(::std::boxed::Box::new),
+            controller_publish_secret_ref: f1.map(::std::boxed::Box::new),
+            driver: f2.unwrap_or_default(),
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            node_expand_secret_ref: f4.map(::std::boxed::Box::new),
+            node_publish_secret_ref: f5.map(::std::boxed::Box::new),
+            node_stage_secret_ref: f6.map(::std::boxed::Box::new),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            volume_attributes: ::kubegen_runtime::protobuf::fast::non_empty_map(f8),
+            volume_handle: f9.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<CSIPersistentVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::CSIPersistentVolumeSource {
     fn from(value: CSIPersistentVolumeSource) -> Self {
@@ -1253,6 +1533,49 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSIVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CSIVolumeSource {
+    const MESSAGE: &'static str = "core/v1.CSIVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::core::v1::LocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            driver: f0.unwrap_or_default(),
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            node_publish_secret_ref: f2.map(::std::boxed::Box::new),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            volume_attributes: ::kubegen_runtime::protobuf::fast::non_empty_map(f4),
+        })
+    }
+}
+
 impl ::std::convert::From<CSIVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::CSIVolumeSource {
     fn from(value: CSIVolumeSource) -> Self {
@@ -1360,6 +1683,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Capabilities {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Capabilities {
+    const MESSAGE: &'static str = "core/v1.Capabilities";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            add: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            drop: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
     }
 }
 
@@ -1505,6 +1851,53 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CephFSPersistentVolumeS
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for CephFSPersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.CephFSPersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            monitors: f0,
+            path: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_file: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f4.map(::std::boxed::Box::new),
+            user: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -1685,6 +2078,55 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CephFSVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CephFSVolumeSource {
+    const MESSAGE: &'static str = "core/v1.CephFSVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::core::v1::LocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            monitors: f0,
+            path: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_file: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f4.map(::std::boxed::Box::new),
+            user: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<CephFSVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::CephFSVolumeSource {
     fn from(value: CephFSVolumeSource) -> Self {
@@ -1828,6 +2270,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CinderPersistentVolumeS
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CinderPersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.CinderPersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f2.map(::std::boxed::Box::new),
+            volume_id: f3.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<CinderPersistentVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::CinderPersistentVolumeSource {
     fn from(value: CinderPersistentVolumeSource) -> Self {
@@ -1958,6 +2435,43 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CinderVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CinderVolumeSource {
+    const MESSAGE: &'static str = "core/v1.CinderVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::core::v1::LocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f2.map(::std::boxed::Box::new),
+            volume_id: f3.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<CinderVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::CinderVolumeSource {
     fn from(value: CinderVolumeSource) -> Self {
@@ -2047,6 +2561,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClientIPConfig {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ClientIPConfig {
+    const MESSAGE: &'static str = "core/v1.ClientIPConfig";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            timeout_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -2199,6 +2735,53 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClusterTrustBundleProje
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundleProjection {
+    const MESSAGE: &'static str = "core/v1.ClusterTrustBundleProjection";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => f0.push(v),
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            label_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("core/v1.ClusterTrustBundleProjection", 3u64, &f0, depth)?
+                .flatten(),
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            path: f3.unwrap_or_default(),
+            signer_name: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            user: ::std::default::Default::default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ClusterTrustBundleProjection>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ClusterTrustBundleProjection {
     fn from(value: ClusterTrustBundleProjection) -> Self {
@@ -2337,6 +2920,51 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ConfigMap {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ConfigMap {
+    const MESSAGE: &'static str = "core/v1.ConfigMap";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => f1.push(v),
+                2u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            binary_data: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::collections::BTreeMap<
+                        ::std::string::String,
+                        ::kubegen_runtime::k8s_openapi::ByteString,
+                    >,
+                >,
+            >("core/v1.ConfigMap", 3u64, &f1, depth)?
+                .flatten(),
+            data: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+            immutable: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<ConfigMap>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMap {
     fn from(value: ConfigMap) -> Self {
@@ -2471,6 +3099,45 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ConfigMapEnvSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapEnvSource {
+    const MESSAGE: &'static str = "core/v1.ConfigMapEnvSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                1u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ConfigMapEnvSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMapEnvSource {
     fn from(value: ConfigMapEnvSource) -> Self {
@@ -2568,6 +3235,48 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ConfigMapKeySelector {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapKeySelector {
+    const MESSAGE: &'static str = "core/v1.ConfigMapKeySelector";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                1u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            key: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -2705,6 +3414,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ConfigMapNodeConfigSour
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapNodeConfigSource {
+    const MESSAGE: &'static str = "core/v1.ConfigMapNodeConfigSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            kubelet_config_key: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+            namespace: f2.unwrap_or_default(),
+            resource_version: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            uid: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ConfigMapNodeConfigSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ConfigMapNodeConfigSource {
     fn from(value: ConfigMapNodeConfigSource) -> Self {
@@ -2823,6 +3570,50 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ConfigMapProjection {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapProjection {
+    const MESSAGE: &'static str = "core/v1.ConfigMapProjection";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::KeyToPath> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                1u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            items: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            name: f1.unwrap_or_default(),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -2976,6 +3767,57 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ConfigMapVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapVolumeSource {
+    const MESSAGE: &'static str = "core/v1.ConfigMapVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::core::v1::KeyToPath> = ::std::vec::Vec::new();
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f4, v)?,
+                1u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            default_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            default_user: ::std::default::Default::default(),
+            items: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            name: f3.unwrap_or_default(),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -3470,6 +4312,145 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Container {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Container {
+    const MESSAGE: &'static str = "core/v1.Container";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<super::super::core::v1::EnvVar> = ::std::vec::Vec::new();
+        let mut f3: ::std::vec::Vec<super::super::core::v1::EnvFromSource> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<super::super::core::v1::Lifecycle> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<super::super::core::v1::Probe> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::vec::Vec<super::super::core::v1::ContainerPort> = ::std::vec::Vec::new();
+        let mut f10: ::std::option::Option<super::super::core::v1::Probe> = ::std::option::Option::None;
+        let mut f11: ::std::vec::Vec<super::super::core::v1::ContainerResizePolicy> = ::std::vec::Vec::new();
+        let mut f12: ::std::option::Option<
+            super::super::core::v1::ResourceRequirements,
+        > = ::std::option::Option::None;
+        let mut f13: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f14: ::std::vec::Vec<super::super::core::v1::ContainerRestartRule> = ::std::vec::Vec::new();
+        let mut f15: ::std::option::Option<super::super::core::v1::SecurityContext> = ::std::option::Option::None;
+        let mut f16: ::std::option::Option<super::super::core::v1::Probe> = ::std::option::Option::None;
+        let mut f17: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f18: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f19: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f20: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f21: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f22: ::std::vec::Vec<super::super::core::v1::VolumeDevice> = ::std::vec::Vec::new();
+        let mut f23: ::std::vec::Vec<super::super::core::v1::VolumeMount> = ::std::vec::Vec::new();
+        let mut f24: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                7u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                19u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
+                }
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
+                23u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, depth)?
+                }
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f12, v, depth)?,
+                24u64 => ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?,
+                25u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f14, v, depth)?
+                }
+                15u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, depth)?,
+                22u64 => ::kubegen_runtime::protobuf::fast::message(&mut f16, v, depth)?,
+                16u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f17, v)?,
+                17u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f18, v)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::string(&mut f19, v)?,
+                20u64 => ::kubegen_runtime::protobuf::fast::string(&mut f20, v)?,
+                18u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f21, v)?,
+                21u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f22, v, depth)?
+                }
+                9u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f23, v, depth)?
+                }
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f24, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            args: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            command: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            env: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            env_from: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            image: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            image_pull_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            lifecycle: f6.map(::std::boxed::Box::new),
+            liveness_probe: f7.map(::std::boxed::Box::new),
+            name: f8.unwrap_or_default(),
+            ports: ::kubegen_runtime::protobuf::fast::non_empty(f9),
+            readiness_probe: f10.map(::std::boxed::Box::new),
+            resize_policy: ::kubegen_runtime::protobuf::fast::non_empty(f11),
+            resources: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f12, depth)?,
+                ),
+            ),
+            restart_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f13,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            restart_policy_rules: ::kubegen_runtime::protobuf::fast::non_empty(f14),
+            security_context: f15.map(::std::boxed::Box::new),
+            startup_probe: f16.map(::std::boxed::Box::new),
+            stdin: ::kubegen_runtime::protobuf::fast::optional(
+                f17,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            stdin_once: ::kubegen_runtime::protobuf::fast::optional(
+                f18,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            termination_message_path: ::kubegen_runtime::protobuf::fast::optional(
+                f19,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            termination_message_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f20,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            tty: ::kubegen_runtime::protobuf::fast::optional(
+                f21,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            volume_devices: ::kubegen_runtime::protobuf::fast::non_empty(f22),
+            volume_mounts: ::kubegen_runtime::protobuf::fast::non_empty(f23),
+            working_dir: ::kubegen_runtime::protobuf::fast::optional(
+                f24,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<Container>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::Container {
     fn from(value: Container) -> Self {
@@ -3731,6 +4712,32 @@ for ContainerExtendedResourceRequest {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerExtendedResourceRequest {
+    const MESSAGE: &'static str = "core/v1.ContainerExtendedResourceRequest";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            container_name: f0.unwrap_or_default(),
+            request_name: f1.unwrap_or_default(),
+            resource_name: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ContainerExtendedResourceRequest>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ContainerExtendedResourceRequest {
     fn from(value: ContainerExtendedResourceRequest) -> Self {
@@ -3832,6 +4839,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerImage {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerImage {
+    const MESSAGE: &'static str = "core/v1.ContainerImage";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            names: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            size_bytes: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -3964,6 +4997,50 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerPort {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerPort {
+    const MESSAGE: &'static str = "core/v1.ContainerPort";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            container_port: f0.unwrap_or_default(),
+            host_ip: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            host_port: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            protocol: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ContainerPort>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ContainerPort {
     fn from(value: ContainerPort) -> Self {
@@ -4066,6 +5143,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerResizePolicy {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerResizePolicy {
+    const MESSAGE: &'static str = "core/v1.ContainerResizePolicy";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            resource_name: f0.unwrap_or_default(),
+            restart_policy: f1.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ContainerResizePolicy>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ContainerResizePolicy {
     fn from(value: ContainerResizePolicy) -> Self {
@@ -4165,6 +5265,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerRestartRule {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerRestartRule {
+    const MESSAGE: &'static str = "core/v1.ContainerRestartRule";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::core::v1::ContainerRestartRuleOnExitCodes,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            action: f0.unwrap_or_default(),
+            exit_codes: f1.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<ContainerRestartRule>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ContainerRestartRule {
     fn from(value: ContainerRestartRule) -> Self {
@@ -4258,6 +5383,32 @@ for ContainerRestartRuleOnExitCodes {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerRestartRuleOnExitCodes {
+    const MESSAGE: &'static str = "core/v1.ContainerRestartRuleOnExitCodes";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => f1.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            operator: f0.unwrap_or_default(),
+            values: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::std::vec::Vec<i32>>,
+            >("core/v1.ContainerRestartRuleOnExitCodes", 2u64, &f1, depth)?
+                .flatten(),
+        })
     }
 }
 
@@ -4370,6 +5521,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerState {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerState {
+    const MESSAGE: &'static str = "core/v1.ContainerState";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::core::v1::ContainerStateRunning,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::core::v1::ContainerStateTerminated,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::core::v1::ContainerStateWaiting,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            running: f0.map(::std::boxed::Box::new),
+            terminated: f1.map(::std::boxed::Box::new),
+            waiting: f2.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<ContainerState>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ContainerState {
     fn from(value: ContainerState) -> Self {
@@ -4459,6 +5642,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerStateRunning {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerStateRunning {
+    const MESSAGE: &'static str = "core/v1.ContainerStateRunning";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self { started_at: f0.flatten() })
     }
 }
 
@@ -4630,6 +5834,64 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerStateTerminate
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerStateTerminated {
+    const MESSAGE: &'static str = "core/v1.ContainerStateTerminated";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::time(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::time(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            container_id: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            exit_code: f1.unwrap_or_default(),
+            finished_at: f2.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            signal: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            started_at: f6.flatten(),
+        })
+    }
+}
+
 impl ::std::convert::From<ContainerStateTerminated>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ContainerStateTerminated {
     fn from(value: ContainerStateTerminated) -> Self {
@@ -4744,6 +6006,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerStateWaiting {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerStateWaiting {
+    const MESSAGE: &'static str = "core/v1.ContainerStateWaiting";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -5045,6 +6336,94 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerStatus {
+    const MESSAGE: &'static str = "core/v1.ContainerStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f1: ::std::vec::Vec<super::super::core::v1::ResourceStatus> = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<super::super::core::v1::ContainerState> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<
+            super::super::core::v1::ResourceRequirements,
+        > = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<super::super::core::v1::ContainerState> = ::std::option::Option::None;
+        let mut f12: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f13: ::std::option::Option<super::super::core::v1::ContainerUser> = ::std::option::Option::None;
+        let mut f14: ::std::vec::Vec<super::super::core::v1::VolumeMountStatus> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                10u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?,
+                14u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f9, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f10, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
+                15u64 => ::kubegen_runtime::protobuf::fast::string(&mut f12, v)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::message(&mut f13, v, depth)?,
+                12u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f14, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allocated_resources: ::kubegen_runtime::protobuf::fast::non_empty_map(f0),
+            allocated_resources_status: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            container_id: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            image: f3.unwrap_or_default(),
+            image_id: f4.unwrap_or_default(),
+            last_state: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+                ),
+            ),
+            name: f6.unwrap_or_default(),
+            ready: f7.unwrap_or_default(),
+            resources: f8.map(::std::boxed::Box::new),
+            restart_count: f9.unwrap_or_default(),
+            started: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            state: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f11, depth)?,
+                ),
+            ),
+            stop_signal: ::kubegen_runtime::protobuf::fast::optional(
+                f12,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            user: f13.map(::std::boxed::Box::new),
+            volume_mounts: ::kubegen_runtime::protobuf::fast::non_empty(f14),
+        })
+    }
+}
+
 impl ::std::convert::From<ContainerStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ContainerStatus {
     fn from(value: ContainerStatus) -> Self {
@@ -5201,6 +6580,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ContainerUser {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ContainerUser {
+    const MESSAGE: &'static str = "core/v1.ContainerUser";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::LinuxContainerUser> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            linux: f0.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<ContainerUser>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ContainerUser {
     fn from(value: ContainerUser) -> Self {
@@ -5277,6 +6675,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DaemonEndpoint {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DaemonEndpoint {
+    const MESSAGE: &'static str = "core/v1.DaemonEndpoint";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            port: f0.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<DaemonEndpoint>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::DaemonEndpoint {
     fn from(value: DaemonEndpoint) -> Self {
@@ -5348,6 +6765,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DownwardAPIProjection {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DownwardAPIProjection {
+    const MESSAGE: &'static str = "core/v1.DownwardAPIProjection";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::DownwardAPIVolumeFile> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            items: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
     }
 }
 
@@ -5499,6 +6935,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DownwardAPIVolumeFile {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DownwardAPIVolumeFile {
+    const MESSAGE: &'static str = "core/v1.DownwardAPIVolumeFile";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::ObjectFieldSelector> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::core::v1::ResourceFieldSelector,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            field_ref: f0.map(::std::boxed::Box::new),
+            mode: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            path: f2.unwrap_or_default(),
+            resource_field_ref: f3.map(::std::boxed::Box::new),
+            user: ::std::default::Default::default(),
+        })
+    }
+}
+
 impl ::std::convert::From<DownwardAPIVolumeFile>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::DownwardAPIVolumeFile {
     fn from(value: DownwardAPIVolumeFile) -> Self {
@@ -5625,6 +7096,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DownwardAPIVolumeSource
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DownwardAPIVolumeSource {
+    const MESSAGE: &'static str = "core/v1.DownwardAPIVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::core::v1::DownwardAPIVolumeFile> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            default_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            default_user: ::std::default::Default::default(),
+            items: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<DownwardAPIVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::DownwardAPIVolumeSource {
     fn from(value: DownwardAPIVolumeSource) -> Self {
@@ -5747,6 +7247,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EmptyDirVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for EmptyDirVolumeSource {
+    const MESSAGE: &'static str = "core/v1.EmptyDirVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            medium: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            mode: ::std::default::Default::default(),
+            size_limit: f2,
+        })
+    }
+}
+
 impl ::std::convert::From<EmptyDirVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::EmptyDirVolumeSource {
     fn from(value: EmptyDirVolumeSource) -> Self {
@@ -5862,6 +7391,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointAddress {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for EndpointAddress {
+    const MESSAGE: &'static str = "core/v1.EndpointAddress";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::ObjectReference> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            hostname: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ip: f1.unwrap_or_default(),
+            node_name: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            target_ref: f3.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -5992,6 +7556,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointPort {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for EndpointPort {
+    const MESSAGE: &'static str = "core/v1.EndpointPort";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            app_protocol: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            port: f2.unwrap_or_default(),
+            protocol: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<EndpointPort>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::EndpointPort {
     fn from(value: EndpointPort) -> Self {
@@ -6113,6 +7715,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointSubset {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for EndpointSubset {
+    const MESSAGE: &'static str = "core/v1.EndpointSubset";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::EndpointAddress> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::core::v1::EndpointAddress> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<super::super::core::v1::EndpointPort> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            addresses: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            not_ready_addresses: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            ports: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<EndpointSubset>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::EndpointSubset {
     fn from(value: EndpointSubset) -> Self {
@@ -6228,6 +7862,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Endpoints {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Endpoints {
+    const MESSAGE: &'static str = "core/v1.Endpoints";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<super::super::core::v1::EndpointSubset> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            subsets: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
     }
 }
 
@@ -6383,6 +8044,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EnvFromSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for EnvFromSource {
+    const MESSAGE: &'static str = "core/v1.EnvFromSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::ConfigMapEnvSource> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::SecretEnvSource> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            config_map_ref: f0.map(::std::boxed::Box::new),
+            prefix: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f2.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<EnvFromSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::EnvFromSource {
     fn from(value: EnvFromSource) -> Self {
@@ -6495,6 +8185,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EnvVar {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for EnvVar {
+    const MESSAGE: &'static str = "core/v1.EnvVar";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::EnvVarSource> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            value: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            value_from: f2.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -6654,6 +8373,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EnvVarSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for EnvVarSource {
+    const MESSAGE: &'static str = "core/v1.EnvVarSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::core::v1::ConfigMapKeySelector,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::ObjectFieldSelector> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::FileKeySelector> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::core::v1::ResourceFieldSelector,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::SecretKeySelector> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            config_map_key_ref: f0.map(::std::boxed::Box::new),
+            field_ref: f1.map(::std::boxed::Box::new),
+            file_key_ref: f2.map(::std::boxed::Box::new),
+            resource_field_ref: f3.map(::std::boxed::Box::new),
+            secret_key_ref: f4.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -7160,6 +8915,253 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EphemeralContainer {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for EphemeralContainer {
+    const MESSAGE: &'static str = "core/v1.EphemeralContainer";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<super::super::core::v1::EnvVar> = ::std::vec::Vec::new();
+        let mut f3: ::std::vec::Vec<super::super::core::v1::EnvFromSource> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<super::super::core::v1::Lifecycle> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<super::super::core::v1::Probe> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::vec::Vec<super::super::core::v1::ContainerPort> = ::std::vec::Vec::new();
+        let mut f10: ::std::option::Option<super::super::core::v1::Probe> = ::std::option::Option::None;
+        let mut f11: ::std::vec::Vec<super::super::core::v1::ContainerResizePolicy> = ::std::vec::Vec::new();
+        let mut f12: ::std::option::Option<
+            super::super::core::v1::ResourceRequirements,
+        > = ::std::option::Option::None;
+        let mut f13: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f14: ::std::vec::Vec<super::super::core::v1::ContainerRestartRule> = ::std::vec::Vec::new();
+        let mut f15: ::std::option::Option<super::super::core::v1::SecurityContext> = ::std::option::Option::None;
+        let mut f16: ::std::option::Option<super::super::core::v1::Probe> = ::std::option::Option::None;
+        let mut f17: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f18: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f19: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f20: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f21: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f22: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f23: ::std::vec::Vec<super::super::core::v1::VolumeDevice> = ::std::vec::Vec::new();
+        let mut f24: ::std::vec::Vec<super::super::core::v1::VolumeMount> = ::std::vec::Vec::new();
+        let mut f25: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f19, v)?,
+                1u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        match number {
+                            4u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?
+                            }
+                            3u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?
+                            }
+                            7u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_message(
+                                    &mut f2,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            19u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_message(
+                                    &mut f3,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            2u64 => {
+                                ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?
+                            }
+                            14u64 => {
+                                ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?
+                            }
+                            12u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f6,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            10u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f7,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            1u64 => {
+                                ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?
+                            }
+                            6u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_message(
+                                    &mut f9,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            11u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f10,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            23u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_message(
+                                    &mut f11,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            8u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f12,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            24u64 => {
+                                ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?
+                            }
+                            25u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_message(
+                                    &mut f14,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            15u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f15,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            22u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f16,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            16u64 => {
+                                ::kubegen_runtime::protobuf::fast::boolean(&mut f17, v)?
+                            }
+                            17u64 => {
+                                ::kubegen_runtime::protobuf::fast::boolean(&mut f18, v)?
+                            }
+                            13u64 => {
+                                ::kubegen_runtime::protobuf::fast::string(&mut f20, v)?
+                            }
+                            20u64 => {
+                                ::kubegen_runtime::protobuf::fast::string(&mut f21, v)?
+                            }
+                            18u64 => {
+                                ::kubegen_runtime::protobuf::fast::boolean(&mut f22, v)?
+                            }
+                            21u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_message(
+                                    &mut f23,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            9u64 => {
+                                ::kubegen_runtime::protobuf::fast::push_message(
+                                    &mut f24,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            5u64 => {
+                                ::kubegen_runtime::protobuf::fast::string(&mut f25, v)?
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            args: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            command: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            env: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            env_from: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            image: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            image_pull_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            lifecycle: f6.map(::std::boxed::Box::new),
+            liveness_probe: f7.map(::std::boxed::Box::new),
+            name: f8.unwrap_or_default(),
+            ports: ::kubegen_runtime::protobuf::fast::non_empty(f9),
+            readiness_probe: f10.map(::std::boxed::Box::new),
+            resize_policy: ::kubegen_runtime::protobuf::fast::non_empty(f11),
+            resources: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f12, depth)?,
+                ),
+            ),
+            restart_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f13,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            restart_policy_rules: ::kubegen_runtime::protobuf::fast::non_empty(f14),
+            security_context: f15.map(::std::boxed::Box::new),
+            startup_probe: f16.map(::std::boxed::Box::new),
+            stdin: ::kubegen_runtime::protobuf::fast::optional(
+                f17,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            stdin_once: ::kubegen_runtime::protobuf::fast::optional(
+                f18,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            target_container_name: ::kubegen_runtime::protobuf::fast::optional(
+                f19,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            termination_message_path: ::kubegen_runtime::protobuf::fast::optional(
+                f20,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            termination_message_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f21,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            tty: ::kubegen_runtime::protobuf::fast::optional(
+                f22,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            volume_devices: ::kubegen_runtime::protobuf::fast::non_empty(f23),
+            volume_mounts: ::kubegen_runtime::protobuf::fast::non_empty(f24),
+            working_dir: ::kubegen_runtime::protobuf::fast::optional(
+                f25,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<EphemeralContainer>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::EphemeralContainer {
     fn from(value: EphemeralContainer) -> Self {
@@ -7405,6 +9407,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EphemeralVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for EphemeralVolumeSource {
+    const MESSAGE: &'static str = "core/v1.EphemeralVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::core::v1::PersistentVolumeClaimTemplate,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            volume_claim_template: f0.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -7668,6 +9691,108 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Event {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Event {
+    const MESSAGE: &'static str = "core/v1.Event";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<super::super::core::v1::ObjectReference> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<super::super::core::v1::ObjectReference> = ::std::option::Option::None;
+        let mut f12: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f13: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f14: ::std::option::Option<super::super::core::v1::EventSeries> = ::std::option::Option::None;
+        let mut f15: ::std::option::Option<super::super::core::v1::EventSource> = ::std::option::Option::None;
+        let mut f16: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                12u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                10u64 => f3.push(v),
+                6u64 => ::kubegen_runtime::protobuf::fast::time(&mut f4, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::time(&mut f7, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::string(&mut f12, v)?,
+                15u64 => ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f14, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, depth)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f16, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            action: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            count: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            event_time: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+                >,
+            >("core/v1.Event", 10u64, &f3, depth)?
+                .flatten(),
+            first_timestamp: f4.flatten(),
+            involved_object: ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+            last_timestamp: f7.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f9, depth)?,
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            related: f11.map(::std::boxed::Box::new),
+            reporting_component: ::kubegen_runtime::protobuf::fast::optional(
+                f12,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            reporting_instance: ::kubegen_runtime::protobuf::fast::optional(
+                f13,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            series: f14.map(::std::boxed::Box::new),
+            source: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f15, depth)?,
+                ),
+            ),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f16,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<Event>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::Event {
     fn from(value: Event) -> Self {
@@ -7890,6 +10015,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EventSeries {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for EventSeries {
+    const MESSAGE: &'static str = "core/v1.EventSeries";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                2u64 => f1.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            count: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            last_observed_time: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+                >,
+            >("core/v1.EventSeries", 2u64, &f1, depth)?
+                .flatten(),
+        })
+    }
+}
+
 impl ::std::convert::From<EventSeries>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::EventSeries {
     fn from(value: EventSeries) -> Self {
@@ -7975,6 +10131,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EventSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for EventSource {
+    const MESSAGE: &'static str = "core/v1.EventSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            component: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            host: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -8139,6 +10324,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ExecAction {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ExecAction {
+    const MESSAGE: &'static str = "core/v1.ExecAction";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            command: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
+    }
+}
+
 impl ::std::convert::From<ExecAction>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ExecAction {
     fn from(value: ExecAction) -> Self {
@@ -8257,6 +10461,47 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FCVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for FCVolumeSource {
+    const MESSAGE: &'static str = "core/v1.FCVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f4: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            lun: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            target_wwns: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            wwids: ::kubegen_runtime::protobuf::fast::non_empty(f4),
+        })
     }
 }
 
@@ -8383,6 +10628,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FileKeySelector {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for FileKeySelector {
+    const MESSAGE: &'static str = "core/v1.FileKeySelector";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            key: f0.unwrap_or_default(),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            path: f2.unwrap_or_default(),
+            volume_name: f3.unwrap_or_default(),
+        })
     }
 }
 
@@ -8531,6 +10808,47 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FlexPersistentVolumeSou
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for FlexPersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.FlexPersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            driver: f0.unwrap_or_default(),
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            options: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f4.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -8693,6 +11011,49 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FlexVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for FlexVolumeSource {
+    const MESSAGE: &'static str = "core/v1.FlexVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::core::v1::LocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            driver: f0.unwrap_or_default(),
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            options: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f4.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<FlexVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::FlexVolumeSource {
     fn from(value: FlexVolumeSource) -> Self {
@@ -8800,6 +11161,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FlockerVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for FlockerVolumeSource {
+    const MESSAGE: &'static str = "core/v1.FlockerVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            dataset_name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            dataset_uuid: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -8918,6 +11308,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for GCEPersistentDiskVolume
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for GCEPersistentDiskVolumeSource {
+    const MESSAGE: &'static str = "core/v1.GCEPersistentDiskVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            partition: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            pd_name: f2.unwrap_or_default(),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<GCEPersistentDiskVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::GCEPersistentDiskVolumeSource {
     fn from(value: GCEPersistentDiskVolumeSource) -> Self {
@@ -9030,6 +11458,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for GRPCAction {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for GRPCAction {
+    const MESSAGE: &'static str = "core/v1.GRPCAction";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            mode: ::std::default::Default::default(),
+            port: f1.unwrap_or_default(),
+            service: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<GRPCAction>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::GRPCAction {
     fn from(value: GRPCAction) -> Self {
@@ -9128,6 +11583,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for GitRepoVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for GitRepoVolumeSource {
+    const MESSAGE: &'static str = "core/v1.GitRepoVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            directory: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            repository: f1.unwrap_or_default(),
+            revision: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -9256,6 +11743,41 @@ for GlusterfsPersistentVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for GlusterfsPersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.GlusterfsPersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            endpoints: f0.unwrap_or_default(),
+            endpoints_namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            path: f2.unwrap_or_default(),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<GlusterfsPersistentVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::GlusterfsPersistentVolumeSource {
     fn from(value: GlusterfsPersistentVolumeSource) -> Self {
@@ -9370,6 +11892,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for GlusterfsVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for GlusterfsVolumeSource {
+    const MESSAGE: &'static str = "core/v1.GlusterfsVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            endpoints: f0.unwrap_or_default(),
+            path: f1.unwrap_or_default(),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -9522,6 +12073,52 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HTTPGetAction {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for HTTPGetAction {
+    const MESSAGE: &'static str = "core/v1.HTTPGetAction";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<super::super::core::v1::HTTPHeader> = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                5u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            host: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            http_headers: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            path: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            port: ::kubegen_runtime::protobuf::fast::int_or_string_or_zero(f3),
+            protocol: ::std::default::Default::default(),
+            scheme: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<HTTPGetAction>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::HTTPGetAction {
     fn from(value: HTTPGetAction) -> Self {
@@ -9635,6 +12232,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HTTPHeader {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for HTTPHeader {
+    const MESSAGE: &'static str = "core/v1.HTTPHeader";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            value: f1.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<HTTPHeader>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::HTTPHeader {
     fn from(value: HTTPHeader) -> Self {
@@ -9720,6 +12340,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HostAlias {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for HostAlias {
+    const MESSAGE: &'static str = "core/v1.HostAlias";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            hostnames: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            ip: f1.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<HostAlias>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::HostAlias {
     fn from(value: HostAlias) -> Self {
@@ -9787,6 +12430,23 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HostIP {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for HostIP {
+    const MESSAGE: &'static str = "core/v1.HostIP";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self { ip: f0.unwrap_or_default() })
     }
 }
 
@@ -9869,6 +12529,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HostPathVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for HostPathVolumeSource {
+    const MESSAGE: &'static str = "core/v1.HostPathVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            path: f0.unwrap_or_default(),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -10094,6 +12780,74 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ISCSIPersistentVolumeSo
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ISCSIPersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.ISCSIPersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f7: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f8: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f7, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f8, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            chap_auth_discovery: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            chap_auth_session: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            initiator_name: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            iqn: f4.unwrap_or_default(),
+            iscsi_interface: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            lun: f6.unwrap_or_default(),
+            portals: ::kubegen_runtime::protobuf::fast::non_empty(f7),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f9.map(::std::boxed::Box::new),
+            target_portal: f10.unwrap_or_default(),
+        })
     }
 }
 
@@ -10368,6 +13122,76 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ISCSIVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ISCSIVolumeSource {
+    const MESSAGE: &'static str = "core/v1.ISCSIVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f7: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f8: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<
+            super::super::core::v1::LocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f7, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f8, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            chap_auth_discovery: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            chap_auth_session: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            initiator_name: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            iqn: f4.unwrap_or_default(),
+            iscsi_interface: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            lun: f6.unwrap_or_default(),
+            portals: ::kubegen_runtime::protobuf::fast::non_empty(f7),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f9.map(::std::boxed::Box::new),
+            target_portal: f10.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ISCSIVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ISCSIVolumeSource {
     fn from(value: ISCSIVolumeSource) -> Self {
@@ -10508,6 +13332,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ImageVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ImageVolumeSource {
+    const MESSAGE: &'static str = "core/v1.ImageVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            pull_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reference: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ImageVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ImageVolumeSource {
     fn from(value: ImageVolumeSource) -> Self {
@@ -10581,6 +13434,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ImageVolumeStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ImageVolumeStatus {
+    const MESSAGE: &'static str = "core/v1.ImageVolumeStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            image_ref: f0.unwrap_or_default(),
+        })
     }
 }
 
@@ -10695,6 +13567,36 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for KeyToPath {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for KeyToPath {
+    const MESSAGE: &'static str = "core/v1.KeyToPath";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            key: f0.unwrap_or_default(),
+            mode: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            path: f2.unwrap_or_default(),
+            user: ::std::default::Default::default(),
+        })
+    }
+}
+
 impl ::std::convert::From<KeyToPath>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::KeyToPath {
     fn from(value: KeyToPath) -> Self {
@@ -10801,6 +13703,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Lifecycle {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Lifecycle {
+    const MESSAGE: &'static str = "core/v1.Lifecycle";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::LifecycleHandler> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::LifecycleHandler> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            post_start: f0.map(::std::boxed::Box::new),
+            pre_stop: f1.map(::std::boxed::Box::new),
+            stop_signal: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -10935,6 +13866,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LifecycleHandler {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for LifecycleHandler {
+    const MESSAGE: &'static str = "core/v1.LifecycleHandler";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::ExecAction> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::HTTPGetAction> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::SleepAction> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::TCPSocketAction> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            exec: f0.map(::std::boxed::Box::new),
+            http_get: f1.map(::std::boxed::Box::new),
+            sleep: f2.map(::std::boxed::Box::new),
+            tcp_socket: f3.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<LifecycleHandler>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::LifecycleHandler {
     fn from(value: LifecycleHandler) -> Self {
@@ -11032,6 +13992,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LimitRange {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for LimitRange {
+    const MESSAGE: &'static str = "core/v1.LimitRange";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::LimitRangeSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -11243,6 +14232,58 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LimitRangeItem {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for LimitRangeItem {
+    const MESSAGE: &'static str = "core/v1.LimitRangeItem";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f1: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f3: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f4: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f2, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            default: ::kubegen_runtime::protobuf::fast::non_empty_map(f0),
+            default_request: ::kubegen_runtime::protobuf::fast::non_empty_map(f1),
+            max: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+            max_limit_request_ratio: ::kubegen_runtime::protobuf::fast::non_empty_map(
+                f3,
+            ),
+            min: ::kubegen_runtime::protobuf::fast::non_empty_map(f4),
+            type_: f5.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<LimitRangeItem>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::LimitRangeItem {
     fn from(value: LimitRangeItem) -> Self {
@@ -11340,6 +14381,23 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LimitRangeSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for LimitRangeSpec {
+    const MESSAGE: &'static str = "core/v1.LimitRangeSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::LimitRangeItem> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self { limits: f0 })
     }
 }
 
@@ -11449,6 +14507,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LinuxContainerUser {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for LinuxContainerUser {
+    const MESSAGE: &'static str = "core/v1.LinuxContainerUser";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f2: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f0, v)?,
+                3u64 => f1.push(v),
+                1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            gid: f0.unwrap_or_default(),
+            supplemental_groups: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::std::vec::Vec<i64>>,
+            >("core/v1.LinuxContainerUser", 3u64, &f1, depth)?
+                .flatten(),
+            uid: f2.unwrap_or_default(),
+        })
     }
 }
 
@@ -11575,6 +14662,46 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LoadBalancerIngress {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for LoadBalancerIngress {
+    const MESSAGE: &'static str = "core/v1.LoadBalancerIngress";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<super::super::core::v1::PortStatus> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            hostname: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ip: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ip_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            ports: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
+    }
+}
+
 impl ::std::convert::From<LoadBalancerIngress>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::LoadBalancerIngress {
     fn from(value: LoadBalancerIngress) -> Self {
@@ -11673,6 +14800,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LoadBalancerStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for LoadBalancerStatus {
+    const MESSAGE: &'static str = "core/v1.LoadBalancerStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::LoadBalancerIngress> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            ingress: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
+    }
+}
+
 impl ::std::convert::From<LoadBalancerStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::LoadBalancerStatus {
     fn from(value: LoadBalancerStatus) -> Self {
@@ -11760,6 +14906,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LocalObjectReference {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for LocalObjectReference {
+    const MESSAGE: &'static str = "core/v1.LocalObjectReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<LocalObjectReference>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::LocalObjectReference {
     fn from(value: LocalObjectReference) -> Self {
@@ -11844,6 +15009,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LocalVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for LocalVolumeSource {
+    const MESSAGE: &'static str = "core/v1.LocalVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            path: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -11937,6 +15128,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ModifyVolumeStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ModifyVolumeStatus {
+    const MESSAGE: &'static str = "core/v1.ModifyVolumeStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            status: f0.unwrap_or_default(),
+            target_volume_attributes_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -12046,6 +15263,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NFSVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NFSVolumeSource {
+    const MESSAGE: &'static str = "core/v1.NFSVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            path: f0.unwrap_or_default(),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            server: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<NFSVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NFSVolumeSource {
     fn from(value: NFSVolumeSource) -> Self {
@@ -12142,6 +15388,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Namespace {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Namespace {
+    const MESSAGE: &'static str = "core/v1.Namespace";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::NamespaceSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::NamespaceStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -12320,6 +15602,48 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NamespaceCondition {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NamespaceCondition {
+    const MESSAGE: &'static str = "core/v1.NamespaceCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: f3.unwrap_or_default(),
+            type_: f4.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<NamespaceCondition>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NamespaceCondition {
     fn from(value: NamespaceCondition) -> Self {
@@ -12420,6 +15744,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NamespaceSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NamespaceSpec {
+    const MESSAGE: &'static str = "core/v1.NamespaceSpec";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            finalizers: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
+    }
+}
+
 impl ::std::convert::From<NamespaceSpec>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NamespaceSpec {
     fn from(value: NamespaceSpec) -> Self {
@@ -12508,6 +15851,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NamespaceStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NamespaceStatus {
+    const MESSAGE: &'static str = "core/v1.NamespaceStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::NamespaceCondition> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            phase: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -12618,6 +15989,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Node {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Node {
+    const MESSAGE: &'static str = "core/v1.Node";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::NodeSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::NodeStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -12747,6 +16154,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeAddress {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeAddress {
+    const MESSAGE: &'static str = "core/v1.NodeAddress";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            address: f0.unwrap_or_default(),
+            type_: f1.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeAddress>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeAddress {
     fn from(value: NodeAddress) -> Self {
@@ -12844,6 +16274,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeAffinity {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NodeAffinity {
+    const MESSAGE: &'static str = "core/v1.NodeAffinity";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::PreferredSchedulingTerm> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<super::super::core::v1::NodeSelector> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            preferred_during_scheduling_ignored_during_execution: ::kubegen_runtime::protobuf::fast::non_empty(
+                f0,
+            ),
+            required_during_scheduling_ignored_during_execution: f1
+                .map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -13193,6 +16651,31 @@ for NodeAllocatableResourceClaimStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeAllocatableResourceClaimStatus {
+    const MESSAGE: &'static str = "core/v1.NodeAllocatableResourceClaimStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            containers: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            mapping: ::std::default::Default::default(),
+            overhead: ::std::default::Default::default(),
+            resource_claim_name: f3.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeAllocatableResourceClaimStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeAllocatableResourceClaimStatus {
     fn from(value: NodeAllocatableResourceClaimStatus) -> Self {
@@ -13379,6 +16862,55 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeCondition {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeCondition {
+    const MESSAGE: &'static str = "core/v1.NodeCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_heartbeat_time: f0.flatten(),
+            last_transition_time: f1.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: f4.unwrap_or_default(),
+            type_: f5.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeCondition>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeCondition {
     fn from(value: NodeCondition) -> Self {
@@ -13481,6 +17013,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeConfigSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NodeConfigSource {
+    const MESSAGE: &'static str = "core/v1.NodeConfigSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::core::v1::ConfigMapNodeConfigSource,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 2u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            config_map: f0.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -13609,6 +17162,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeConfigStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeConfigStatus {
+    const MESSAGE: &'static str = "core/v1.NodeConfigStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::NodeConfigSource> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::NodeConfigSource> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::NodeConfigSource> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            active: f0.map(::std::boxed::Box::new),
+            assigned: f1.map(::std::boxed::Box::new),
+            error: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            last_known_good: f3.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeConfigStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeConfigStatus {
     fn from(value: NodeConfigStatus) -> Self {
@@ -13705,6 +17290,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeDaemonEndpoints {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeDaemonEndpoints {
+    const MESSAGE: &'static str = "core/v1.NodeDaemonEndpoints";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::DaemonEndpoint> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            kubelet_endpoint: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeDaemonEndpoints>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeDaemonEndpoints {
     fn from(value: NodeDaemonEndpoints) -> Self {
@@ -13785,6 +17393,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeFeatures {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NodeFeatures {
+    const MESSAGE: &'static str = "core/v1.NodeFeatures";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            supplemental_groups_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -13954,6 +17584,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeRuntimeHandler {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeRuntimeHandler {
+    const MESSAGE: &'static str = "core/v1.NodeRuntimeHandler";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::core::v1::NodeRuntimeHandlerFeatures,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            features: f0.map(::std::boxed::Box::new),
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeRuntimeHandler>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeRuntimeHandler {
     fn from(value: NodeRuntimeHandler) -> Self {
@@ -14055,6 +17713,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeRuntimeHandlerFeatu
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeRuntimeHandlerFeatures {
+    const MESSAGE: &'static str = "core/v1.NodeRuntimeHandlerFeatures";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            recursive_read_only_mounts: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            user_namespaces: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeRuntimeHandlerFeatures>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeRuntimeHandlerFeatures {
     fn from(value: NodeRuntimeHandlerFeatures) -> Self {
@@ -14134,6 +17821,23 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeSelector {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NodeSelector {
+    const MESSAGE: &'static str = "core/v1.NodeSelector";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::NodeSelectorTerm> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self { node_selector_terms: f0 })
     }
 }
 
@@ -14243,6 +17947,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeSelectorRequirement
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeSelectorRequirement {
+    const MESSAGE: &'static str = "core/v1.NodeSelectorRequirement";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            key: f0.unwrap_or_default(),
+            operator: f1.unwrap_or_default(),
+            values: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeSelectorRequirement>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeSelectorRequirement {
     fn from(value: NodeSelectorRequirement) -> Self {
@@ -14339,6 +18069,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeSelectorTerm {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NodeSelectorTerm {
+    const MESSAGE: &'static str = "core/v1.NodeSelectorTerm";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::NodeSelectorRequirement> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::core::v1::NodeSelectorRequirement> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            match_expressions: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            match_fields: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
     }
 }
 
@@ -14549,6 +18306,59 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NodeSpec {
+    const MESSAGE: &'static str = "core/v1.NodeSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::NodeConfigSource> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::vec::Vec<super::super::core::v1::Taint> = ::std::vec::Vec::new();
+        let mut f7: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                5u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            config_source: f0.map(::std::boxed::Box::new),
+            external_id: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            pod_cidr: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            pod_cidrs: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            pod_preemption_policy: ::std::default::Default::default(),
+            provider_id: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            taints: ::kubegen_runtime::protobuf::fast::non_empty(f6),
+            unschedulable: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -14892,6 +18702,92 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeStatus {
+    const MESSAGE: &'static str = "core/v1.NodeStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::NodeAddress> = ::std::vec::Vec::new();
+        let mut f1: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f3: ::std::vec::Vec<super::super::core::v1::NodeCondition> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<super::super::core::v1::NodeConfigStatus> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<super::super::core::v1::NodeDaemonEndpoints> = ::std::option::Option::None;
+        let mut f6: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f7: ::std::option::Option<super::super::core::v1::NodeFeatures> = ::std::option::Option::None;
+        let mut f8: ::std::vec::Vec<super::super::core::v1::ContainerImage> = ::std::vec::Vec::new();
+        let mut f9: ::std::option::Option<super::super::core::v1::NodeSystemInfo> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f11: ::std::vec::Vec<super::super::core::v1::NodeRuntimeHandler> = ::std::vec::Vec::new();
+        let mut f12: ::std::vec::Vec<super::super::core::v1::AttachedVolume> = ::std::vec::Vec::new();
+        let mut f13: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f2, v)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f6, v)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                8u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
+                }
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                12u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, depth)?
+                }
+                10u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f12, v, depth)?
+                }
+                9u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f13, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            addresses: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            allocatable: ::kubegen_runtime::protobuf::fast::non_empty_map(f1),
+            capacity: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            config: f4.map(::std::boxed::Box::new),
+            daemon_endpoints: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+                ),
+            ),
+            declared_features: ::kubegen_runtime::protobuf::fast::non_empty(f6),
+            features: f7.map(::std::boxed::Box::new),
+            images: ::kubegen_runtime::protobuf::fast::non_empty(f8),
+            node_info: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f9, depth)?,
+                ),
+            ),
+            phase: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            runtime_handlers: ::kubegen_runtime::protobuf::fast::non_empty(f11),
+            volumes_attached: ::kubegen_runtime::protobuf::fast::non_empty(f12),
+            volumes_in_use: ::kubegen_runtime::protobuf::fast::non_empty(f13),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeStatus {
     fn from(value: NodeStatus) -> Self {
@@ -15063,6 +18959,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeSwapStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NodeSwapStatus {
+    const MESSAGE: &'static str = "core/v1.NodeSwapStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::int64(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            capacity: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -15288,6 +19206,57 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NodeSystemInfo {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NodeSystemInfo {
+    const MESSAGE: &'static str = "core/v1.NodeSystemInfo";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<super::super::core::v1::NodeSwapStatus> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f11, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            architecture: f0.unwrap_or_default(),
+            boot_id: f1.unwrap_or_default(),
+            container_runtime_version: f2.unwrap_or_default(),
+            kernel_version: f3.unwrap_or_default(),
+            kube_proxy_version: f4.unwrap_or_default(),
+            kubelet_version: f5.unwrap_or_default(),
+            machine_id: f6.unwrap_or_default(),
+            operating_system: f7.unwrap_or_default(),
+            os_image: f8.unwrap_or_default(),
+            running_in_user_namespace: ::std::default::Default::default(),
+            swap: f10.map(::std::boxed::Box::new),
+            system_uuid: f11.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<NodeSystemInfo>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::NodeSystemInfo {
     fn from(value: NodeSystemInfo) -> Self {
@@ -15424,6 +19393,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ObjectFieldSelector {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ObjectFieldSelector {
+    const MESSAGE: &'static str = "core/v1.ObjectFieldSelector";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_version: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            field_path: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -15595,6 +19590,65 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ObjectReference {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ObjectReference {
+    const MESSAGE: &'static str = "core/v1.ObjectReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_version: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            field_path: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            kind: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            resource_version: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            uid: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ObjectReference>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ObjectReference {
     fn from(value: ObjectReference) -> Self {
@@ -15719,6 +19773,46 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PersistentVolume {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolume {
+    const MESSAGE: &'static str = "core/v1.PersistentVolume";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::core::v1::PersistentVolumeSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::core::v1::PersistentVolumeStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -15861,6 +19955,46 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PersistentVolumeClaim {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaim {
+    const MESSAGE: &'static str = "core/v1.PersistentVolumeClaim";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::core::v1::PersistentVolumeClaimSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::core::v1::PersistentVolumeClaimStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -16058,6 +20192,55 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PersistentVolumeClaimCo
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimCondition {
+    const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_probe_time: f0.flatten(),
+            last_transition_time: f1.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: f4.unwrap_or_default(),
+            type_: f5.unwrap_or_default(),
+        })
     }
 }
 
@@ -16297,6 +20480,77 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PersistentVolumeClaimSp
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimSpec {
+    const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<
+            super::super::core::v1::TypedLocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::core::v1::TypedObjectReference,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::core::v1::VolumeResourceRequirements,
+        > = ::std::option::Option::None;
+        let mut f4: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                4u64 => f4.push(v),
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            access_modes: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            data_source: f1.map(::std::boxed::Box::new),
+            data_source_ref: f2.map(::std::boxed::Box::new),
+            resources: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("core/v1.PersistentVolumeClaimSpec", 4u64, &f4, depth)?
+                .flatten(),
+            storage_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            volume_attributes_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            volume_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            volume_name: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -16563,6 +20817,69 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PersistentVolumeClaimSt
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimStatus {
+    const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f3: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f4: ::std::vec::Vec<
+            super::super::core::v1::PersistentVolumeClaimCondition,
+        > = ::std::vec::Vec::new();
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<super::super::core::v1::ModifyVolumeStatus> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f3, v)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, depth)?
+                }
+                8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            access_modes: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            allocated_resource_statuses: ::kubegen_runtime::protobuf::fast::non_empty_map(
+                f1,
+            ),
+            allocated_resources: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+            capacity: ::kubegen_runtime::protobuf::fast::non_empty_map(f3),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f4),
+            current_volume_attributes_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            health_status: ::std::default::Default::default(),
+            modify_volume_status: f7.map(::std::boxed::Box::new),
+            phase: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PersistentVolumeClaimStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeClaimStatus {
     fn from(value: PersistentVolumeClaimStatus) -> Self {
@@ -16701,6 +21018,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PersistentVolumeClaimTe
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimTemplate {
+    const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimTemplate";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::core::v1::PersistentVolumeClaimSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::std::option::Option::Some(
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            ),
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<PersistentVolumeClaimTemplate>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeClaimTemplate {
     fn from(value: PersistentVolumeClaimTemplate) -> Self {
@@ -16793,6 +21139,32 @@ for PersistentVolumeClaimVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimVolumeSource {
+    const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            claim_name: f0.unwrap_or_default(),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -17368,6 +21740,315 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PersistentVolumeSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeSpec {
+    const MESSAGE: &'static str = "core/v1.PersistentVolumeSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<
+            super::super::core::v1::AWSElasticBlockStoreVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::core::v1::AzureDiskVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::core::v1::AzureFilePersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f5: ::std::option::Option<
+            super::super::core::v1::CephFSPersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<
+            super::super::core::v1::CinderPersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<super::super::core::v1::ObjectReference> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<
+            super::super::core::v1::CSIPersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<super::super::core::v1::FCVolumeSource> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<
+            super::super::core::v1::FlexPersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<
+            super::super::core::v1::FlockerVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f12: ::std::option::Option<
+            super::super::core::v1::GCEPersistentDiskVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f13: ::std::option::Option<
+            super::super::core::v1::GlusterfsPersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f14: ::std::option::Option<
+            super::super::core::v1::HostPathVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f15: ::std::option::Option<
+            super::super::core::v1::ISCSIPersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f16: ::std::option::Option<super::super::core::v1::LocalVolumeSource> = ::std::option::Option::None;
+        let mut f17: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f18: ::std::option::Option<super::super::core::v1::NFSVolumeSource> = ::std::option::Option::None;
+        let mut f19: ::std::option::Option<super::super::core::v1::VolumeNodeAffinity> = ::std::option::Option::None;
+        let mut f20: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f21: ::std::option::Option<
+            super::super::core::v1::PhotonPersistentDiskVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f22: ::std::option::Option<
+            super::super::core::v1::PortworxVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f23: ::std::option::Option<
+            super::super::core::v1::QuobyteVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f24: ::std::option::Option<
+            super::super::core::v1::RBDPersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f25: ::std::option::Option<
+            super::super::core::v1::ScaleIOPersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f26: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f27: ::std::option::Option<
+            super::super::core::v1::StorageOSPersistentVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f28: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f29: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f30: ::std::option::Option<
+            super::super::core::v1::VsphereVirtualDiskVolumeSource,
+        > = ::std::option::Option::None;
+        let mut inlined2 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f4, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f17, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f19, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f20, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f26, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f28, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f29, v)?,
+                2u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined2,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        match number {
+                            2u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f1,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            16u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f2,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            13u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f3,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            9u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f5,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            8u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f6,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            22u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f8,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            10u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f9,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            12u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f10,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            11u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f11,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            1u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f12,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            4u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f13,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            3u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f14,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            7u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f15,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            20u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f16,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            5u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f18,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            17u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f21,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            18u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f22,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            15u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f23,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            6u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f24,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            19u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f25,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            21u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f27,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            14u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f30,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            access_modes: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            aws_elastic_block_store: f1.map(::std::boxed::Box::new),
+            azure_disk: f2.map(::std::boxed::Box::new),
+            azure_file: f3.map(::std::boxed::Box::new),
+            capacity: ::kubegen_runtime::protobuf::fast::non_empty_map(f4),
+            cephfs: f5.map(::std::boxed::Box::new),
+            cinder: f6.map(::std::boxed::Box::new),
+            claim_ref: f7.map(::std::boxed::Box::new),
+            csi: f8.map(::std::boxed::Box::new),
+            fc: f9.map(::std::boxed::Box::new),
+            flex_volume: f10.map(::std::boxed::Box::new),
+            flocker: f11.map(::std::boxed::Box::new),
+            gce_persistent_disk: f12.map(::std::boxed::Box::new),
+            glusterfs: f13.map(::std::boxed::Box::new),
+            host_path: f14.map(::std::boxed::Box::new),
+            iscsi: f15.map(::std::boxed::Box::new),
+            local: f16.map(::std::boxed::Box::new),
+            mount_options: ::kubegen_runtime::protobuf::fast::non_empty(f17),
+            nfs: f18.map(::std::boxed::Box::new),
+            node_affinity: f19.map(::std::boxed::Box::new),
+            persistent_volume_reclaim_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f20,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            photon_persistent_disk: f21.map(::std::boxed::Box::new),
+            portworx_volume: f22.map(::std::boxed::Box::new),
+            quobyte: f23.map(::std::boxed::Box::new),
+            rbd: f24.map(::std::boxed::Box::new),
+            scale_io: f25.map(::std::boxed::Box::new),
+            storage_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f26,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            storageos: f27.map(::std::boxed::Box::new),
+            volume_attributes_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f28,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            volume_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f29,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            vsphere_volume: f30.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<PersistentVolumeSpec>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeSpec {
     fn from(value: PersistentVolumeSpec) -> Self {
@@ -17636,6 +22317,48 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PersistentVolumeStatus 
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeStatus {
+    const MESSAGE: &'static str = "core/v1.PersistentVolumeStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_phase_transition_time: f0.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            phase: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PersistentVolumeStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PersistentVolumeStatus {
     fn from(value: PersistentVolumeStatus) -> Self {
@@ -17742,6 +22465,32 @@ for PhotonPersistentDiskVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PhotonPersistentDiskVolumeSource {
+    const MESSAGE: &'static str = "core/v1.PhotonPersistentDiskVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            pd_id: f1.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PhotonPersistentDiskVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PhotonPersistentDiskVolumeSource {
     fn from(value: PhotonPersistentDiskVolumeSource) -> Self {
@@ -17836,6 +22585,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Pod {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Pod {
+    const MESSAGE: &'static str = "core/v1.Pod";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::PodSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::PodStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -17975,6 +22760,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodAffinity {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodAffinity {
+    const MESSAGE: &'static str = "core/v1.PodAffinity";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::WeightedPodAffinityTerm> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::core::v1::PodAffinityTerm> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            preferred_during_scheduling_ignored_during_execution: ::kubegen_runtime::protobuf::fast::non_empty(
+                f0,
+            ),
+            required_during_scheduling_ignored_during_execution: ::kubegen_runtime::protobuf::fast::non_empty(
+                f1,
+            ),
+        })
     }
 }
 
@@ -18164,6 +22980,51 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodAffinityTerm {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodAffinityTerm {
+    const MESSAGE: &'static str = "core/v1.PodAffinityTerm";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => f0.push(v),
+                5u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                4u64 => f3.push(v),
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f4, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            label_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("core/v1.PodAffinityTerm", 1u64, &f0, depth)?
+                .flatten(),
+            match_label_keys: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            mismatch_label_keys: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            namespace_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("core/v1.PodAffinityTerm", 4u64, &f3, depth)?
+                .flatten(),
+            namespaces: ::kubegen_runtime::protobuf::fast::non_empty(f4),
+            topology_key: f5.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PodAffinityTerm>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodAffinityTerm {
     fn from(value: PodAffinityTerm) -> Self {
@@ -18288,6 +23149,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodAntiAffinity {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodAntiAffinity {
+    const MESSAGE: &'static str = "core/v1.PodAntiAffinity";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::WeightedPodAffinityTerm> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::core::v1::PodAffinityTerm> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            preferred_during_scheduling_ignored_during_execution: ::kubegen_runtime::protobuf::fast::non_empty(
+                f0,
+            ),
+            required_during_scheduling_ignored_during_execution: ::kubegen_runtime::protobuf::fast::non_empty(
+                f1,
+            ),
+        })
     }
 }
 
@@ -18498,6 +23390,60 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodCertificateProjectio
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateProjection {
+    const MESSAGE: &'static str = "core/v1.PodCertificateProjection";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            certificate_chain_path: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            credential_bundle_path: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            key_path: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            key_type: f3.unwrap_or_default(),
+            max_expiration_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            signer_name: f5.unwrap_or_default(),
+            user: ::std::default::Default::default(),
+            user_annotations: ::kubegen_runtime::protobuf::fast::non_empty_map(f7),
+        })
+    }
+}
+
 impl ::std::convert::From<PodCertificateProjection>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodCertificateProjection {
     fn from(value: PodCertificateProjection) -> Self {
@@ -18700,6 +23646,61 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodCondition {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodCondition {
+    const MESSAGE: &'static str = "core/v1.PodCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_probe_time: f0.flatten(),
+            last_transition_time: f1.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: f5.unwrap_or_default(),
+            type_: f6.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PodCondition>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodCondition {
     fn from(value: PodCondition) -> Self {
@@ -18831,6 +23832,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodDNSConfig {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodDNSConfig {
+    const MESSAGE: &'static str = "core/v1.PodDNSConfig";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::core::v1::PodDNSConfigOption> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            nameservers: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            options: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            searches: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<PodDNSConfig>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodDNSConfig {
     fn from(value: PodDNSConfig) -> Self {
@@ -18933,6 +23962,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodDNSConfigOption {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodDNSConfigOption {
+    const MESSAGE: &'static str = "core/v1.PodDNSConfigOption";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            value: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PodDNSConfigOption>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodDNSConfigOption {
     fn from(value: PodDNSConfigOption) -> Self {
@@ -19020,6 +24078,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodExtendedResourceClai
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodExtendedResourceClaimStatus {
+    const MESSAGE: &'static str = "core/v1.PodExtendedResourceClaimStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::core::v1::ContainerExtendedResourceRequest,
+        > = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            request_mappings: f0,
+            resource_claim_name: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -19111,6 +24196,23 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodIP {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodIP {
+    const MESSAGE: &'static str = "core/v1.PodIP";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self { ip: f0.unwrap_or_default() })
+    }
+}
+
 impl ::std::convert::From<PodIP>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodIP {
     fn from(value: PodIP) -> Self {
@@ -19181,6 +24283,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodOS {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodOS {
+    const MESSAGE: &'static str = "core/v1.PodOS";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PodOS>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodOS {
     fn from(value: PodOS) -> Self {
@@ -19248,6 +24369,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodReadinessGate {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodReadinessGate {
+    const MESSAGE: &'static str = "core/v1.PodReadinessGate";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            condition_type: f0.unwrap_or_default(),
+        })
     }
 }
 
@@ -19360,6 +24500,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodResourceClaim {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodResourceClaim {
+    const MESSAGE: &'static str = "core/v1.PodResourceClaim";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            resource_claim_name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            resource_claim_template_name: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PodResourceClaim>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodResourceClaim {
     fn from(value: PodResourceClaim) -> Self {
@@ -19464,6 +24636,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodResourceClaimStatus 
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodResourceClaimStatus {
+    const MESSAGE: &'static str = "core/v1.PodResourceClaimStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            resource_claim_name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PodResourceClaimStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodResourceClaimStatus {
     fn from(value: PodResourceClaimStatus) -> Self {
@@ -19540,6 +24738,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodSchedulingGate {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodSchedulingGate {
+    const MESSAGE: &'static str = "core/v1.PodSchedulingGate";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PodSchedulingGate>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodSchedulingGate {
     fn from(value: PodSchedulingGate) -> Self {
@@ -19613,6 +24830,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodSchedulingGroup {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodSchedulingGroup {
+    const MESSAGE: &'static str = "core/v1.PodSchedulingGroup";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            pod_group_name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -19887,6 +25126,90 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodSecurityContext {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodSecurityContext {
+    const MESSAGE: &'static str = "core/v1.PodSecurityContext";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::AppArmorProfile> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<super::super::core::v1::SELinuxOptions> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<super::super::core::v1::SeccompProfile> = ::std::option::Option::None;
+        let mut f9: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f11: ::std::vec::Vec<super::super::core::v1::Sysctl> = ::std::vec::Vec::new();
+        let mut f12: ::std::option::Option<
+            super::super::core::v1::WindowsSecurityContextOptions,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f1, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f4, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f5, v)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, depth)?,
+                4u64 => f9.push(v),
+                12u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                7u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, depth)?
+                }
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f12, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            app_armor_profile: f0.map(::std::boxed::Box::new),
+            fs_group: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            fs_group_change_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            run_as_group: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            run_as_non_root: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            run_as_user: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            se_linux_change_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            se_linux_options: f7.map(::std::boxed::Box::new),
+            seccomp_profile: f8.map(::std::boxed::Box::new),
+            supplemental_groups: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::std::vec::Vec<i64>>,
+            >("core/v1.PodSecurityContext", 4u64, &f9, depth)?
+                .flatten(),
+            supplemental_groups_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            sysctls: ::kubegen_runtime::protobuf::fast::non_empty(f11),
+            windows_options: f12.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -20715,6 +26038,251 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodSpec {
+    const MESSAGE: &'static str = "core/v1.PodSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::Affinity> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<super::super::core::v1::Container> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<super::super::core::v1::PodDNSConfig> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f7: ::std::vec::Vec<super::super::core::v1::EphemeralContainer> = ::std::vec::Vec::new();
+        let mut f9: ::std::vec::Vec<super::super::core::v1::HostAlias> = ::std::vec::Vec::new();
+        let mut f10: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f12: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f13: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f14: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f15: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f16: ::std::vec::Vec<super::super::core::v1::LocalObjectReference> = ::std::vec::Vec::new();
+        let mut f17: ::std::vec::Vec<super::super::core::v1::Container> = ::std::vec::Vec::new();
+        let mut f18: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f19: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f20: ::std::option::Option<super::super::core::v1::PodOS> = ::std::option::Option::None;
+        let mut f21: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f22: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f23: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f24: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f25: ::std::vec::Vec<super::super::core::v1::PodReadinessGate> = ::std::vec::Vec::new();
+        let mut f26: ::std::vec::Vec<super::super::core::v1::PodResourceClaim> = ::std::vec::Vec::new();
+        let mut f27: ::std::option::Option<
+            super::super::core::v1::ResourceRequirements,
+        > = ::std::option::Option::None;
+        let mut f28: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f29: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f30: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f31: ::std::vec::Vec<super::super::core::v1::PodSchedulingGate> = ::std::vec::Vec::new();
+        let mut f32: ::std::option::Option<super::super::core::v1::PodSchedulingGroup> = ::std::option::Option::None;
+        let mut f33: ::std::option::Option<super::super::core::v1::PodSecurityContext> = ::std::option::Option::None;
+        let mut f34: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f35: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f36: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f37: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f38: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f39: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f40: ::std::vec::Vec<super::super::core::v1::Toleration> = ::std::vec::Vec::new();
+        let mut f41: ::std::vec::Vec<super::super::core::v1::TopologySpreadConstraint> = ::std::vec::Vec::new();
+        let mut f42: ::std::vec::Vec<super::super::core::v1::Volume> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f0, v)?,
+                18u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                21u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                26u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                30u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
+                34u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
+                }
+                23u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
+                }
+                13u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f10, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f11, v)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f12, v)?,
+                37u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f13, v)?,
+                16u64 => ::kubegen_runtime::protobuf::fast::string(&mut f14, v)?,
+                41u64 => ::kubegen_runtime::protobuf::fast::string(&mut f15, v)?,
+                15u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f16, v, depth)?
+                }
+                20u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f17, v, depth)?
+                }
+                10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f18, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f19, v)?,
+                36u64 => ::kubegen_runtime::protobuf::fast::message(&mut f20, v, depth)?,
+                32u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f21, v)?,
+                31u64 => ::kubegen_runtime::protobuf::fast::string(&mut f22, v)?,
+                25u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f23, v)?,
+                24u64 => ::kubegen_runtime::protobuf::fast::string(&mut f24, v)?,
+                28u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f25, v, depth)?
+                }
+                39u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f26, v, depth)?
+                }
+                40u64 => ::kubegen_runtime::protobuf::fast::message(&mut f27, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f28, v)?,
+                29u64 => ::kubegen_runtime::protobuf::fast::string(&mut f29, v)?,
+                19u64 => ::kubegen_runtime::protobuf::fast::string(&mut f30, v)?,
+                38u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f31, v, depth)?
+                }
+                43u64 => ::kubegen_runtime::protobuf::fast::message(&mut f32, v, depth)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::message(&mut f33, v, depth)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f34, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f35, v)?,
+                35u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f36, v)?,
+                27u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f37, v)?,
+                17u64 => ::kubegen_runtime::protobuf::fast::string(&mut f38, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f39, v)?,
+                22u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f40, v, depth)?
+                }
+                33u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f41, v, depth)?
+                }
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f42, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            active_deadline_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            affinity: f1.map(::std::boxed::Box::new),
+            automount_service_account_token: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            containers: f3,
+            dns_config: f4.map(::std::boxed::Box::new),
+            dns_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            enable_service_links: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            ephemeral_containers: ::kubegen_runtime::protobuf::fast::non_empty(f7),
+            eviction_responders: ::std::default::Default::default(),
+            host_aliases: ::kubegen_runtime::protobuf::fast::non_empty(f9),
+            host_ipc: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            host_network: ::kubegen_runtime::protobuf::fast::optional(
+                f11,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            host_pid: ::kubegen_runtime::protobuf::fast::optional(
+                f12,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            host_users: ::kubegen_runtime::protobuf::fast::optional(
+                f13,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            hostname: ::kubegen_runtime::protobuf::fast::optional(
+                f14,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            hostname_override: ::kubegen_runtime::protobuf::fast::optional(
+                f15,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            image_pull_secrets: ::kubegen_runtime::protobuf::fast::non_empty(f16),
+            init_containers: ::kubegen_runtime::protobuf::fast::non_empty(f17),
+            node_name: ::kubegen_runtime::protobuf::fast::optional(
+                f18,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            node_selector: ::kubegen_runtime::protobuf::fast::non_empty_map(f19),
+            os: f20.map(::std::boxed::Box::new),
+            overhead: ::kubegen_runtime::protobuf::fast::non_empty_map(f21),
+            preemption_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f22,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            priority: ::kubegen_runtime::protobuf::fast::optional(
+                f23,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            priority_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f24,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            readiness_gates: ::kubegen_runtime::protobuf::fast::non_empty(f25),
+            resource_claims: ::kubegen_runtime::protobuf::fast::non_empty(f26),
+            resources: f27.map(::std::boxed::Box::new),
+            restart_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f28,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            runtime_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f29,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            scheduler_name: ::kubegen_runtime::protobuf::fast::optional(
+                f30,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            scheduling_gates: ::kubegen_runtime::protobuf::fast::non_empty(f31),
+            scheduling_group: f32.map(::std::boxed::Box::new),
+            security_context: f33.map(::std::boxed::Box::new),
+            service_account: ::kubegen_runtime::protobuf::fast::optional(
+                f34,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            service_account_name: ::kubegen_runtime::protobuf::fast::optional(
+                f35,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            set_hostname_as_fqdn: ::kubegen_runtime::protobuf::fast::optional(
+                f36,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            share_process_namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f37,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            subdomain: ::kubegen_runtime::protobuf::fast::optional(
+                f38,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            termination_grace_period_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f39,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            tolerations: ::kubegen_runtime::protobuf::fast::non_empty(f40),
+            topology_spread_constraints: ::kubegen_runtime::protobuf::fast::non_empty(
+                f41,
+            ),
+            volumes: ::kubegen_runtime::protobuf::fast::non_empty(f42),
+        })
+    }
+}
+
 impl ::std::convert::From<PodSpec>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodSpec {
     fn from(value: PodSpec) -> Self {
@@ -21399,6 +26967,147 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodStatus {
+    const MESSAGE: &'static str = "core/v1.PodStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f1: ::std::vec::Vec<super::super::core::v1::PodCondition> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<super::super::core::v1::ContainerStatus> = ::std::vec::Vec::new();
+        let mut f3: ::std::vec::Vec<super::super::core::v1::ContainerStatus> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<
+            super::super::core::v1::PodExtendedResourceClaimStatus,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::vec::Vec<super::super::core::v1::HostIP> = ::std::vec::Vec::new();
+        let mut f7: ::std::vec::Vec<super::super::core::v1::ContainerStatus> = ::std::vec::Vec::new();
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::vec::Vec<
+            super::super::core::v1::NodeAllocatableResourceClaimStatus,
+        > = ::std::vec::Vec::new();
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f12: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f13: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f14: ::std::vec::Vec<super::super::core::v1::PodIP> = ::std::vec::Vec::new();
+        let mut f15: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f16: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f17: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f18: ::std::vec::Vec<super::super::core::v1::PodResourceClaimStatus> = ::std::vec::Vec::new();
+        let mut f19: ::std::option::Option<
+            super::super::core::v1::ResourceRequirements,
+        > = ::std::option::Option::None;
+        let mut f20: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                19u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                8u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                13u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                18u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                16u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
+                }
+                10u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
+                }
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                21u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
+                }
+                11u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                17u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f11, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f12, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?,
+                12u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f14, v, depth)?
+                }
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f15, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f16, v)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::string(&mut f17, v)?,
+                15u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f18, v, depth)?
+                }
+                20u64 => ::kubegen_runtime::protobuf::fast::message(&mut f19, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::time(&mut f20, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allocated_resources: ::kubegen_runtime::protobuf::fast::non_empty_map(f0),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            container_statuses: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            ephemeral_container_statuses: ::kubegen_runtime::protobuf::fast::non_empty(
+                f3,
+            ),
+            extended_resource_claim_status: f4.map(::std::boxed::Box::new),
+            host_ip: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            host_ips: ::kubegen_runtime::protobuf::fast::non_empty(f6),
+            init_container_statuses: ::kubegen_runtime::protobuf::fast::non_empty(f7),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            node_allocatable_resource_claim_statuses: ::kubegen_runtime::protobuf::fast::non_empty(
+                f9,
+            ),
+            nominated_node_name: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f11,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            phase: ::kubegen_runtime::protobuf::fast::optional(
+                f12,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            pod_ip: ::kubegen_runtime::protobuf::fast::optional(
+                f13,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            pod_ips: ::kubegen_runtime::protobuf::fast::non_empty(f14),
+            qos_class: ::kubegen_runtime::protobuf::fast::optional(
+                f15,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f16,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            resize: ::kubegen_runtime::protobuf::fast::optional(
+                f17,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            resource_claim_statuses: ::kubegen_runtime::protobuf::fast::non_empty(f18),
+            resources: f19.map(::std::boxed::Box::new),
+            start_time: f20.flatten(),
+            volume_health: ::std::default::Default::default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PodStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodStatus {
     fn from(value: PodStatus) -> Self {
@@ -21646,6 +27355,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodTemplate {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodTemplate {
+    const MESSAGE: &'static str = "core/v1.PodTemplate";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::PodTemplateSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            template: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PodTemplate>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PodTemplate {
     fn from(value: PodTemplate) -> Self {
@@ -21768,6 +27506,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodTemplateSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodTemplateSpec {
+    const MESSAGE: &'static str = "core/v1.PodTemplateSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::PodSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::std::option::Option::Some(
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            ),
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -22002,6 +27771,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PortStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PortStatus {
+    const MESSAGE: &'static str = "core/v1.PortStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            error: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            port: f1.unwrap_or_default(),
+            protocol: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PortStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PortStatus {
     fn from(value: PortStatus) -> Self {
@@ -22100,6 +27898,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PortworxVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PortworxVolumeSource {
+    const MESSAGE: &'static str = "core/v1.PortworxVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            volume_id: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PortworxVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::PortworxVolumeSource {
     fn from(value: PortworxVolumeSource) -> Self {
@@ -22194,6 +28024,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PreferredSchedulingTerm
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PreferredSchedulingTerm {
+    const MESSAGE: &'static str = "core/v1.PreferredSchedulingTerm";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::NodeSelectorTerm> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            preference: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            weight: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -22427,6 +28280,109 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Probe {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Probe {
+    const MESSAGE: &'static str = "core/v1.Probe";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::ExecAction> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::GRPCAction> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::HTTPGetAction> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<super::super::core::v1::TCPSocketAction> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f8, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f9, v)?,
+                1u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        match number {
+                            1u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f0,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            4u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f2,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            2u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f3,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            3u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f7,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            exec: f0.map(::std::boxed::Box::new),
+            failure_threshold: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            grpc: f2.map(::std::boxed::Box::new),
+            http_get: f3.map(::std::boxed::Box::new),
+            initial_delay_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            period_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            success_threshold: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            tcp_socket: f7.map(::std::boxed::Box::new),
+            termination_grace_period_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            timeout_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<Probe>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::Probe {
     fn from(value: Probe) -> Self {
@@ -22572,6 +28528,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ProjectedVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ProjectedVolumeSource {
+    const MESSAGE: &'static str = "core/v1.ProjectedVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::core::v1::VolumeProjection> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            default_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            default_user: ::std::default::Default::default(),
+            sources: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
     }
 }
 
@@ -22732,6 +28717,53 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for QuobyteVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for QuobyteVolumeSource {
+    const MESSAGE: &'static str = "core/v1.QuobyteVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            group: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            registry: f2.unwrap_or_default(),
+            tenant: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            user: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            volume: f5.unwrap_or_default(),
+        })
     }
 }
 
@@ -22924,6 +28956,62 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RBDPersistentVolumeSour
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for RBDPersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.RBDPersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            image: f1.unwrap_or_default(),
+            keyring: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            monitors: f3,
+            pool: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f6.map(::std::boxed::Box::new),
+            user: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -23135,6 +29223,64 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RBDVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for RBDVolumeSource {
+    const MESSAGE: &'static str = "core/v1.RBDVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<
+            super::super::core::v1::LocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            image: f1.unwrap_or_default(),
+            keyring: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            monitors: f3,
+            pool: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f6.map(::std::boxed::Box::new),
+            user: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<RBDVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::RBDVolumeSource {
     fn from(value: RBDVolumeSource) -> Self {
@@ -23264,6 +29410,46 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicationController {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ReplicationController {
+    const MESSAGE: &'static str = "core/v1.ReplicationController";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::core::v1::ReplicationControllerSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::core::v1::ReplicationControllerStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -23446,6 +29632,48 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicationControllerCo
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ReplicationControllerCondition {
+    const MESSAGE: &'static str = "core/v1.ReplicationControllerCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: f3.unwrap_or_default(),
+            type_: f4.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ReplicationControllerCondition>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationControllerCondition {
     fn from(value: ReplicationControllerCondition) -> Self {
@@ -23583,6 +29811,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicationControllerSp
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ReplicationControllerSpec {
+    const MESSAGE: &'static str = "core/v1.ReplicationControllerSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f3: ::std::option::Option<super::super::core::v1::PodTemplateSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            min_ready_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            selector: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+            template: f3.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -23764,6 +30030,57 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ReplicationControllerSt
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ReplicationControllerStatus {
+    const MESSAGE: &'static str = "core/v1.ReplicationControllerStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<
+            super::super::core::v1::ReplicationControllerCondition,
+        > = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            available_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            fully_labeled_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ready_replicas: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            replicas: f5.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ReplicationControllerStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ReplicationControllerStatus {
     fn from(value: ReplicationControllerStatus) -> Self {
@@ -23885,6 +30202,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceClaim {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaim {
+    const MESSAGE: &'static str = "core/v1.ResourceClaim";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            request: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ResourceClaim>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceClaim {
     fn from(value: ResourceClaim) -> Self {
@@ -23986,6 +30329,39 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceFieldSelector {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceFieldSelector {
+    const MESSAGE: &'static str = "core/v1.ResourceFieldSelector";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            container_name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            divisor: ::std::option::Option::Some(
+                ::kubegen_runtime::protobuf::fast::quantity_or_zero(f1),
+            ),
+            resource: f2.unwrap_or_default(),
+        })
     }
 }
 
@@ -24098,6 +30474,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceHealth {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceHealth {
+    const MESSAGE: &'static str = "core/v1.ResourceHealth";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            health: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            resource_id: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ResourceHealth>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceHealth {
     fn from(value: ResourceHealth) -> Self {
@@ -24202,6 +30610,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceQuota {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceQuota {
+    const MESSAGE: &'static str = "core/v1.ResourceQuota";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::ResourceQuotaSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::ResourceQuotaStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -24357,6 +30801,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceQuotaSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceQuotaSpec {
+    const MESSAGE: &'static str = "core/v1.ResourceQuotaSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f1: ::std::option::Option<super::super::core::v1::ScopeSelector> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            hard: ::kubegen_runtime::protobuf::fast::non_empty_map(f0),
+            scope_selector: f1.map(::std::boxed::Box::new),
+            scopes: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<ResourceQuotaSpec>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceQuotaSpec {
     fn from(value: ResourceQuotaSpec) -> Self {
@@ -24462,6 +30935,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceQuotaStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceQuotaStatus {
+    const MESSAGE: &'static str = "core/v1.ResourceQuotaStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f1: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            hard: ::kubegen_runtime::protobuf::fast::non_empty_map(f0),
+            used: ::kubegen_runtime::protobuf::fast::non_empty_map(f1),
+        })
     }
 }
 
@@ -24577,6 +31079,40 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceRequirements {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceRequirements {
+    const MESSAGE: &'static str = "core/v1.ResourceRequirements";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::ResourceClaim> = ::std::vec::Vec::new();
+        let mut f1: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            claims: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            limits: ::kubegen_runtime::protobuf::fast::non_empty_map(f1),
+            requests: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<ResourceRequirements>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ResourceRequirements {
     fn from(value: ResourceRequirements) -> Self {
@@ -24684,6 +31220,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceStatus {
+    const MESSAGE: &'static str = "core/v1.ResourceStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<super::super::core::v1::ResourceHealth> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            resources: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
     }
 }
 
@@ -24809,6 +31370,47 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SELinuxOptions {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for SELinuxOptions {
+    const MESSAGE: &'static str = "core/v1.SELinuxOptions";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            level: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            role: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            user: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -25020,6 +31622,74 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ScaleIOPersistentVolume
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ScaleIOPersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.ScaleIOPersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            gateway: f1.unwrap_or_default(),
+            protection_domain: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f4.unwrap_or_default(),
+            ssl_enabled: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            storage_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            storage_pool: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            system: f8.unwrap_or_default(),
+            volume_name: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -25274,6 +31944,76 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ScaleIOVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ScaleIOVolumeSource {
+    const MESSAGE: &'static str = "core/v1.ScaleIOVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::core::v1::LocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            gateway: f1.unwrap_or_default(),
+            protection_domain: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f4.unwrap_or_default(),
+            ssl_enabled: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            storage_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            storage_pool: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            system: f8.unwrap_or_default(),
+            volume_name: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ScaleIOVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ScaleIOVolumeSource {
     fn from(value: ScaleIOVolumeSource) -> Self {
@@ -25396,6 +32136,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ScopeSelector {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ScopeSelector {
+    const MESSAGE: &'static str = "core/v1.ScopeSelector";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::core::v1::ScopedResourceSelectorRequirement,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            match_expressions: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
+    }
+}
+
 impl ::std::convert::From<ScopeSelector>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ScopeSelector {
     fn from(value: ScopeSelector) -> Self {
@@ -25507,6 +32268,32 @@ for ScopedResourceSelectorRequirement {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ScopedResourceSelectorRequirement {
+    const MESSAGE: &'static str = "core/v1.ScopedResourceSelectorRequirement";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            operator: f0.unwrap_or_default(),
+            scope_name: f1.unwrap_or_default(),
+            values: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<ScopedResourceSelectorRequirement>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ScopedResourceSelectorRequirement {
     fn from(value: ScopedResourceSelectorRequirement) -> Self {
@@ -25604,6 +32391,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SeccompProfile {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for SeccompProfile {
+    const MESSAGE: &'static str = "core/v1.SeccompProfile";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            localhost_profile: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            type_: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -25727,6 +32540,57 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Secret {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Secret {
+    const MESSAGE: &'static str = "core/v1.Secret";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => f1.push(v),
+                5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f5, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            data: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::collections::BTreeMap<
+                        ::std::string::String,
+                        ::kubegen_runtime::k8s_openapi::ByteString,
+                    >,
+                >,
+            >("core/v1.Secret", 2u64, &f1, depth)?
+                .flatten(),
+            immutable: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            string_data: ::kubegen_runtime::protobuf::fast::non_empty_map(f5),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -25870,6 +32734,45 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SecretEnvSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for SecretEnvSource {
+    const MESSAGE: &'static str = "core/v1.SecretEnvSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                1u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<SecretEnvSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::SecretEnvSource {
     fn from(value: SecretEnvSource) -> Self {
@@ -25966,6 +32869,48 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SecretKeySelector {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for SecretKeySelector {
+    const MESSAGE: &'static str = "core/v1.SecretKeySelector";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                1u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            key: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -26067,6 +33012,50 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SecretProjection {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for SecretProjection {
+    const MESSAGE: &'static str = "core/v1.SecretProjection";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::core::v1::KeyToPath> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                1u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            items: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            name: f1.unwrap_or_default(),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -26175,6 +33164,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SecretReference {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for SecretReference {
+    const MESSAGE: &'static str = "core/v1.SecretReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -26313,6 +33331,47 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SecretVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for SecretVolumeSource {
+    const MESSAGE: &'static str = "core/v1.SecretVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::core::v1::KeyToPath> = ::std::vec::Vec::new();
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            default_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            default_user: ::std::default::Default::default(),
+            items: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            optional: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            secret_name: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -26612,6 +33671,82 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SecurityContext {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for SecurityContext {
+    const MESSAGE: &'static str = "core/v1.SecurityContext";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::AppArmorProfile> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::Capabilities> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<super::super::core::v1::SELinuxOptions> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<super::super::core::v1::SeccompProfile> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<
+            super::super::core::v1::WindowsSecurityContextOptions,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                7u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f6, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f8, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allow_privilege_escalation: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            app_armor_profile: f1.map(::std::boxed::Box::new),
+            capabilities: f2.map(::std::boxed::Box::new),
+            privileged: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            proc_mount: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            read_only_root_filesystem: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            run_as_group: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            run_as_non_root: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            run_as_user: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            se_linux_options: f9.map(::std::boxed::Box::new),
+            seccomp_profile: f10.map(::std::boxed::Box::new),
+            windows_options: f11.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<SecurityContext>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::SecurityContext {
     fn from(value: SecurityContext) -> Self {
@@ -26761,6 +33896,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Service {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Service {
+    const MESSAGE: &'static str = "core/v1.Service";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::ServiceSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::ServiceStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -26916,6 +34087,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceAccount {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceAccount {
+    const MESSAGE: &'static str = "core/v1.ServiceAccount";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::core::v1::LocalObjectReference> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::vec::Vec<super::super::core::v1::ObjectReference> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f5, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            automount_service_account_token: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            image_pull_secrets: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            secrets: ::kubegen_runtime::protobuf::fast::non_empty(f5),
+        })
     }
 }
 
@@ -27103,6 +34312,39 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceAccountTokenProj
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceAccountTokenProjection {
+    const MESSAGE: &'static str = "core/v1.ServiceAccountTokenProjection";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            audience: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            expiration_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            path: f2.unwrap_or_default(),
+            user: ::std::default::Default::default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ServiceAccountTokenProjection>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ServiceAccountTokenProjection {
     fn from(value: ServiceAccountTokenProjection) -> Self {
@@ -27263,6 +34505,57 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServicePort {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ServicePort {
+    const MESSAGE: &'static str = "core/v1.ServicePort";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            app_protocol: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            node_port: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            port: f3.unwrap_or_default(),
+            protocol: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            target_port: ::std::option::Option::Some(
+                ::kubegen_runtime::protobuf::fast::int_or_string_or_zero(f5),
+            ),
+        })
     }
 }
 
@@ -27665,6 +34958,131 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceSpec {
+    const MESSAGE: &'static str = "core/v1.ServiceSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f9: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f12: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f13: ::std::vec::Vec<super::super::core::v1::ServicePort> = ::std::vec::Vec::new();
+        let mut f14: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f15: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f16: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f17: ::std::option::Option<
+            super::super::core::v1::SessionAffinityConfig,
+        > = ::std::option::Option::None;
+        let mut f18: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f19: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                20u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                18u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                22u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                19u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f8, v)?,
+                17u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
+                21u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f11, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f12, v)?,
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f13, v, depth)?
+                }
+                13u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f14, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f15, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f16, v)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::message(&mut f17, v, depth)?,
+                23u64 => ::kubegen_runtime::protobuf::fast::string(&mut f18, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f19, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allocate_load_balancer_node_ports: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            cluster_ip: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            cluster_ips: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            external_ips: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            external_name: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            external_traffic_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            health_check_node_port: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            internal_traffic_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            ip_families: ::kubegen_runtime::protobuf::fast::non_empty(f8),
+            ip_family_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            load_balancer_class: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            load_balancer_ip: ::kubegen_runtime::protobuf::fast::optional(
+                f11,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            load_balancer_source_ranges: ::kubegen_runtime::protobuf::fast::non_empty(
+                f12,
+            ),
+            ports: ::kubegen_runtime::protobuf::fast::non_empty(f13),
+            publish_not_ready_addresses: ::kubegen_runtime::protobuf::fast::optional(
+                f14,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            selector: ::kubegen_runtime::protobuf::fast::non_empty_map(f15),
+            session_affinity: ::kubegen_runtime::protobuf::fast::optional(
+                f16,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            session_affinity_config: f17.map(::std::boxed::Box::new),
+            traffic_distribution: ::kubegen_runtime::protobuf::fast::optional(
+                f18,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f19,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ServiceSpec>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ServiceSpec {
     fn from(value: ServiceSpec) -> Self {
@@ -27853,6 +35271,40 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceStatus {
+    const MESSAGE: &'static str = "core/v1.ServiceStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<super::super::core::v1::LoadBalancerStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => f0.push(v),
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                    >,
+                >,
+            >("core/v1.ServiceStatus", 2u64, &f0, depth)?
+                .flatten(),
+            load_balancer: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ServiceStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::ServiceStatus {
     fn from(value: ServiceStatus) -> Self {
@@ -27937,6 +35389,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SessionAffinityConfig {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for SessionAffinityConfig {
+    const MESSAGE: &'static str = "core/v1.SessionAffinityConfig";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::ClientIPConfig> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            client_ip: f0.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<SessionAffinityConfig>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::SessionAffinityConfig {
     fn from(value: SessionAffinityConfig) -> Self {
@@ -28014,6 +35485,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for SleepAction {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for SleepAction {
+    const MESSAGE: &'static str = "core/v1.SleepAction";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::int64(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            seconds: f0.unwrap_or_default(),
+        })
     }
 }
 
@@ -28150,6 +35640,50 @@ for StorageOSPersistentVolumeSource {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for StorageOSPersistentVolumeSource {
+    const MESSAGE: &'static str = "core/v1.StorageOSPersistentVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::ObjectReference> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f2.map(::std::boxed::Box::new),
+            volume_name: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            volume_namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -28316,6 +35850,52 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageOSVolumeSource {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for StorageOSVolumeSource {
+    const MESSAGE: &'static str = "core/v1.StorageOSVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::core::v1::LocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            secret_ref: f2.map(::std::boxed::Box::new),
+            volume_name: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            volume_namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<StorageOSVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::StorageOSVolumeSource {
     fn from(value: StorageOSVolumeSource) -> Self {
@@ -28426,6 +36006,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Sysctl {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Sysctl {
+    const MESSAGE: &'static str = "core/v1.Sysctl";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            value: f1.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<Sysctl>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::Sysctl {
     fn from(value: Sysctl) -> Self {
@@ -28505,6 +36108,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TCPSocketAction {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for TCPSocketAction {
+    const MESSAGE: &'static str = "core/v1.TCPSocketAction";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            host: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            port: ::kubegen_runtime::protobuf::fast::int_or_string_or_zero(f1),
+        })
     }
 }
 
@@ -28621,6 +36252,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Taint {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Taint {
+    const MESSAGE: &'static str = "core/v1.Taint";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            effect: f0.unwrap_or_default(),
+            key: f1.unwrap_or_default(),
+            time_added: f2.flatten(),
+            value: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 
@@ -28766,6 +36433,53 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Toleration {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Toleration {
+    const MESSAGE: &'static str = "core/v1.Toleration";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            effect: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            key: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            operator: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            toleration_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            value: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<Toleration>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::Toleration {
     fn from(value: Toleration) -> Self {
@@ -28867,6 +36581,29 @@ for TopologySelectorLabelRequirement {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for TopologySelectorLabelRequirement {
+    const MESSAGE: &'static str = "core/v1.TopologySelectorLabelRequirement";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            key: f0.unwrap_or_default(),
+            values: f1,
+        })
+    }
+}
+
 impl ::std::convert::From<TopologySelectorLabelRequirement>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::TopologySelectorLabelRequirement {
     fn from(value: TopologySelectorLabelRequirement) -> Self {
@@ -28945,6 +36682,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TopologySelectorTerm {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for TopologySelectorTerm {
+    const MESSAGE: &'static str = "core/v1.TopologySelectorTerm";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::core::v1::TopologySelectorLabelRequirement,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            match_label_expressions: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
     }
 }
 
@@ -29145,6 +36903,61 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TopologySpreadConstrain
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for TopologySpreadConstraint {
+    const MESSAGE: &'static str = "core/v1.TopologySpreadConstraint";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => f0.push(v),
+                8u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            label_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("core/v1.TopologySpreadConstraint", 4u64, &f0, depth)?
+                .flatten(),
+            match_label_keys: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            max_skew: f2.unwrap_or_default(),
+            min_domains: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            node_affinity_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            node_taints_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            topology_key: f6.unwrap_or_default(),
+            when_unsatisfiable: f7.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<TopologySpreadConstraint>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::TopologySpreadConstraint {
     fn from(value: TopologySpreadConstraint) -> Self {
@@ -29278,6 +37091,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TypedLocalObjectReferen
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for TypedLocalObjectReference {
+    const MESSAGE: &'static str = "core/v1.TypedLocalObjectReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_group: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            kind: f1.unwrap_or_default(),
+            name: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<TypedLocalObjectReference>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::TypedLocalObjectReference {
     fn from(value: TypedLocalObjectReference) -> Self {
@@ -29391,6 +37233,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TypedObjectReference {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for TypedObjectReference {
+    const MESSAGE: &'static str = "core/v1.TypedObjectReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_group: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            kind: f1.unwrap_or_default(),
+            name: f2.unwrap_or_default(),
+            namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -29979,6 +37856,350 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Volume {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Volume {
+    const MESSAGE: &'static str = "core/v1.Volume";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::core::v1::AWSElasticBlockStoreVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::core::v1::AzureDiskVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::core::v1::AzureFileVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::core::v1::CephFSVolumeSource> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::CinderVolumeSource> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<
+            super::super::core::v1::ConfigMapVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<super::super::core::v1::CSIVolumeSource> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<
+            super::super::core::v1::DownwardAPIVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<
+            super::super::core::v1::EmptyDirVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<
+            super::super::core::v1::EphemeralVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<super::super::core::v1::FCVolumeSource> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<super::super::core::v1::FlexVolumeSource> = ::std::option::Option::None;
+        let mut f12: ::std::option::Option<
+            super::super::core::v1::FlockerVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f13: ::std::option::Option<
+            super::super::core::v1::GCEPersistentDiskVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f14: ::std::option::Option<
+            super::super::core::v1::GitRepoVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f15: ::std::option::Option<
+            super::super::core::v1::GlusterfsVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f16: ::std::option::Option<
+            super::super::core::v1::HostPathVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f17: ::std::option::Option<super::super::core::v1::ImageVolumeSource> = ::std::option::Option::None;
+        let mut f18: ::std::option::Option<super::super::core::v1::ISCSIVolumeSource> = ::std::option::Option::None;
+        let mut f19: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f20: ::std::option::Option<super::super::core::v1::NFSVolumeSource> = ::std::option::Option::None;
+        let mut f21: ::std::option::Option<
+            super::super::core::v1::PersistentVolumeClaimVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f22: ::std::option::Option<
+            super::super::core::v1::PhotonPersistentDiskVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f23: ::std::option::Option<
+            super::super::core::v1::PortworxVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f24: ::std::option::Option<
+            super::super::core::v1::ProjectedVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f25: ::std::option::Option<
+            super::super::core::v1::QuobyteVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f26: ::std::option::Option<super::super::core::v1::RBDVolumeSource> = ::std::option::Option::None;
+        let mut f27: ::std::option::Option<
+            super::super::core::v1::ScaleIOVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f28: ::std::option::Option<super::super::core::v1::SecretVolumeSource> = ::std::option::Option::None;
+        let mut f29: ::std::option::Option<
+            super::super::core::v1::StorageOSVolumeSource,
+        > = ::std::option::Option::None;
+        let mut f30: ::std::option::Option<
+            super::super::core::v1::VsphereVirtualDiskVolumeSource,
+        > = ::std::option::Option::None;
+        let mut inlined2 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f19, v)?,
+                2u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined2,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        match number {
+                            4u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f0,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            22u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f1,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            18u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f2,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            14u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f3,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            13u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f4,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            19u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f5,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            28u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f6,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            16u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f7,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            2u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f8,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            29u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f9,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            17u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f10,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            12u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f11,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            15u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f12,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            3u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f13,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            5u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f14,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            9u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f15,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            1u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f16,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            30u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f17,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            8u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f18,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            7u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f20,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            10u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f21,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            23u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f22,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            24u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f23,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            26u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f24,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            21u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f25,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            11u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f26,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            25u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f27,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            6u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f28,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            27u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f29,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            20u64 => {
+                                ::kubegen_runtime::protobuf::fast::message(
+                                    &mut f30,
+                                    v,
+                                    depth,
+                                )?
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            aws_elastic_block_store: f0.map(::std::boxed::Box::new),
+            azure_disk: f1.map(::std::boxed::Box::new),
+            azure_file: f2.map(::std::boxed::Box::new),
+            cephfs: f3.map(::std::boxed::Box::new),
+            cinder: f4.map(::std::boxed::Box::new),
+            config_map: f5.map(::std::boxed::Box::new),
+            csi: f6.map(::std::boxed::Box::new),
+            downward_api: f7.map(::std::boxed::Box::new),
+            empty_dir: f8.map(::std::boxed::Box::new),
+            ephemeral: f9.map(::std::boxed::Box::new),
+            fc: f10.map(::std::boxed::Box::new),
+            flex_volume: f11.map(::std::boxed::Box::new),
+            flocker: f12.map(::std::boxed::Box::new),
+            gce_persistent_disk: f13.map(::std::boxed::Box::new),
+            git_repo: f14.map(::std::boxed::Box::new),
+            glusterfs: f15.map(::std::boxed::Box::new),
+            host_path: f16.map(::std::boxed::Box::new),
+            image: f17.map(::std::boxed::Box::new),
+            iscsi: f18.map(::std::boxed::Box::new),
+            name: f19.unwrap_or_default(),
+            nfs: f20.map(::std::boxed::Box::new),
+            persistent_volume_claim: f21.map(::std::boxed::Box::new),
+            photon_persistent_disk: f22.map(::std::boxed::Box::new),
+            portworx_volume: f23.map(::std::boxed::Box::new),
+            projected: f24.map(::std::boxed::Box::new),
+            quobyte: f25.map(::std::boxed::Box::new),
+            rbd: f26.map(::std::boxed::Box::new),
+            scale_io: f27.map(::std::boxed::Box::new),
+            secret: f28.map(::std::boxed::Box::new),
+            storageos: f29.map(::std::boxed::Box::new),
+            vsphere_volume: f30.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<Volume>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::Volume {
     fn from(value: Volume) -> Self {
@@ -30214,6 +38435,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeDevice {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeDevice {
+    const MESSAGE: &'static str = "core/v1.VolumeDevice";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            device_path: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -30610,6 +38854,60 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeMount {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeMount {
+    const MESSAGE: &'static str = "core/v1.VolumeMount";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f4, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            bind_mount_options: ::std::default::Default::default(),
+            mount_path: f1.unwrap_or_default(),
+            mount_propagation: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            name: f3.unwrap_or_default(),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            recursive_read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            sub_path: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            sub_path_expr: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<VolumeMount>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::VolumeMount {
     fn from(value: VolumeMount) -> Self {
@@ -30778,6 +39076,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeMountStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeMountStatus {
+    const MESSAGE: &'static str = "core/v1.VolumeMountStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::VolumeStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            mount_path: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+            read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            recursive_read_only: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            volume_status: f4.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<VolumeMountStatus>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::VolumeMountStatus {
     fn from(value: VolumeMountStatus) -> Self {
@@ -30875,6 +39211,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeNodeAffinity {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeNodeAffinity {
+    const MESSAGE: &'static str = "core/v1.VolumeNodeAffinity";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::NodeSelector> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            required: f0.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -31052,6 +39407,49 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeProjection {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeProjection {
+    const MESSAGE: &'static str = "core/v1.VolumeProjection";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::core::v1::ClusterTrustBundleProjection,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<super::super::core::v1::ConfigMapProjection> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::core::v1::DownwardAPIProjection,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::core::v1::PodCertificateProjection,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::SecretProjection> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<
+            super::super::core::v1::ServiceAccountTokenProjection,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            cluster_trust_bundle: f0.map(::std::boxed::Box::new),
+            config_map: f1.map(::std::boxed::Box::new),
+            downward_api: f2.map(::std::boxed::Box::new),
+            pod_certificate: f3.map(::std::boxed::Box::new),
+            secret: f4.map(::std::boxed::Box::new),
+            service_account_token: f5.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<VolumeProjection>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::VolumeProjection {
     fn from(value: VolumeProjection) -> Self {
@@ -31183,6 +39581,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeResourceRequireme
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeResourceRequirements {
+    const MESSAGE: &'static str = "core/v1.VolumeResourceRequirements";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f1: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            limits: ::kubegen_runtime::protobuf::fast::non_empty_map(f0),
+            requests: ::kubegen_runtime::protobuf::fast::non_empty_map(f1),
+        })
+    }
+}
+
 impl ::std::convert::From<VolumeResourceRequirements>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::VolumeResourceRequirements {
     fn from(value: VolumeResourceRequirements) -> Self {
@@ -31258,6 +39685,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeStatus {
+    const MESSAGE: &'static str = "core/v1.VolumeStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::ImageVolumeStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            image: f0.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -31382,6 +39828,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VsphereVirtualDiskVolum
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for VsphereVirtualDiskVolumeSource {
+    const MESSAGE: &'static str = "core/v1.VsphereVirtualDiskVolumeSource";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            fs_type: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            storage_policy_id: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            storage_policy_name: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            volume_path: f3.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<VsphereVirtualDiskVolumeSource>
 for ::kubegen_runtime::k8s_openapi::api::core::v1::VsphereVirtualDiskVolumeSource {
     fn from(value: VsphereVirtualDiskVolumeSource) -> Self {
@@ -31484,6 +39968,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for WeightedPodAffinityTerm
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for WeightedPodAffinityTerm {
+    const MESSAGE: &'static str = "core/v1.WeightedPodAffinityTerm";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::core::v1::PodAffinityTerm> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            pod_affinity_term: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            weight: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -31619,6 +40126,47 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for WindowsSecurityContextO
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for WindowsSecurityContextOptions {
+    const MESSAGE: &'static str = "core/v1.WindowsSecurityContextOptions";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            gmsa_credential_spec: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            gmsa_credential_spec_name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            host_process: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            run_as_user_name: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 

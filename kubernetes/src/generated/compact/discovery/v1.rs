@@ -171,6 +171,65 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Endpoint {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Endpoint {
+    const MESSAGE: &'static str = "discovery/v1.Endpoint";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<
+            super::super::discovery::v1::EndpointConditions,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f3: ::std::option::Option<super::super::discovery::v1::EndpointHints> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<super::super::core::v1::ObjectReference> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            addresses: f0,
+            conditions: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                ),
+            ),
+            deprecated_topology: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+            hints: f3.map(::std::boxed::Box::new),
+            hostname: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            node_name: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            target_ref: f6.map(::std::boxed::Box::new),
+            zone: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<Endpoint>
 for ::kubegen_runtime::k8s_openapi::api::discovery::v1::Endpoint {
     fn from(value: Endpoint) -> Self {
@@ -308,6 +367,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointConditions {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for EndpointConditions {
+    const MESSAGE: &'static str = "discovery/v1.EndpointConditions";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            ready: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            serving: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            terminating: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<EndpointConditions>
 for ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointConditions {
     fn from(value: EndpointConditions) -> Self {
@@ -406,6 +500,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointHints {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for EndpointHints {
+    const MESSAGE: &'static str = "discovery/v1.EndpointHints";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::discovery::v1::ForNode> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::discovery::v1::ForZone> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            for_nodes: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            for_zones: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
     }
 }
 
@@ -546,6 +667,47 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointPort {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for EndpointPort {
+    const MESSAGE: &'static str = "discovery/v1.EndpointPort";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            app_protocol: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            port: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            protocol: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<EndpointPort>
 for ::kubegen_runtime::k8s_openapi::api::discovery::v1::EndpointPort {
     fn from(value: EndpointPort) -> Self {
@@ -665,6 +827,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EndpointSlice {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for EndpointSlice {
+    const MESSAGE: &'static str = "discovery/v1.EndpointSlice";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::discovery::v1::Endpoint> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::vec::Vec<super::super::discovery::v1::EndpointPort> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f5, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            address_type: f0.unwrap_or_default(),
+            endpoints: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            ports: ::kubegen_runtime::protobuf::fast::non_empty(f5),
+        })
     }
 }
 
@@ -807,6 +1004,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ForNode {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ForNode {
+    const MESSAGE: &'static str = "discovery/v1.ForNode";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ForNode>
 for ::kubegen_runtime::k8s_openapi::api::discovery::v1::ForNode {
     fn from(value: ForNode) -> Self {
@@ -874,6 +1090,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ForZone {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ForZone {
+    const MESSAGE: &'static str = "discovery/v1.ForZone";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+        })
     }
 }
 

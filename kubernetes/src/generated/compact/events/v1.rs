@@ -242,6 +242,112 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Event {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Event {
+    const MESSAGE: &'static str = "events/v1.Event";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<super::super::core::v1::EventSource> = ::std::option::Option::None;
+        let mut f6: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f8: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<super::super::core::v1::ObjectReference> = ::std::option::Option::None;
+        let mut f12: ::std::option::Option<super::super::core::v1::ObjectReference> = ::std::option::Option::None;
+        let mut f13: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f14: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f15: ::std::option::Option<super::super::events::v1::EventSeries> = ::std::option::Option::None;
+        let mut f16: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                15u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::time(&mut f3, v)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::time(&mut f4, v)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                2u64 => f6.push(v),
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, depth)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f12, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f14, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, depth)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::string(&mut f16, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            action: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            deprecated_count: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            deprecated_first_timestamp: f3.flatten(),
+            deprecated_last_timestamp: f4.flatten(),
+            deprecated_source: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+                ),
+            ),
+            event_time: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+                >,
+            >("events/v1.Event", 2u64, &f6, depth)?
+                .flatten(),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f8, depth)?,
+            note: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            regarding: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f11, depth)?,
+                ),
+            ),
+            related: f12.map(::std::boxed::Box::new),
+            reporting_controller: ::kubegen_runtime::protobuf::fast::optional(
+                f13,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reporting_instance: ::kubegen_runtime::protobuf::fast::optional(
+                f14,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            series: f15.map(::std::boxed::Box::new),
+            type_: ::kubegen_runtime::protobuf::fast::optional(
+                f16,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<Event>
 for ::kubegen_runtime::k8s_openapi::api::events::v1::Event {
     fn from(value: Event) -> Self {
@@ -463,6 +569,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EventSeries {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for EventSeries {
+    const MESSAGE: &'static str = "events/v1.EventSeries";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                2u64 => f1.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            count: f0.unwrap_or_default(),
+            last_observed_time: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
+            >("events/v1.EventSeries", 2u64, &f1, depth)?
+                .ok_or(::kubegen_runtime::protobuf::fast::Fallback)?,
+        })
     }
 }
 

@@ -80,6 +80,35 @@ for ExemptPriorityLevelConfiguration {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ExemptPriorityLevelConfiguration {
+    const MESSAGE: &'static str = "flowcontrol/v1.ExemptPriorityLevelConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            lendable_percent: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            nominal_concurrency_shares: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ExemptPriorityLevelConfiguration>
 for ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::ExemptPriorityLevelConfiguration {
     fn from(value: ExemptPriorityLevelConfiguration) -> Self {
@@ -162,6 +191,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FlowDistinguisherMethod
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for FlowDistinguisherMethod {
+    const MESSAGE: &'static str = "flowcontrol/v1.FlowDistinguisherMethod";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            type_: f0.unwrap_or_default(),
+        })
     }
 }
 
@@ -258,6 +306,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FlowSchema {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for FlowSchema {
+    const MESSAGE: &'static str = "flowcontrol/v1.FlowSchema";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::flowcontrol::v1::FlowSchemaSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::flowcontrol::v1::FlowSchemaStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -437,6 +521,51 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FlowSchemaCondition {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for FlowSchemaCondition {
+    const MESSAGE: &'static str = "flowcontrol/v1.FlowSchemaCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            type_: f4.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<FlowSchemaCondition>
 for ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchemaCondition {
     fn from(value: FlowSchemaCondition) -> Self {
@@ -585,6 +714,49 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FlowSchemaSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for FlowSchemaSpec {
+    const MESSAGE: &'static str = "flowcontrol/v1.FlowSchemaSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::flowcontrol::v1::FlowDistinguisherMethod,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::flowcontrol::v1::PriorityLevelConfigurationReference,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<
+            super::super::flowcontrol::v1::PolicyRulesWithSubjects,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            distinguisher_method: f0.map(::std::boxed::Box::new),
+            matching_precedence: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            priority_level_configuration: ::kubegen_runtime::protobuf::fast::or_empty(
+                f2,
+                depth,
+            )?,
+            rules: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
+    }
+}
+
 impl ::std::convert::From<FlowSchemaSpec>
 for ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchemaSpec {
     fn from(value: FlowSchemaSpec) -> Self {
@@ -697,6 +869,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for FlowSchemaStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for FlowSchemaStatus {
+    const MESSAGE: &'static str = "flowcontrol/v1.FlowSchemaStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::flowcontrol::v1::FlowSchemaCondition,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
+    }
+}
+
 impl ::std::convert::From<FlowSchemaStatus>
 for ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::FlowSchemaStatus {
     fn from(value: FlowSchemaStatus) -> Self {
@@ -781,6 +974,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for GroupSubject {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for GroupSubject {
+    const MESSAGE: &'static str = "flowcontrol/v1.GroupSubject";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+        })
     }
 }
 
@@ -870,6 +1082,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for LimitResponse {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for LimitResponse {
+    const MESSAGE: &'static str = "flowcontrol/v1.LimitResponse";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::flowcontrol::v1::QueuingConfiguration,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            queuing: f0.map(::std::boxed::Box::new),
+            type_: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -1007,6 +1244,46 @@ for LimitedPriorityLevelConfiguration {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for LimitedPriorityLevelConfiguration {
+    const MESSAGE: &'static str = "flowcontrol/v1.LimitedPriorityLevelConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::flowcontrol::v1::LimitResponse,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            borrowing_limit_percent: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            lendable_percent: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            limit_response: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            nominal_concurrency_shares: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<LimitedPriorityLevelConfiguration>
 for ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::LimitedPriorityLevelConfiguration {
     fn from(value: LimitedPriorityLevelConfiguration) -> Self {
@@ -1109,6 +1386,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NonResourcePolicyRule {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NonResourcePolicyRule {
+    const MESSAGE: &'static str = "flowcontrol/v1.NonResourcePolicyRule";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            non_resource_urls: f0,
+            verbs: f1,
+        })
     }
 }
 
@@ -1219,6 +1519,40 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PolicyRulesWithSubjects
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PolicyRulesWithSubjects {
+    const MESSAGE: &'static str = "flowcontrol/v1.PolicyRulesWithSubjects";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::flowcontrol::v1::NonResourcePolicyRule,
+        > = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::flowcontrol::v1::ResourcePolicyRule> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<super::super::flowcontrol::v1::Subject> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            non_resource_rules: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            resource_rules: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            subjects: f2,
+        })
     }
 }
 
@@ -1349,6 +1683,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PriorityLevelConfigurat
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfiguration {
+    const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::flowcontrol::v1::PriorityLevelConfigurationSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::flowcontrol::v1::PriorityLevelConfigurationStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -1530,6 +1900,51 @@ for PriorityLevelConfigurationCondition {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationCondition {
+    const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfigurationCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            status: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            type_: f4.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PriorityLevelConfigurationCondition>
 for ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationCondition {
     fn from(value: PriorityLevelConfigurationCondition) -> Self {
@@ -1625,6 +2040,25 @@ for PriorityLevelConfigurationReference {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationReference {
+    const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfigurationReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+        })
     }
 }
 
@@ -1735,6 +2169,36 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PriorityLevelConfigurat
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationSpec {
+    const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfigurationSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::flowcontrol::v1::ExemptPriorityLevelConfiguration,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::flowcontrol::v1::LimitedPriorityLevelConfiguration,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            exempt: f0.map(::std::boxed::Box::new),
+            limited: f1.map(::std::boxed::Box::new),
+            type_: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<PriorityLevelConfigurationSpec>
 for ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::PriorityLevelConfigurationSpec {
     fn from(value: PriorityLevelConfigurationSpec) -> Self {
@@ -1827,6 +2291,27 @@ for PriorityLevelConfigurationStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationStatus {
+    const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfigurationStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::flowcontrol::v1::PriorityLevelConfigurationCondition,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
     }
 }
 
@@ -1941,6 +2426,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for QueuingConfiguration {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for QueuingConfiguration {
+    const MESSAGE: &'static str = "flowcontrol/v1.QueuingConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            hand_size: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            queue_length_limit: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            queues: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+        })
     }
 }
 
@@ -2089,6 +2609,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourcePolicyRule {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourcePolicyRule {
+    const MESSAGE: &'static str = "flowcontrol/v1.ResourcePolicyRule";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f4: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_groups: f0,
+            cluster_scope: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            namespaces: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            resources: f3,
+            verbs: f4,
+        })
+    }
+}
+
 impl ::std::convert::From<ResourcePolicyRule>
 for ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::ResourcePolicyRule {
     fn from(value: ResourcePolicyRule) -> Self {
@@ -2195,6 +2750,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceAccountSubject {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceAccountSubject {
+    const MESSAGE: &'static str = "flowcontrol/v1.ServiceAccountSubject";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            namespace: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -2319,6 +2897,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Subject {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Subject {
+    const MESSAGE: &'static str = "flowcontrol/v1.Subject";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::flowcontrol::v1::GroupSubject> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::flowcontrol::v1::ServiceAccountSubject,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::flowcontrol::v1::UserSubject> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            group: f0.map(::std::boxed::Box::new),
+            kind: f1.unwrap_or_default(),
+            service_account: f2.map(::std::boxed::Box::new),
+            user: f3.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<Subject>
 for ::kubegen_runtime::k8s_openapi::api::flowcontrol::v1::Subject {
     fn from(value: Subject) -> Self {
@@ -2404,6 +3013,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for UserSubject {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for UserSubject {
+    const MESSAGE: &'static str = "flowcontrol/v1.UserSubject";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+        })
     }
 }
 

@@ -105,6 +105,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServerStorageVersion {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ServerStorageVersion {
+    const MESSAGE: &'static str = "apiserverinternal/v1alpha1.ServerStorageVersion";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_server_id: f0.unwrap_or_default(),
+            decodable_versions: f1,
+            encoding_version: f2.unwrap_or_default(),
+            served_versions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
+    }
+}
+
 impl ::std::convert::From<ServerStorageVersion>
 for ::kubegen_runtime::k8s_openapi::api::apiserverinternal::v1alpha1::ServerStorageVersion {
     fn from(value: ServerStorageVersion) -> Self {
@@ -218,6 +247,45 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageVersion {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for StorageVersion {
+    const MESSAGE: &'static str = "apiserverinternal/v1alpha1.StorageVersion";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::std::option::Option<
+            super::super::internal::v1alpha1::StorageVersionStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => f3.push(v),
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSpec,
+                >,
+            >("apiserverinternal/v1alpha1.StorageVersion", 2u64, &f3, depth)?
+                .flatten(),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -416,6 +484,48 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageVersionCondition
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionCondition {
+    const MESSAGE: &'static str = "apiserverinternal/v1alpha1.StorageVersionCondition";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            last_transition_time: f0.flatten(),
+            message: f1.unwrap_or_default(),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            reason: f3.unwrap_or_default(),
+            status: f4.unwrap_or_default(),
+            type_: f5.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<StorageVersionCondition>
 for ::kubegen_runtime::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionCondition {
     fn from(value: StorageVersionCondition) -> Self {
@@ -555,6 +665,43 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageVersionStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionStatus {
+    const MESSAGE: &'static str = "apiserverinternal/v1alpha1.StorageVersionStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<
+            super::super::internal::v1alpha1::StorageVersionCondition,
+        > = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<
+            super::super::internal::v1alpha1::ServerStorageVersion,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            common_encoding_version: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            storage_versions: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
     }
 }
 

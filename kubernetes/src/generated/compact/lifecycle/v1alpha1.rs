@@ -82,6 +82,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Eviction {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Eviction {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
+    }
+}
+
 impl ::std::convert::From<Eviction>
 for ::kubegen_runtime::k8s_openapi::api::lifecycle::v1alpha1::Eviction {
     fn from(value: Eviction) -> Self {
@@ -305,6 +315,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for EvictionRequest {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for EvictionRequest {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
 }
 

@@ -85,6 +85,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HTTPIngressPath {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for HTTPIngressPath {
+    const MESSAGE: &'static str = "networking/v1.HTTPIngressPath";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::networking::v1::IngressBackend,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            backend: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            path: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            path_type: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<HTTPIngressPath>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::HTTPIngressPath {
     fn from(value: HTTPIngressPath) -> Self {
@@ -167,6 +198,23 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for HTTPIngressRuleValue {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for HTTPIngressRuleValue {
+    const MESSAGE: &'static str = "networking/v1.HTTPIngressRuleValue";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::networking::v1::HTTPIngressPath> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self { paths: f0 })
     }
 }
 
@@ -260,6 +308,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IPAddress {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for IPAddress {
+    const MESSAGE: &'static str = "networking/v1.IPAddress";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::networking::v1::IPAddressSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+        })
     }
 }
 
@@ -373,6 +446,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IPAddressSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for IPAddressSpec {
+    const MESSAGE: &'static str = "networking/v1.IPAddressSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::networking::v1::ParentReference,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            parent_ref: f0.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<IPAddressSpec>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::IPAddressSpec {
     fn from(value: IPAddressSpec) -> Self {
@@ -461,6 +555,29 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IPBlock {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for IPBlock {
+    const MESSAGE: &'static str = "networking/v1.IPBlock";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            cidr: f0.unwrap_or_default(),
+            except: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
     }
 }
 
@@ -559,6 +676,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Ingress {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Ingress {
+    const MESSAGE: &'static str = "networking/v1.Ingress";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::networking::v1::IngressSpec> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::networking::v1::IngressStatus> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -696,6 +849,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressBackend {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for IngressBackend {
+    const MESSAGE: &'static str = "networking/v1.IngressBackend";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::core::v1::TypedLocalObjectReference,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::networking::v1::IngressServiceBackend,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            resource: f0.map(::std::boxed::Box::new),
+            service: f1.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<IngressBackend>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressBackend {
     fn from(value: IngressBackend) -> Self {
@@ -787,6 +967,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressClass {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for IngressClass {
+    const MESSAGE: &'static str = "networking/v1.IngressClass";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::networking::v1::IngressClassSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -955,6 +1166,47 @@ for IngressClassParametersReference {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for IngressClassParametersReference {
+    const MESSAGE: &'static str = "networking/v1.IngressClassParametersReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_group: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            kind: f1.unwrap_or_default(),
+            name: f2.unwrap_or_default(),
+            namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            scope: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<IngressClassParametersReference>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressClassParametersReference {
     fn from(value: IngressClassParametersReference) -> Self {
@@ -1072,6 +1324,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressClassSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for IngressClassSpec {
+    const MESSAGE: &'static str = "networking/v1.IngressClassSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::networking::v1::IngressClassParametersReference,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            controller: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            parameters: f1.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<IngressClassSpec>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressClassSpec {
     fn from(value: IngressClassSpec) -> Self {
@@ -1181,6 +1461,40 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressLoadBalancerIngr
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for IngressLoadBalancerIngress {
+    const MESSAGE: &'static str = "networking/v1.IngressLoadBalancerIngress";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::networking::v1::IngressPortStatus> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            hostname: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ip: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ports: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<IngressLoadBalancerIngress>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressLoadBalancerIngress {
     fn from(value: IngressLoadBalancerIngress) -> Self {
@@ -1273,6 +1587,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressLoadBalancerStat
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for IngressLoadBalancerStatus {
+    const MESSAGE: &'static str = "networking/v1.IngressLoadBalancerStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::networking::v1::IngressLoadBalancerIngress,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            ingress: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
     }
 }
 
@@ -1387,6 +1722,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressPortStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for IngressPortStatus {
+    const MESSAGE: &'static str = "networking/v1.IngressPortStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            error: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            port: f1.unwrap_or_default(),
+            protocol: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<IngressPortStatus>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressPortStatus {
     fn from(value: IngressPortStatus) -> Self {
@@ -1475,6 +1839,51 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressRule {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for IngressRule {
+    const MESSAGE: &'static str = "networking/v1.IngressRule";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::networking::v1::HTTPIngressRuleValue,
+        > = ::std::option::Option::None;
+        let mut inlined2 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined2,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::message(
+                                &mut f1,
+                                v,
+                                depth,
+                            )?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            host: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            http: f1.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -1571,6 +1980,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressServiceBackend {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for IngressServiceBackend {
+    const MESSAGE: &'static str = "networking/v1.IngressServiceBackend";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::networking::v1::ServiceBackendPort,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: f0.unwrap_or_default(),
+            port: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -1704,6 +2142,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for IngressSpec {
+    const MESSAGE: &'static str = "networking/v1.IngressSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::networking::v1::IngressBackend,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::networking::v1::IngressRule> = ::std::vec::Vec::new();
+        let mut f3: ::std::vec::Vec<super::super::networking::v1::IngressTLS> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            default_backend: f0.map(::std::boxed::Box::new),
+            ingress_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            rules: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            tls: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
+    }
+}
+
 impl ::std::convert::From<IngressSpec>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressSpec {
     fn from(value: IngressSpec) -> Self {
@@ -1814,6 +2290,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for IngressStatus {
+    const MESSAGE: &'static str = "networking/v1.IngressStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::networking::v1::IngressLoadBalancerStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            load_balancer: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<IngressStatus>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressStatus {
     fn from(value: IngressStatus) -> Self {
@@ -1909,6 +2410,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for IngressTLS {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for IngressTLS {
+    const MESSAGE: &'static str = "networking/v1.IngressTLS";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            hosts: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            secret_name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<IngressTLS>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::IngressTLS {
     fn from(value: IngressTLS) -> Self {
@@ -1992,6 +2519,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NetworkPolicy {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicy {
+    const MESSAGE: &'static str = "networking/v1.NetworkPolicy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::networking::v1::NetworkPolicySpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -2124,6 +2682,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NetworkPolicyEgressRule
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyEgressRule {
+    const MESSAGE: &'static str = "networking/v1.NetworkPolicyEgressRule";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::networking::v1::NetworkPolicyPort> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::networking::v1::NetworkPolicyPeer> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            ports: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            to: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
+    }
+}
+
 impl ::std::convert::From<NetworkPolicyEgressRule>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::NetworkPolicyEgressRule {
     fn from(value: NetworkPolicyEgressRule) -> Self {
@@ -2235,6 +2820,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NetworkPolicyIngressRul
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyIngressRule {
+    const MESSAGE: &'static str = "networking/v1.NetworkPolicyIngressRule";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::networking::v1::NetworkPolicyPeer> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::networking::v1::NetworkPolicyPort> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            from: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            ports: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
     }
 }
 
@@ -2372,6 +2984,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NetworkPolicyPeer {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyPeer {
+    const MESSAGE: &'static str = "networking/v1.NetworkPolicyPeer";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::networking::v1::IPBlock> = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => f1.push(v),
+                1u64 => f2.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            ip_block: f0.map(::std::boxed::Box::new),
+            namespace_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("networking/v1.NetworkPolicyPeer", 2u64, &f1, depth)?
+                .flatten(),
+            pod_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("networking/v1.NetworkPolicyPeer", 1u64, &f2, depth)?
+                .flatten(),
+        })
+    }
+}
+
 impl ::std::convert::From<NetworkPolicyPeer>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::NetworkPolicyPeer {
     fn from(value: NetworkPolicyPeer) -> Self {
@@ -2481,6 +3129,40 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NetworkPolicyPort {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyPort {
+    const MESSAGE: &'static str = "networking/v1.NetworkPolicyPort";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            end_port: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            port: f1,
+            protocol: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -2606,6 +3288,48 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NetworkPolicySpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicySpec {
+    const MESSAGE: &'static str = "networking/v1.NetworkPolicySpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::networking::v1::NetworkPolicyEgressRule,
+        > = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<
+            super::super::networking::v1::NetworkPolicyIngressRule,
+        > = ::std::vec::Vec::new();
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                1u64 => f2.push(v),
+                4u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            egress: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            ingress: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            pod_selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("networking/v1.NetworkPolicySpec", 1u64, &f2, depth)?
+                .flatten(),
+            policy_types: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
     }
 }
 
@@ -2752,6 +3476,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ParentReference {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ParentReference {
+    const MESSAGE: &'static str = "networking/v1.ParentReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            group: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            name: f1.unwrap_or_default(),
+            namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            resource: f3.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ParentReference>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::ParentReference {
     fn from(value: ParentReference) -> Self {
@@ -2852,6 +3611,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceBackendPort {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceBackendPort {
+    const MESSAGE: &'static str = "networking/v1.ServiceBackendPort";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            name: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            number: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ServiceBackendPort>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceBackendPort {
     fn from(value: ServiceBackendPort) -> Self {
@@ -2948,6 +3736,46 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceCIDR {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceCIDR {
+    const MESSAGE: &'static str = "networking/v1.ServiceCIDR";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::networking::v1::ServiceCIDRSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::networking::v1::ServiceCIDRStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -3070,6 +3898,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceCIDRSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceCIDRSpec {
+    const MESSAGE: &'static str = "networking/v1.ServiceCIDRSpec";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            cidrs: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+        })
+    }
+}
+
 impl ::std::convert::From<ServiceCIDRSpec>
 for ::kubegen_runtime::k8s_openapi::api::networking::v1::ServiceCIDRSpec {
     fn from(value: ServiceCIDRSpec) -> Self {
@@ -3149,6 +3996,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ServiceCIDRStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ServiceCIDRStatus {
+    const MESSAGE: &'static str = "networking/v1.ServiceCIDRStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                f0.push(v);
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                    >,
+                >,
+            >("networking/v1.ServiceCIDRStatus", 1u64, &f0, depth)?
+                .flatten(),
+        })
     }
 }
 

@@ -66,6 +66,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Overhead {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for Overhead {
+    const MESSAGE: &'static str = "node/v1.Overhead";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            pod_fixed: ::kubegen_runtime::protobuf::fast::non_empty_map(f0),
+        })
+    }
+}
+
 impl ::std::convert::From<Overhead>
 for ::kubegen_runtime::k8s_openapi::api::node::v1::Overhead {
     fn from(value: Overhead) -> Self {
@@ -167,6 +189,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RuntimeClass {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for RuntimeClass {
+    const MESSAGE: &'static str = "node/v1.RuntimeClass";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::node::v1::Overhead> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<super::super::node::v1::Scheduling> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            handler: f1.unwrap_or_default(),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            overhead: f4.map(::std::boxed::Box::new),
+            scheduling: f5.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -311,6 +364,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Scheduling {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Scheduling {
+    const MESSAGE: &'static str = "node/v1.Scheduling";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f1: ::std::vec::Vec<super::super::core::v1::Toleration> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f0, v)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            node_selector: ::kubegen_runtime::protobuf::fast::non_empty_map(f0),
+            tolerations: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
     }
 }
 

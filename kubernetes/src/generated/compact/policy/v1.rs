@@ -84,6 +84,46 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodDisruptionBudget {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudget {
+    const MESSAGE: &'static str = "policy/v1.PodDisruptionBudget";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::policy::v1::PodDisruptionBudgetSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::policy::v1::PodDisruptionBudgetStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PodDisruptionBudget>
 for ::kubegen_runtime::k8s_openapi::api::policy::v1::PodDisruptionBudget {
     fn from(value: PodDisruptionBudget) -> Self {
@@ -257,6 +297,47 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodDisruptionBudgetSpec
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudgetSpec {
+    const MESSAGE: &'static str = "policy/v1.PodDisruptionBudgetSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
+        > = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f1, v)?,
+                2u64 => f2.push(v),
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            max_unavailable: f0,
+            min_available: f1,
+            selector: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("policy/v1.PodDisruptionBudgetSpec", 2u64, &f2, depth)?
+                .flatten(),
+            unhealthy_pod_eviction_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -460,6 +541,74 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodDisruptionBudgetStat
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudgetStatus {
+    const MESSAGE: &'static str = "policy/v1.PodDisruptionBudgetStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                7u64 => f0.push(v),
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                2u64 => f3.push(v),
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                    >,
+                >,
+            >("policy/v1.PodDisruptionBudgetStatus", 7u64, &f0, depth)?
+                .flatten(),
+            current_healthy: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            desired_healthy: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            disrupted_pods: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::collections::BTreeMap<
+                        ::std::string::String,
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+                    >,
+                >,
+            >("policy/v1.PodDisruptionBudgetStatus", 2u64, &f3, depth)?
+                .flatten(),
+            disruptions_allowed: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            expected_pods: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            observed_generation: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 

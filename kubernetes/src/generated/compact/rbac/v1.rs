@@ -68,6 +68,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AggregationRule {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for AggregationRule {
+    const MESSAGE: &'static str = "rbac/v1.AggregationRule";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                f0.push(v);
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            cluster_role_selectors: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                    >,
+                >,
+            >("rbac/v1.AggregationRule", 1u64, &f0, depth)?
+                .flatten(),
+        })
+    }
+}
+
 impl ::std::convert::From<AggregationRule>
 for ::kubegen_runtime::k8s_openapi::api::rbac::v1::AggregationRule {
     fn from(value: AggregationRule) -> Self {
@@ -162,6 +188,36 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClusterRole {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ClusterRole {
+    const MESSAGE: &'static str = "rbac/v1.ClusterRole";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::rbac::v1::AggregationRule> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::vec::Vec<super::super::rbac::v1::PolicyRule> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            aggregation_rule: f0.map(::std::boxed::Box::new),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            rules: ::kubegen_runtime::protobuf::fast::non_empty(f4),
+        })
     }
 }
 
@@ -308,6 +364,36 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ClusterRoleBinding {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ClusterRoleBinding {
+    const MESSAGE: &'static str = "rbac/v1.ClusterRoleBinding";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::rbac::v1::RoleRef> = ::std::option::Option::None;
+        let mut f4: ::std::vec::Vec<super::super::rbac::v1::Subject> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            role_ref: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            subjects: ::kubegen_runtime::protobuf::fast::non_empty(f4),
+        })
     }
 }
 
@@ -502,6 +588,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PolicyRule {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PolicyRule {
+    const MESSAGE: &'static str = "rbac/v1.PolicyRule";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f4: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_groups: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            non_resource_urls: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            resource_names: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            resources: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            verbs: f4,
+        })
+    }
+}
+
 impl ::std::convert::From<PolicyRule>
 for ::kubegen_runtime::k8s_openapi::api::rbac::v1::PolicyRule {
     fn from(value: PolicyRule) -> Self {
@@ -603,6 +721,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Role {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Role {
+    const MESSAGE: &'static str = "rbac/v1.Role";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<super::super::rbac::v1::PolicyRule> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            rules: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
     }
 }
 
@@ -737,6 +882,36 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RoleBinding {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for RoleBinding {
+    const MESSAGE: &'static str = "rbac/v1.RoleBinding";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::rbac::v1::RoleRef> = ::std::option::Option::None;
+        let mut f4: ::std::vec::Vec<super::super::rbac::v1::Subject> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            role_ref: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            subjects: ::kubegen_runtime::protobuf::fast::non_empty(f4),
+        })
     }
 }
 
@@ -886,6 +1061,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for RoleRef {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for RoleRef {
+    const MESSAGE: &'static str = "rbac/v1.RoleRef";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_group: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            kind: f1.unwrap_or_default(),
+            name: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<RoleRef>
 for ::kubegen_runtime::k8s_openapi::api::rbac::v1::RoleRef {
     fn from(value: RoleRef) -> Self {
@@ -996,6 +1200,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Subject {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Subject {
+    const MESSAGE: &'static str = "rbac/v1.Subject";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_group: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            kind: f1.unwrap_or_default(),
+            name: f2.unwrap_or_default(),
+            namespace: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 

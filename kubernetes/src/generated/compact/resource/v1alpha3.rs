@@ -102,6 +102,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceTaint {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaint {
+    const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaint";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            effect: f0.unwrap_or_default(),
+            key: f1.unwrap_or_default(),
+            time_added: f2.flatten(),
+            value: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceTaint>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1alpha3::DeviceTaint {
     fn from(value: DeviceTaint) -> Self {
@@ -208,6 +244,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceTaintRule {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRule {
+    const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaintRule";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::resource::v1alpha3::DeviceTaintRuleSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::resource::v1alpha3::DeviceTaintRuleStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -346,6 +418,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceTaintRuleSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleSpec {
+    const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaintRuleSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::resource::v1alpha3::DeviceTaintSelector,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::resource::v1alpha3::DeviceTaint,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            device_selector: f0.map(::std::boxed::Box::new),
+            taint: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceTaintRuleSpec>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1alpha3::DeviceTaintRuleSpec {
     fn from(value: DeviceTaintRuleSpec) -> Self {
@@ -433,6 +532,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceTaintRuleStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleStatus {
+    const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaintRuleStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                f0.push(v);
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                    >,
+                >,
+            >("resource/v1alpha3.DeviceTaintRuleStatus", 1u64, &f0, depth)?
+                .flatten(),
+        })
     }
 }
 
@@ -532,6 +657,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceTaintSelector {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintSelector {
+    const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaintSelector";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            device: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            driver: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            pool: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -909,6 +1069,76 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PoolStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PoolStatus {
+    const MESSAGE: &'static str = "resource/v1alpha3.PoolStatus";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f11: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f7, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f9, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f10, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f11, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allocated_devices: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            available_devices: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            driver: f2.unwrap_or_default(),
+            generation: f3.unwrap_or_default(),
+            node_name: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            partition_summary: ::std::default::Default::default(),
+            pool_name: f6.unwrap_or_default(),
+            resource_slice_count: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            shareable_summary: ::std::default::Default::default(),
+            total_devices: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            unavailable_devices: ::kubegen_runtime::protobuf::fast::optional(
+                f10,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            validation_error: ::kubegen_runtime::protobuf::fast::optional(
+                f11,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PoolStatus>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1alpha3::PoolStatus {
     fn from(value: PoolStatus) -> Self {
@@ -1063,6 +1293,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourcePoolStatusReque
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourcePoolStatusRequest {
+    const MESSAGE: &'static str = "resource/v1alpha3.ResourcePoolStatusRequest";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::resource::v1alpha3::ResourcePoolStatusRequestSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::resource::v1alpha3::ResourcePoolStatusRequestStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: f4.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -1228,6 +1490,39 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourcePoolStatusReque
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourcePoolStatusRequestSpec {
+    const MESSAGE: &'static str = "resource/v1alpha3.ResourcePoolStatusRequestSpec";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            default_partition_type_attribute: ::std::default::Default::default(),
+            driver: f1.unwrap_or_default(),
+            limit: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            pool_name: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ResourcePoolStatusRequestSpec>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1alpha3::ResourcePoolStatusRequestSpec {
     fn from(value: ResourcePoolStatusRequestSpec) -> Self {
@@ -1352,6 +1647,41 @@ for ResourcePoolStatusRequestStatus {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourcePoolStatusRequestStatus {
+    const MESSAGE: &'static str = "resource/v1alpha3.ResourcePoolStatusRequestStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::resource::v1alpha3::PoolStatus> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => f0.push(v),
+                6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                    >,
+                >,
+            >("resource/v1alpha3.ResourcePoolStatusRequestStatus", 3u64, &f0, depth)?
+                .flatten(),
+            pool_count: f1.unwrap_or_default(),
+            pools: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
     }
 }
 

@@ -155,6 +155,61 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AllocatedDeviceStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
+    const MESSAGE: &'static str = "resource/v1beta1.AllocatedDeviceStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::resource::v1beta1::NetworkDeviceData,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => f0.push(v),
+                5u64 => f1.push(v),
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                    >,
+                >,
+            >("resource/v1beta1.AllocatedDeviceStatus", 4u64, &f0, depth)?
+                .flatten(),
+            data: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
+                >,
+            >("resource/v1beta1.AllocatedDeviceStatus", 5u64, &f1, depth)?
+                .flatten(),
+            device: f2.unwrap_or_default(),
+            driver: f3.unwrap_or_default(),
+            network_data: f4.map(::std::boxed::Box::new),
+            pool: f5.unwrap_or_default(),
+            share_id: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<AllocatedDeviceStatus>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::AllocatedDeviceStatus {
     fn from(value: AllocatedDeviceStatus) -> Self {
@@ -294,6 +349,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for AllocationResult {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
+    const MESSAGE: &'static str = "resource/v1beta1.AllocationResult";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::resource::v1beta1::DeviceAllocationResult,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<super::super::core::v1::NodeSelector> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allocation_timestamp: f0.flatten(),
+            devices: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                ),
+            ),
+            node_selector: f2.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -578,6 +669,91 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for BasicDevice {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for BasicDevice {
+    const MESSAGE: &'static str = "resource/v1beta1.BasicDevice";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f4: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f5: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f6: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f7: ::std::vec::Vec<
+            super::super::resource::v1beta1::DeviceCounterConsumption,
+        > = ::std::vec::Vec::new();
+        let mut f9: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f10: ::std::option::Option<super::super::core::v1::NodeSelector> = ::std::option::Option::None;
+        let mut f11: ::std::vec::Vec<super::super::resource::v1beta1::DeviceTaint> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                1u64 => f2.push(v),
+                9u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f4, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
+                2u64 => f6.push(v),
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
+                7u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            all_nodes: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            allow_multiple_allocations: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            attributes: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::collections::BTreeMap<
+                        ::std::string::String,
+                        super::super::resource::v1beta1::DeviceAttribute,
+                    >,
+                >,
+            >("resource/v1beta1.BasicDevice", 1u64, &f2, depth)?
+                .flatten(),
+            binding_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+            binding_failure_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f4),
+            binds_to_node: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            capacity: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::collections::BTreeMap<
+                        ::std::string::String,
+                        super::super::resource::v1beta1::DeviceCapacity,
+                    >,
+                >,
+            >("resource/v1beta1.BasicDevice", 2u64, &f6, depth)?
+                .flatten(),
+            consumes_counters: ::kubegen_runtime::protobuf::fast::non_empty(f7),
+            node_allocatable_resources: ::std::default::Default::default(),
+            node_name: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            node_selector: f10.map(::std::boxed::Box::new),
+            taints: ::kubegen_runtime::protobuf::fast::non_empty(f11),
+        })
+    }
+}
+
 impl ::std::convert::From<BasicDevice>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::BasicDevice {
     fn from(value: BasicDevice) -> Self {
@@ -744,6 +920,25 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CELDeviceSelector {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CELDeviceSelector {
+    const MESSAGE: &'static str = "resource/v1beta1.CELDeviceSelector";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            expression: f0.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<CELDeviceSelector>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::CELDeviceSelector {
     fn from(value: CELDeviceSelector) -> Self {
@@ -854,6 +1049,43 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CapacityRequestPolicy {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
+    const MESSAGE: &'static str = "resource/v1beta1.CapacityRequestPolicy";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::resource::v1beta1::CapacityRequestPolicyRange,
+        > = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => f2.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            default: f0,
+            valid_range: f1.map(::std::boxed::Box::new),
+            valid_values: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+                    >,
+                >,
+            >("resource/v1beta1.CapacityRequestPolicy", 3u64, &f2, depth)?
+                .flatten(),
+        })
     }
 }
 
@@ -971,6 +1203,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CapacityRequestPolicyRa
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicyRange {
+    const MESSAGE: &'static str = "resource/v1beta1.CapacityRequestPolicyRange";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f0, v)?,
+                1u64 => f1.push(v),
+                3u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            max: f0,
+            min: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+                >,
+            >("resource/v1beta1.CapacityRequestPolicyRange", 1u64, &f1, depth)?
+                .flatten()
+                .unwrap_or_default(),
+            step: f2,
+        })
+    }
+}
+
 impl ::std::convert::From<CapacityRequestPolicyRange>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::CapacityRequestPolicyRange {
     fn from(value: CapacityRequestPolicyRange) -> Self {
@@ -1053,6 +1321,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CapacityRequirements {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequirements {
+    const MESSAGE: &'static str = "resource/v1beta1.CapacityRequirements";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            requests: ::kubegen_runtime::protobuf::fast::non_empty_map(f0),
+        })
+    }
+}
+
 impl ::std::convert::From<CapacityRequirements>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::CapacityRequirements {
     fn from(value: CapacityRequirements) -> Self {
@@ -1125,6 +1415,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Counter {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Counter {
+    const MESSAGE: &'static str = "resource/v1beta1.Counter";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::quantity(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            value: ::kubegen_runtime::protobuf::fast::quantity_or_zero(f0),
+        })
     }
 }
 
@@ -1213,6 +1524,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CounterSet {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for CounterSet {
+    const MESSAGE: &'static str = "resource/v1beta1.CounterSet";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => f0.push(v),
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            counters: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::collections::BTreeMap<
+                        ::std::string::String,
+                        super::super::resource::v1beta1::Counter,
+                    >,
+                >,
+            >("resource/v1beta1.CounterSet", 2u64, &f0, depth)?
+                .flatten()
+                .unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -1315,6 +1658,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Device {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Device {
+    const MESSAGE: &'static str = "resource/v1beta1.Device";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::resource::v1beta1::BasicDevice,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            basic: f0.map(::std::boxed::Box::new),
+            name: f1.unwrap_or_default(),
+        })
     }
 }
 
@@ -1425,6 +1793,51 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceAllocationConfigu
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationConfiguration {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceAllocationConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::resource::v1beta1::OpaqueDeviceConfiguration,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut inlined3 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined3,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::message(
+                                &mut f0,
+                                v,
+                                depth,
+                            )?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            opaque: f0.map(::std::boxed::Box::new),
+            requests: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            source: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceAllocationConfiguration>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceAllocationConfiguration {
     fn from(value: DeviceAllocationConfiguration) -> Self {
@@ -1524,6 +1937,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceAllocationResult 
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationResult {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceAllocationResult";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::resource::v1beta1::DeviceAllocationConfiguration,
+        > = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<
+            super::super::resource::v1beta1::DeviceRequestAllocationResult,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            config: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            results: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
     }
 }
 
@@ -1718,6 +2162,65 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceAttribute {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceAttribute";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f2: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f3: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                7u64 => f1.push(v),
+                2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f2, v)?,
+                6u64 => f3.push(v),
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f5, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f7, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            bool: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            bools: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::std::vec::Vec<bool>>,
+            >("resource/v1beta1.DeviceAttribute", 7u64, &f1, depth)?
+                .flatten(),
+            int: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            ints: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<::std::vec::Vec<i64>>,
+            >("resource/v1beta1.DeviceAttribute", 6u64, &f3, depth)?
+                .flatten(),
+            string: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            strings: ::kubegen_runtime::protobuf::fast::non_empty(f5),
+            version: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            versions: ::kubegen_runtime::protobuf::fast::non_empty(f7),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceAttribute>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceAttribute {
     fn from(value: DeviceAttribute) -> Self {
@@ -1844,6 +2347,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceCapacity {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceCapacity {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceCapacity";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::resource::v1beta1::CapacityRequestPolicy,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            request_policy: f0.map(::std::boxed::Box::new),
+            value: ::kubegen_runtime::protobuf::fast::quantity_or_zero(f1),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceCapacity>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceCapacity {
     fn from(value: DeviceCapacity) -> Self {
@@ -1957,6 +2487,40 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceClaim {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaim {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceClaim";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::resource::v1beta1::DeviceClaimConfiguration,
+        > = ::std::vec::Vec::new();
+        let mut f1: ::std::vec::Vec<super::super::resource::v1beta1::DeviceConstraint> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<super::super::resource::v1beta1::DeviceRequest> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            config: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            constraints: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            requests: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
     }
 }
 
@@ -2083,6 +2647,48 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceClaimConfiguratio
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaimConfiguration {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceClaimConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::resource::v1beta1::OpaqueDeviceConfiguration,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut inlined2 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                2u64 => {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined2,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::message(
+                                &mut f0,
+                                v,
+                                depth,
+                            )?;
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            opaque: f0.map(::std::boxed::Box::new),
+            requests: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceClaimConfiguration>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceClaimConfiguration {
     fn from(value: DeviceClaimConfiguration) -> Self {
@@ -2173,6 +2779,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceClass {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceClass {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceClass";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::resource::v1beta1::DeviceClassSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -2291,6 +2928,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceClassConfiguratio
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassConfiguration {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceClassConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::resource::v1beta1::OpaqueDeviceConfiguration,
+        > = ::std::option::Option::None;
+        let mut inlined1 = false;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                {
+                    let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
+                        v,
+                        &mut inlined1,
+                    )?;
+                    while let ::std::option::Option::Some((number, v)) = inlined
+                        .next_field()?
+                    {
+                        if number == 1u64 {
+                            ::kubegen_runtime::protobuf::fast::message(
+                                &mut f0,
+                                v,
+                                depth,
+                            )?;
+                        }
+                    }
+                };
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            opaque: f0.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceClassConfiguration>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceClassConfiguration {
     fn from(value: DeviceClassConfiguration) -> Self {
@@ -2401,6 +3076,41 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceClassSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassSpec {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceClassSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<
+            super::super::resource::v1beta1::DeviceClassConfiguration,
+        > = ::std::vec::Vec::new();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<super::super::resource::v1beta1::DeviceSelector> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
+                }
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            config: ::kubegen_runtime::protobuf::fast::non_empty(f0),
+            extended_resource_name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            selectors: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
     }
 }
 
@@ -2535,6 +3245,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceConstraint {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceConstraint {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceConstraint";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            distinct_attribute: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            match_attribute: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            requests: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceConstraint>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceConstraint {
     fn from(value: DeviceConstraint) -> Self {
@@ -2649,6 +3391,39 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceCounterConsumptio
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceCounterConsumption {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceCounterConsumption";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => f2.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            compatibility_groups: ::std::default::Default::default(),
+            counter_set: f1.unwrap_or_default(),
+            counters: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::collections::BTreeMap<
+                        ::std::string::String,
+                        super::super::resource::v1beta1::Counter,
+                    >,
+                >,
+            >("resource/v1beta1.DeviceCounterConsumption", 2u64, &f2, depth)?
+                .flatten()
+                .unwrap_or_default(),
+        })
     }
 }
 
@@ -2981,6 +3756,71 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceRequest {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequest {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceRequest";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::resource::v1beta1::CapacityRequirements,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::vec::Vec<super::super::resource::v1beta1::DeviceSubRequest> = ::std::vec::Vec::new();
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::vec::Vec<super::super::resource::v1beta1::DeviceSelector> = ::std::vec::Vec::new();
+        let mut f9: ::std::vec::Vec<super::super::resource::v1beta1::DeviceToleration> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                7u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
+                }
+                8u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            admin_access: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            allocation_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            capacity: f2.map(::std::boxed::Box::new),
+            count: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            derived_attributes: ::std::default::Default::default(),
+            device_class_name: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+            first_available: ::kubegen_runtime::protobuf::fast::non_empty(f6),
+            name: f7.unwrap_or_default(),
+            selectors: ::kubegen_runtime::protobuf::fast::non_empty(f8),
+            tolerations: ::kubegen_runtime::protobuf::fast::non_empty(f9),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceRequest>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceRequest {
     fn from(value: DeviceRequest) -> Self {
@@ -3294,6 +4134,67 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceRequestAllocation
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequestAllocationResult {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceRequestAllocationResult";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f3: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::collections::BTreeMap::new();
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f10: ::std::vec::Vec<
+            super::super::resource::v1beta1::DeviceToleration,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            admin_access: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            binding_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            binding_failure_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+            consumed_capacity: ::kubegen_runtime::protobuf::fast::non_empty_map(f3),
+            device: f4.unwrap_or_default(),
+            driver: f5.unwrap_or_default(),
+            pool: f6.unwrap_or_default(),
+            request: f7.unwrap_or_default(),
+            share_id: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            skip_node_operations: ::std::default::Default::default(),
+            tolerations: ::kubegen_runtime::protobuf::fast::non_empty(f10),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceRequestAllocationResult>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceRequestAllocationResult {
     fn from(value: DeviceRequestAllocationResult) -> Self {
@@ -3422,6 +4323,27 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceSelector {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceSelector {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceSelector";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::resource::v1beta1::CELDeviceSelector,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            cel: f0.map(::std::boxed::Box::new),
+        })
     }
 }
 
@@ -3617,6 +4539,57 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceSubRequest {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceSubRequest {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceSubRequest";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::resource::v1beta1::CapacityRequirements,
+        > = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::vec::Vec<super::super::resource::v1beta1::DeviceSelector> = ::std::vec::Vec::new();
+        let mut f7: ::std::vec::Vec<super::super::resource::v1beta1::DeviceToleration> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                3u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
+                }
+                7u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allocation_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            capacity: f1.map(::std::boxed::Box::new),
+            count: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            derived_attributes: ::std::default::Default::default(),
+            device_class_name: f4.unwrap_or_default(),
+            name: f5.unwrap_or_default(),
+            selectors: ::kubegen_runtime::protobuf::fast::non_empty(f6),
+            tolerations: ::kubegen_runtime::protobuf::fast::non_empty(f7),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceSubRequest>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceSubRequest {
     fn from(value: DeviceSubRequest) -> Self {
@@ -3792,6 +4765,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceTaint {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaint {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceTaint";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            effect: f0.unwrap_or_default(),
+            key: f1.unwrap_or_default(),
+            time_added: f2.flatten(),
+            value: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceTaint>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceTaint {
     fn from(value: DeviceTaint) -> Self {
@@ -3937,6 +4946,53 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for DeviceToleration {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for DeviceToleration {
+    const MESSAGE: &'static str = "resource/v1beta1.DeviceToleration";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            effect: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            key: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            operator: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            toleration_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            value: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<DeviceToleration>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::DeviceToleration {
     fn from(value: DeviceToleration) -> Self {
@@ -4055,6 +5111,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for NetworkDeviceData {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for NetworkDeviceData {
+    const MESSAGE: &'static str = "resource/v1beta1.NetworkDeviceData";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            hardware_address: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            interface_name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            ips: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
     }
 }
 
@@ -4480,6 +5568,35 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for OpaqueDeviceConfigurati
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for OpaqueDeviceConfiguration {
+    const MESSAGE: &'static str = "resource/v1beta1.OpaqueDeviceConfiguration";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => f1.push(v),
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            driver: f0.unwrap_or_default(),
+            parameters: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
+                >,
+            >("resource/v1beta1.OpaqueDeviceConfiguration", 2u64, &f1, depth)?
+                .flatten()
+                .unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<OpaqueDeviceConfiguration>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::OpaqueDeviceConfiguration {
     fn from(value: OpaqueDeviceConfiguration) -> Self {
@@ -4576,6 +5693,46 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceClaim {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaim {
+    const MESSAGE: &'static str = "resource/v1beta1.ResourceClaim";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::resource::v1beta1::ResourceClaimSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::resource::v1beta1::ResourceClaimStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -4734,6 +5891,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceClaimConsumerRe
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimConsumerReference {
+    const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimConsumerReference";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            api_group: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            name: f1.unwrap_or_default(),
+            resource: f2.unwrap_or_default(),
+            uid: f3.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ResourceClaimConsumerReference>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::ResourceClaimConsumerReference {
     fn from(value: ResourceClaimConsumerReference) -> Self {
@@ -4821,6 +6010,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceClaimSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimSpec {
+    const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::resource::v1beta1::DeviceClaim,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            devices: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -4940,6 +6154,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceClaimStatus {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimStatus {
+    const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::resource::v1beta1::AllocationResult,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<
+            super::super::resource::v1beta1::AllocatedDeviceStatus,
+        > = ::std::vec::Vec::new();
+        let mut f2: ::std::vec::Vec<
+            super::super::resource::v1beta1::ResourceClaimConsumerReference,
+        > = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                4u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                2u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allocation: f0.map(::std::boxed::Box::new),
+            devices: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            reserved_for: ::kubegen_runtime::protobuf::fast::non_empty(f2),
+        })
+    }
+}
+
 impl ::std::convert::From<ResourceClaimStatus>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::ResourceClaimStatus {
     fn from(value: ResourceClaimStatus) -> Self {
@@ -5049,6 +6299,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceClaimTemplate {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplate {
+    const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimTemplate";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::resource::v1beta1::ResourceClaimTemplateSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -5182,6 +6463,39 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceClaimTemplateSp
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplateSpec {
+    const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimTemplateSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<
+            super::super::resource::v1beta1::ResourceClaimSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::std::option::Option::Some(
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            ),
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<ResourceClaimTemplateSpec>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::ResourceClaimTemplateSpec {
     fn from(value: ResourceClaimTemplateSpec) -> Self {
@@ -5288,6 +6602,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourcePool {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for ResourcePool {
+    const MESSAGE: &'static str = "resource/v1beta1.ResourcePool";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f0, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            generation: f0.unwrap_or_default(),
+            name: f1.unwrap_or_default(),
+            resource_slice_count: f2.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<ResourcePool>
 for ::kubegen_runtime::k8s_openapi::api::resource::v1beta1::ResourcePool {
     fn from(value: ResourcePool) -> Self {
@@ -5378,6 +6718,33 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceSlice {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceSlice {
+    const MESSAGE: &'static str = "resource/v1beta1.ResourceSlice";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::resource::v1beta1::ResourceSliceSpec,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+        })
     }
 }
 
@@ -5631,6 +6998,64 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for ResourceSliceSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
+    const MESSAGE: &'static str = "resource/v1beta1.ResourceSliceSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<super::super::resource::v1beta1::Device> = ::std::vec::Vec::new();
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<super::super::core::v1::NodeSelector> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<
+            super::super::resource::v1beta1::ResourcePool,
+        > = ::std::option::Option::None;
+        let mut f8: ::std::vec::Vec<super::super::resource::v1beta1::CounterSet> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                8u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
+                }
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            all_nodes: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            devices: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            driver: f2.unwrap_or_default(),
+            node_name: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            node_selector: f4.map(::std::boxed::Box::new),
+            partition_type_attribute: ::std::default::Default::default(),
+            per_device_node_selection: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            pool: ::kubegen_runtime::protobuf::fast::or_empty(f7, depth)?,
+            shared_counters: ::kubegen_runtime::protobuf::fast::non_empty(f8),
+            skip_node_operations: ::std::default::Default::default(),
+        })
     }
 }
 

@@ -108,6 +108,52 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PriorityClass {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PriorityClass {
+    const MESSAGE: &'static str = "scheduling/v1.PriorityClass";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            description: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            global_default: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            preemption_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            value: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Always,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<PriorityClass>
 for ::kubegen_runtime::k8s_openapi::api::scheduling::v1::PriorityClass {
     fn from(value: PriorityClass) -> Self {

@@ -249,6 +249,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CompositePodGroup {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CompositePodGroup {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
+    }
+}
+
 impl ::std::convert::From<CompositePodGroup>
 for ::kubegen_runtime::k8s_openapi::api::scheduling::v1alpha3::CompositePodGroup {
     fn from(value: CompositePodGroup) -> Self {
@@ -1320,6 +1330,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroup {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for PodGroup {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
 }
 
@@ -2634,6 +2654,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Workload {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Workload {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
 }
 

@@ -876,6 +876,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for PodGroup {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for PodGroup {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
+    }
+}
+
 impl ::std::convert::From<PodGroup>
 for ::kubegen_runtime::k8s_openapi::api::scheduling::v1beta1::PodGroup {
     fn from(value: PodGroup) -> Self {
@@ -2187,6 +2197,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for Workload {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for Workload {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
 }
 

@@ -69,6 +69,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSIDriver {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CSIDriver {
+    const MESSAGE: &'static str = "storage/v1.CSIDriver";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::storage::v1::CSIDriverSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+        })
+    }
+}
+
 impl ::std::convert::From<CSIDriver>
 for ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIDriver {
     fn from(value: CSIDriver) -> Self {
@@ -346,6 +371,85 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSIDriverSpec {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CSIDriverSpec {
+    const MESSAGE: &'static str = "storage/v1.CSIDriverSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f5: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f6: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f7: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f9: ::std::vec::Vec<super::super::storage::v1::TokenRequest> = ::std::vec::Vec::new();
+        let mut f10: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f2, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f4, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f8, v)?,
+                6u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
+                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f10, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            attach_required: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            fs_group_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            node_allocatable_update_period_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f2,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            pod_info_on_mount: ::kubegen_runtime::protobuf::fast::optional(
+                f3,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            prevent_pod_scheduling_if_missing: ::kubegen_runtime::protobuf::fast::optional(
+                f4,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            requires_republish: ::kubegen_runtime::protobuf::fast::optional(
+                f5,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            se_linux_mount: ::kubegen_runtime::protobuf::fast::optional(
+                f6,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            service_account_token_in_secrets: ::kubegen_runtime::protobuf::fast::optional(
+                f7,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            storage_capacity: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            token_requests: ::kubegen_runtime::protobuf::fast::non_empty(f9),
+            volume_lifecycle_modes: ::kubegen_runtime::protobuf::fast::non_empty(f10),
+        })
+    }
+}
+
 impl ::std::convert::From<CSIDriverSpec>
 for ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIDriverSpec {
     fn from(value: CSIDriverSpec) -> Self {
@@ -493,6 +597,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSINode {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for CSINode {
+    const MESSAGE: &'static str = "storage/v1.CSINode";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<super::super::storage::v1::CSINodeSpec> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::default::Default::default(),
+        })
     }
 }
 
@@ -654,6 +784,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSINodeDriver {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CSINodeDriver {
+    const MESSAGE: &'static str = "storage/v1.CSINodeDriver";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::storage::v1::VolumeNodeResources,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allocatable: f0.map(::std::boxed::Box::new),
+            name: f1.unwrap_or_default(),
+            node_id: f2.unwrap_or_default(),
+            topology_keys: ::kubegen_runtime::protobuf::fast::non_empty(f3),
+        })
+    }
+}
+
 impl ::std::convert::From<CSINodeDriver>
 for ::kubegen_runtime::k8s_openapi::api::storage::v1::CSINodeDriver {
     fn from(value: CSINodeDriver) -> Self {
@@ -740,6 +901,23 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSINodeSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for CSINodeSpec {
+    const MESSAGE: &'static str = "storage/v1.CSINodeSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::vec::Vec<super::super::storage::v1::CSINodeDriver> = ::std::vec::Vec::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+            }
+        }
+        ::std::result::Result::Ok(Self { drivers: f0 })
     }
 }
 
@@ -970,6 +1148,49 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for CSIStorageCapacity {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for CSIStorageCapacity {
+    const MESSAGE: &'static str = "storage/v1.CSIStorageCapacity";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f5: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f6: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                4u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f1, v)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f3, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                2u64 => f5.push(v),
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            capacity: f1,
+            maximum_volume_size: f3,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            node_topology: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+                >,
+            >("storage/v1.CSIStorageCapacity", 2u64, &f5, depth)?
+                .flatten(),
+            storage_class_name: f6.unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<CSIStorageCapacity>
 for ::kubegen_runtime::k8s_openapi::api::storage::v1::CSIStorageCapacity {
     fn from(value: CSIStorageCapacity) -> Self {
@@ -1190,6 +1411,63 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageClass {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for StorageClass {
+    const MESSAGE: &'static str = "storage/v1.StorageClass";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f1: ::std::vec::Vec<super::super::core::v1::TopologySelectorTerm> = ::std::vec::Vec::new();
+        let mut f4: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f5: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
+        let mut f6: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f7: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f8: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f9: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
+                8u64 => {
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
+                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f5, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f6, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            allow_volume_expansion: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            allowed_topologies: ::kubegen_runtime::protobuf::fast::non_empty(f1),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            mount_options: ::kubegen_runtime::protobuf::fast::non_empty(f5),
+            parameters: ::kubegen_runtime::protobuf::fast::non_empty_map(f6),
+            provisioner: f7.unwrap_or_default(),
+            reclaim_policy: ::kubegen_runtime::protobuf::fast::optional(
+                f8,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            volume_binding_mode: ::kubegen_runtime::protobuf::fast::optional(
+                f9,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 
@@ -1657,6 +1935,32 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for TokenRequest {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for TokenRequest {
+    const MESSAGE: &'static str = "storage/v1.TokenRequest";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            audience: f0.unwrap_or_default(),
+            expiration_seconds: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<TokenRequest>
 for ::kubegen_runtime::k8s_openapi::api::storage::v1::TokenRequest {
     fn from(value: TokenRequest) -> Self {
@@ -1756,6 +2060,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeAttachment {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachment {
+    const MESSAGE: &'static str = "storage/v1.VolumeAttachment";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::storage::v1::VolumeAttachmentSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::storage::v1::VolumeAttachmentStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
     }
 }
 
@@ -1896,6 +2236,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeAttachmentSource 
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachmentSource {
+    const MESSAGE: &'static str = "storage/v1.VolumeAttachmentSource";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<
+            super::super::core::v1::PersistentVolumeSpec,
+        > = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            inline_volume_spec: f0.map(::std::boxed::Box::new),
+            persistent_volume_name: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<VolumeAttachmentSource>
 for ::kubegen_runtime::k8s_openapi::api::storage::v1::VolumeAttachmentSource {
     fn from(value: VolumeAttachmentSource) -> Self {
@@ -2001,6 +2369,34 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeAttachmentSpec {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachmentSpec {
+    const MESSAGE: &'static str = "storage/v1.VolumeAttachmentSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            super::super::storage::v1::VolumeAttachmentSource,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            attacher: f0.unwrap_or_default(),
+            node_name: f1.unwrap_or_default(),
+            source: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+        })
     }
 }
 
@@ -2145,6 +2541,38 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeAttachmentStatus 
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachmentStatus {
+    const MESSAGE: &'static str = "storage/v1.VolumeAttachmentStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<super::super::storage::v1::VolumeError> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
+        let mut f2: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut f3: ::std::option::Option<super::super::storage::v1::VolumeError> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            attach_error: f0.map(::std::boxed::Box::new),
+            attached: f1.unwrap_or_default(),
+            attachment_metadata: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
+            detach_error: f3.map(::std::boxed::Box::new),
+        })
+    }
+}
+
 impl ::std::convert::From<VolumeAttachmentStatus>
 for ::kubegen_runtime::k8s_openapi::api::storage::v1::VolumeAttachmentStatus {
     fn from(value: VolumeAttachmentStatus) -> Self {
@@ -2258,6 +2686,37 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeAttributesClass {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttributesClass {
+    const MESSAGE: &'static str = "storage/v1.VolumeAttributesClass";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::collections::BTreeMap<
+            ::std::string::String,
+            ::std::string::String,
+        > = ::std::collections::BTreeMap::new();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f4, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            driver_name: f1.unwrap_or_default(),
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            parameters: ::kubegen_runtime::protobuf::fast::non_empty_map(f4),
+        })
     }
 }
 
@@ -2408,6 +2867,42 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeError {
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeError {
+    const MESSAGE: &'static str = "storage/v1.VolumeError";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut f2: ::std::option::Option<
+            ::std::option::Option<
+                ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
+            >,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::time(&mut f2, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            error_code: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+            message: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+            time: f2.flatten(),
+        })
+    }
+}
+
 impl ::std::convert::From<VolumeError>
 for ::kubegen_runtime::k8s_openapi::api::storage::v1::VolumeError {
     fn from(value: VolumeError) -> Self {
@@ -2481,6 +2976,28 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for VolumeNodeResources {
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for VolumeNodeResources {
+    const MESSAGE: &'static str = "storage/v1.VolumeNodeResources";
+    fn decode_message(
+        bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?;
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            count: ::kubegen_runtime::protobuf::fast::optional(
+                f0,
+                ::kubegen_runtime::protobuf::fast::Presence::Pointer,
+            ),
+        })
     }
 }
 

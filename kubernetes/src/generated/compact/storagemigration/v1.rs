@@ -88,6 +88,16 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageVersionMigration
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigration {
+    const MESSAGE: &'static str = "";
+    fn decode_message(
+        _bytes: &[u8],
+        _depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
+    }
+}
+
 impl ::std::convert::From<StorageVersionMigration>
 for ::kubegen_runtime::k8s_openapi::api::storagemigration::v1::StorageVersionMigration {
     fn from(value: StorageVersionMigration) -> Self {

@@ -88,6 +88,46 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageVersionMigration
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigration {
+    const MESSAGE: &'static str = "storagemigration/v1beta1.StorageVersionMigration";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f2: ::std::option::Option<
+            ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
+        > = ::std::option::Option::None;
+        let mut f3: ::std::option::Option<
+            super::super::storagemigration::v1beta1::StorageVersionMigrationSpec,
+        > = ::std::option::Option::None;
+        let mut f4: ::std::option::Option<
+            super::super::storagemigration::v1beta1::StorageVersionMigrationStatus,
+        > = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            spec: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                ),
+            ),
+            status: ::std::option::Option::Some(
+                ::std::boxed::Box::new(
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                ),
+            ),
+        })
+    }
+}
+
 impl ::std::convert::From<StorageVersionMigration>
 for ::kubegen_runtime::k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigration {
     fn from(value: StorageVersionMigration) -> Self {
@@ -208,6 +248,31 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageVersionMigration
     }
 }
 
+impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigrationSpec {
+    const MESSAGE: &'static str = "storagemigration/v1beta1.StorageVersionMigrationSpec";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            if number == 1u64 {
+                f0.push(v);
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            resource: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource,
+                >,
+            >("storagemigration/v1beta1.StorageVersionMigrationSpec", 1u64, &f0, depth)?
+                .flatten()
+                .unwrap_or_default(),
+        })
+    }
+}
+
 impl ::std::convert::From<StorageVersionMigrationSpec>
 for ::kubegen_runtime::k8s_openapi::api::storagemigration::v1beta1::StorageVersionMigrationSpec {
     fn from(value: StorageVersionMigrationSpec) -> Self {
@@ -302,6 +367,44 @@ impl<'de> ::kubegen_runtime::serde::Deserialize<'de> for StorageVersionMigration
             }
         }
         deserializer.deserialize_map(__Visitor)
+    }
+}
+
+impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigrationStatus {
+    const MESSAGE: &'static str = "storagemigration/v1beta1.StorageVersionMigrationStatus";
+    fn decode_message(
+        bytes: &[u8],
+        depth: usize,
+    ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
+        let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
+        let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
+        let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
+        while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
+            match number {
+                1u64 => f0.push(v),
+                2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
+                _ => {}
+            }
+        }
+        ::std::result::Result::Ok(Self {
+            conditions: ::kubegen_runtime::protobuf::fast::delegate::<
+                ::std::option::Option<
+                    ::std::vec::Vec<
+                        ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
+                    >,
+                >,
+            >(
+                    "storagemigration/v1beta1.StorageVersionMigrationStatus",
+                    1u64,
+                    &f0,
+                    depth,
+                )?
+                .flatten(),
+            resource_version: ::kubegen_runtime::protobuf::fast::optional(
+                f1,
+                ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
+            ),
+        })
     }
 }
 

@@ -21,14 +21,15 @@ impl EventInformer {
 
     /// The shared informer (created on first use; started by the factory's
     /// `start`). It caches the kind's compact mirror: the same fields, with every
-    /// optional struct boxed.
+    /// optional struct boxed, decoded from protobuf by its generated decoder.
     #[inline]
     pub fn informer(
         &self,
     ) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<
         super::super::super::super::compact::core::v1::Event,
     > {
-        self.factory.informer::<super::super::super::super::compact::core::v1::Event>()
+        self.factory
+            .generated_informer::<super::super::super::super::compact::core::v1::Event>()
     }
 
     /// A lister over the informer's cache.

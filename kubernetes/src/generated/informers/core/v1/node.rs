@@ -21,14 +21,15 @@ impl NodeInformer {
 
     /// The shared informer (created on first use; started by the factory's
     /// `start`). It caches the kind's compact mirror: the same fields, with every
-    /// optional struct boxed.
+    /// optional struct boxed, decoded from protobuf by its generated decoder.
     #[inline]
     pub fn informer(
         &self,
     ) -> ::kubegen_runtime::cache::informer::SharedIndexInformer<
         super::super::super::super::compact::core::v1::Node,
     > {
-        self.factory.informer::<super::super::super::super::compact::core::v1::Node>()
+        self.factory
+            .generated_informer::<super::super::super::super::compact::core::v1::Node>()
     }
 
     /// A lister over the informer's cache.

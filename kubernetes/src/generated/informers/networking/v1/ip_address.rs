@@ -21,7 +21,7 @@ impl IPAddressInformer {
 
     /// The shared informer (created on first use; started by the factory's
     /// `start`). It caches the kind's compact mirror: the same fields, with every
-    /// optional struct boxed.
+    /// optional struct boxed, decoded from protobuf by its generated decoder.
     #[inline]
     pub fn informer(
         &self,
@@ -29,7 +29,9 @@ impl IPAddressInformer {
         super::super::super::super::compact::networking::v1::IPAddress,
     > {
         self.factory
-            .informer::<super::super::super::super::compact::networking::v1::IPAddress>()
+            .generated_informer::<
+                super::super::super::super::compact::networking::v1::IPAddress,
+            >()
     }
 
     /// A lister over the informer's cache.

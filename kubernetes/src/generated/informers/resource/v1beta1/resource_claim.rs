@@ -21,7 +21,7 @@ impl ResourceClaimInformer {
 
     /// The shared informer (created on first use; started by the factory's
     /// `start`). It caches the kind's compact mirror: the same fields, with every
-    /// optional struct boxed.
+    /// optional struct boxed, decoded from protobuf by its generated decoder.
     #[inline]
     pub fn informer(
         &self,
@@ -29,7 +29,7 @@ impl ResourceClaimInformer {
         super::super::super::super::compact::resource::v1beta1::ResourceClaim,
     > {
         self.factory
-            .informer::<
+            .generated_informer::<
                 super::super::super::super::compact::resource::v1beta1::ResourceClaim,
             >()
     }
