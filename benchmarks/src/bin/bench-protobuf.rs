@@ -9,11 +9,13 @@
 //! - `protobuf`: the serde `Deserializer` over protobuf (the protobuf client);
 //! - `protobuf via Value`: protobuf into a `serde_json::Value`, then into `Pod` (the
 //!   detour the protobuf client avoids);
-//! - `protobuf, compact`: the protobuf body into the compact mirror of `Pod` (what the
-//!   compact informer caches).
+//! - `protobuf, compact`: the protobuf body into the compact mirror of `Pod` through
+//!   the serde `Deserializer`;
+//! - `compact, generated`: the same with the mirror's generated decoder
+//!   (`protobuf::fast`), what the typed informer does.
 //!
-//! `--only protobuf` (or `json`, `value`, `compact`, comma-separated) times only those,
-//! to profile one decode.
+//! `--only protobuf` (or `json`, `value`, `compact`, `generated`, comma-separated) times
+//! only those, to profile one decode.
 //!
 //! Usage: `cargo run --release -p kubegen-benchmarks --bin bench-protobuf -- --pods 20000`
 
@@ -33,7 +35,7 @@ struct Args {
     /// Timed rounds; the best is printed.
     #[arg(long, default_value_t = 3)]
     rounds: usize,
-    /// Time only these decodes (`json`, `protobuf`, `value`, `compact`), e.g. to profile
+    /// Time only these decodes (`json`, `protobuf`, `value`, `compact`, `generated`), e.g. to profile
     /// one of them; default: all.
     #[arg(long, value_delimiter = ',')]
     only: Vec<String>,
@@ -62,6 +64,13 @@ fn best<T>(
     Ok(best)
 }
 
+/// The compact Pod by its generated decoder; an error if it hands the Pod back.
+fn generated(b: &[u8]) -> Result<CompactPod, Error> {
+    let de = protobuf::Deserializer::object(protobuf::envelope(b)?)?;
+    protobuf::fast::decode_object::<CompactPod>(de.message(), de.bytes())
+        .ok_or_else(|| "the generated decoder handed a Pod back".into())
+}
+
 fn json<T: DeserializeOwned>(b: &[u8]) -> Result<T, Error> {
     Ok(serde_json::from_slice(b)?)
 }
@@ -85,12 +94,15 @@ fn main() -> Result<(), Error> {
         js.push(serde_json::to_vec(&go)?);
         pb.push(body);
     }
-    // The three decodes agree before they are timed.
+    // The decodes agree before they are timed.
     for (p, j) in pb.iter().zip(&js).take(100) {
         let a: Pod = protobuf::from_envelope(p)?;
         let b: Pod = json(j)?;
         if a != b {
             return Err("the protobuf and JSON decodes of a Pod differ".into());
+        }
+        if generated(p)? != protobuf::from_envelope::<CompactPod>(p)? {
+            return Err("the generated and table-driven decodes of a Pod differ".into());
         }
     }
     let bytes = |v: &[Vec<u8>]| v.iter().map(Vec::len).sum::<usize>();
@@ -108,6 +120,7 @@ fn main() -> Result<(), Error> {
     let t_compact = best(rounds("compact"), &pb, |b| {
         Ok(protobuf::from_envelope::<CompactPod>(b)?)
     })?;
+    let t_generated = best(rounds("generated"), &pb, generated)?;
     println!(
         "{} Pods: JSON {:.0} B/Pod, protobuf {:.0} B/Pod ({:.2}x); one thread, best of {}",
         args.pods,
@@ -125,6 +138,7 @@ fn main() -> Result<(), Error> {
         ("protobuf", t_pb),
         ("protobuf via Value", t_value),
         ("protobuf, compact", t_compact),
+        ("compact, generated", t_generated),
     ] {
         if t.is_nan() {
             continue;
