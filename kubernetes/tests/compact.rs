@@ -40,7 +40,7 @@ enum Outcome {
 /// then have decoded it. Returns whether the generated decoder decoded it.
 fn generated_agrees<C>(pb: &[u8]) -> Result<bool, String>
 where
-    C: DeserializeOwned + PartialEq + std::fmt::Debug + protobuf::fast::Message,
+    C: DeserializeOwned + PartialEq + std::fmt::Debug + protobuf::fast::Message + Resource,
 {
     let Ok(env) = protobuf::envelope(pb) else {
         return Ok(false);
@@ -48,9 +48,24 @@ where
     let Ok(de) = protobuf::Deserializer::object(env) else {
         return Ok(false);
     };
-    let Some(generated) = protobuf::fast::decode_object::<C>(de.message(), de.bytes()) else {
+    let Some(generated) = protobuf::fast::decode_object::<C>(de.message(), de.bytes(), false)
+    else {
         return Ok(false);
     };
+    // Leaving `metadata.managedFields` out (as informers ask) is the same decode without
+    // them.
+    let slim = protobuf::fast::decode_object::<C>(de.message(), de.bytes(), true);
+    match slim {
+        Some(mut slim) if slim.meta().managed_fields.is_none() => {
+            slim.meta_mut().managed_fields = generated.meta().managed_fields.clone();
+            if slim != generated {
+                return Err(format!(
+                    "without managedFields the decode differs:\n{slim:?}\n{generated:?}"
+                ));
+            }
+        }
+        other => return Err(format!("without managedFields: {other:?}")),
+    }
     match protobuf::from_envelope::<C>(pb) {
         Ok(table) if table == generated => Ok(true),
         Ok(table) => Err(format!(
@@ -67,7 +82,7 @@ where
 /// singular field) is handed back or decoded exactly.
 fn generated_agrees_on_changes<C>(pb: &[u8]) -> Result<(), String>
 where
-    C: DeserializeOwned + PartialEq + std::fmt::Debug + protobuf::fast::Message,
+    C: DeserializeOwned + PartialEq + std::fmt::Debug + protobuf::fast::Message + Resource,
 {
     let step = (pb.len() / 64).max(1);
     for i in (4..pb.len()).step_by(step) {
@@ -91,7 +106,8 @@ where
         + PartialEq
         + std::fmt::Debug
         + From<K>
-        + protobuf::fast::Message,
+        + protobuf::fast::Message
+        + Resource,
     K: DeserializeOwned + Serialize + Clone + PartialEq + std::fmt::Debug + From<C>,
 {
     let generated = generated_agrees::<C>(pb)?;
@@ -610,11 +626,13 @@ async fn generated_decoders_cache_what_json_reads(transport: Transport) {
     factory.start();
     assert!(factory.wait_for_cache_sync().await.values().all(|s| *s));
 
-    // What the same Pods read as over JSON, through k8s-openapi's type.
+    // What the same Pods read as over JSON, through k8s-openapi's type, without their
+    // managedFields (informers leave them out).
     let json = ResourceClient::<Pod>::namespaced(wire::json_only(conn.client()), ns);
     let same_as_json = |pods: Vec<Pod>| {
         assert_eq!(pods.len(), 3, "{transport:?}");
-        for p in pods {
+        for mut p in pods {
+            p.metadata.managed_fields = None;
             let name = p.metadata.name.clone().expect("a name");
             let cached = informer.lister().namespaced(ns).get(&name).expect("cached");
             assert_eq!(

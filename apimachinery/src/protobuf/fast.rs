@@ -47,24 +47,58 @@ impl std::error::Error for Fallback {}
 /// The result of a generated decoder.
 pub type Result<T> = std::result::Result<T, Fallback>;
 
+/// Where a message is decoded: its nesting (0 for an object), and whether the object's
+/// `metadata.managedFields` are left out (as the informers' lists and watches ask).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Cx {
+    depth: usize,
+    skip_managed_fields: bool,
+}
+
+impl Cx {
+    /// An object's context.
+    pub fn object(skip_managed_fields: bool) -> Self {
+        Cx {
+            depth: 0,
+            skip_managed_fields,
+        }
+    }
+
+    /// The context of a message one level down. Only the object's own `metadata` (one
+    /// level down) leaves its `managedFields` out.
+    #[inline]
+    pub fn deeper(self) -> Self {
+        Cx {
+            depth: self.depth + 1,
+            skip_managed_fields: self.skip_managed_fields && self.depth == 0,
+        }
+    }
+}
+
 /// A type with a generated protobuf decoder (see the module).
 pub trait Message: Sized {
     /// The protobuf message the type decodes, as the table names it (`core/v1.Pod`).
     const MESSAGE: &'static str;
 
-    /// Decodes the message's bytes (no envelope). `depth` is the nesting of this
-    /// message (0 for an object), handed to [`delegate`].
-    fn decode_message(bytes: &[u8], depth: usize) -> Result<Self>;
+    /// Decodes the message's bytes (no envelope), in context `cx` (its nesting, handed
+    /// to [`delegate`]).
+    fn decode_message(bytes: &[u8], cx: Cx) -> Result<Self>;
 }
 
 /// Decodes an object of type `T` from the bytes of protobuf message `message` (a
 /// [`super::Deserializer`]'s), with `T`'s generated decoder when it decodes that
 /// message; `None` when it does not, or when it handed the object back ([`Fallback`]).
-pub fn decode_object<T: Message>(message: &str, bytes: &[u8]) -> Option<T> {
+/// With `skip_managed_fields`, the object's `metadata.managedFields` are not decoded
+/// (`None`).
+pub fn decode_object<T: Message>(
+    message: &str,
+    bytes: &[u8],
+    skip_managed_fields: bool,
+) -> Option<T> {
     if message != T::MESSAGE {
         return None;
     }
-    T::decode_message(bytes, 0).ok()
+    T::decode_message(bytes, Cx::object(skip_managed_fields)).ok()
 }
 
 /// The fields of a message, in wire order.
@@ -244,10 +278,10 @@ pub fn string_entry(map: &mut BTreeMap<String, String>, v: Value<'_>) -> Result<
 /// A singular message field with a generated decoder. A second occurrence (protobuf
 /// merges the two) is handed back.
 #[inline]
-pub fn message<T: Message>(slot: &mut Option<T>, v: Value<'_>, depth: usize) -> Result<()> {
+pub fn message<T: Message>(slot: &mut Option<T>, v: Value<'_>, cx: Cx) -> Result<()> {
     match (v.0, &slot) {
         (Wire::Len(b), None) => {
-            *slot = Some(T::decode_message(b, depth + 1)?);
+            *slot = Some(T::decode_message(b, cx.deeper())?);
             Ok(())
         }
         _ => Err(Fallback),
@@ -257,19 +291,19 @@ pub fn message<T: Message>(slot: &mut Option<T>, v: Value<'_>, depth: usize) -> 
 /// The value of a non-pointer message field: the decoded message, or the message of no
 /// fields when it did not come (encoding/json writes Go's zero struct).
 #[inline]
-pub fn or_empty<T: Message>(slot: Option<T>, depth: usize) -> Result<T> {
+pub fn or_empty<T: Message>(slot: Option<T>, cx: Cx) -> Result<T> {
     match slot {
         Some(v) => Ok(v),
-        None => T::decode_message(&[], depth + 1),
+        None => T::decode_message(&[], cx.deeper()),
     }
 }
 
 /// One item of a repeated message field with a generated decoder.
 #[inline]
-pub fn push_message<T: Message>(list: &mut Vec<T>, v: Value<'_>, depth: usize) -> Result<()> {
+pub fn push_message<T: Message>(list: &mut Vec<T>, v: Value<'_>, cx: Cx) -> Result<()> {
     match v.0 {
         Wire::Len(b) => {
-            list.push(T::decode_message(b, depth + 1)?);
+            list.push(T::decode_message(b, cx.deeper())?);
             Ok(())
         }
         _ => Err(Fallback),
@@ -307,14 +341,14 @@ pub fn delegate<T: DeserializeOwned>(
     message: &'static str,
     num: u64,
     wires: &Wires<'_>,
-    depth: usize,
+    cx: Cx,
 ) -> Result<Option<T>> {
     let all: &[Wire<'_>] = match (&wires.first, wires.more.is_empty()) {
         (None, _) => &[],
         (Some(w), true) => std::slice::from_ref(w),
         (Some(_), false) => &wires.more,
     };
-    super::de::field_value(message, num, all, depth + 1).map_err(|_| Fallback)
+    super::de::field_value(message, num, all, cx.depth + 1).map_err(|_| Fallback)
 }
 
 /// A `metav1.Time` field (seconds only: encoding/json writes RFC 3339 without a
@@ -352,7 +386,7 @@ pub fn time(slot: &mut Option<Option<Time>>, v: Value<'_>) -> Result<()> {
 impl Message for ObjectMeta {
     const MESSAGE: &'static str = "meta/v1.ObjectMeta";
 
-    fn decode_message(bytes: &[u8], depth: usize) -> Result<Self> {
+    fn decode_message(bytes: &[u8], cx: Cx) -> Result<Self> {
         let (mut name, mut generate_name, mut namespace, mut self_link) = (None, None, None, None);
         let (mut uid, mut resource_version, mut generation) = (None, None, None);
         let (mut creation, mut deletion, mut grace) = (None, None, None);
@@ -373,9 +407,11 @@ impl Message for ObjectMeta {
                 10 => int64(&mut grace, v)?,
                 11 => string_entry(&mut labels, v)?,
                 12 => string_entry(&mut annotations, v)?,
-                13 => push_message(&mut owners, v, depth)?,
+                13 => push_message(&mut owners, v, cx)?,
                 14 => push_string(&mut finalizers, v)?,
-                17 => push_message(&mut managed, v, depth)?,
+                // The object's own, when asked, are passed by undecoded.
+                17 if cx.skip_managed_fields => {}
+                17 => push_message(&mut managed, v, cx)?,
                 _ => {}
             }
         }
@@ -402,7 +438,7 @@ impl Message for ObjectMeta {
 impl Message for OwnerReference {
     const MESSAGE: &'static str = "meta/v1.OwnerReference";
 
-    fn decode_message(bytes: &[u8], _depth: usize) -> Result<Self> {
+    fn decode_message(bytes: &[u8], _cx: Cx) -> Result<Self> {
         let (mut api_version, mut kind, mut name, mut uid) = (None, None, None, None);
         let (mut controller, mut block) = (None, None);
         let mut fields = Reader::new(bytes);
@@ -431,7 +467,7 @@ impl Message for OwnerReference {
 impl Message for ManagedFieldsEntry {
     const MESSAGE: &'static str = "meta/v1.ManagedFieldsEntry";
 
-    fn decode_message(bytes: &[u8], depth: usize) -> Result<Self> {
+    fn decode_message(bytes: &[u8], cx: Cx) -> Result<Self> {
         let (mut manager, mut operation, mut api_version) = (None, None, None);
         let (mut time_, mut fields_type, mut subresource) = (None, None, None);
         let mut fields_v1 = Wires::default();
@@ -456,7 +492,7 @@ impl Message for ManagedFieldsEntry {
             api_version: optional(api_version, Presence::OmitZero),
             time: time_.flatten(),
             fields_type: optional(fields_type, Presence::OmitZero),
-            fields_v1: delegate::<Option<FieldsV1>>(Self::MESSAGE, 7, &fields_v1, depth)?.flatten(),
+            fields_v1: delegate::<Option<FieldsV1>>(Self::MESSAGE, 7, &fields_v1, cx)?.flatten(),
             subresource: optional(subresource, Presence::OmitZero),
         })
     }

@@ -67,7 +67,7 @@ fn best<T>(
 /// The compact Pod by its generated decoder; an error if it hands the Pod back.
 fn generated(b: &[u8]) -> Result<CompactPod, Error> {
     let de = protobuf::Deserializer::object(protobuf::envelope(b)?)?;
-    protobuf::fast::decode_object::<CompactPod>(de.message(), de.bytes())
+    protobuf::fast::decode_object::<CompactPod>(de.message(), de.bytes(), false)
         .ok_or_else(|| "the generated decoder handed a Pod back".into())
 }
 

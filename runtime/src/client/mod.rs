@@ -529,7 +529,7 @@ impl Wire for Generated {
 
 impl<K> WireDecoders<K> for Generated
 where
-    K: DeserializeOwned + kubegen_apimachinery::protobuf::fast::Message + Resource + Send + 'static,
+    K: DeserializeOwned + kubegen_apimachinery::protobuf::fast::Message + Send + 'static,
 {
     fn protobuf() -> Option<ProtobufDecoders<K>> {
         Some(ProtobufDecoders::of::<K, protobuf::Fast>())

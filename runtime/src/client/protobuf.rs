@@ -79,16 +79,11 @@ pub(crate) struct Fast;
 
 impl<K> Codec<K> for Fast
 where
-    K: DeserializeOwned + pb::fast::Message + kube::Resource,
+    K: DeserializeOwned + pb::fast::Message,
 {
     fn decode(de: Deserializer<'_>, without_managed_fields: bool) -> Result<K, pb::Unsupported> {
-        match pb::fast::decode_object::<K>(de.message(), de.bytes()) {
-            Some(mut obj) => {
-                if without_managed_fields {
-                    obj.meta_mut().managed_fields = None;
-                }
-                Ok(obj)
-            }
+        match pb::fast::decode_object::<K>(de.message(), de.bytes(), without_managed_fields) {
+            Some(obj) => Ok(obj),
             None => Serde::decode(de, without_managed_fields),
         }
     }

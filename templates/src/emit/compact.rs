@@ -585,7 +585,7 @@ impl Mirror<'_> {
                     impl #fast::Message for #ty {
                         const MESSAGE: &'static str = #message;
 
-                        fn decode_message(_bytes: &[u8], _depth: usize) -> #fast::Result<Self> {
+                        fn decode_message(_bytes: &[u8], _cx: #fast::Cx) -> #fast::Result<Self> {
                             ::std::result::Result::Err(#fast::Fallback)
                         }
                     }
@@ -735,7 +735,7 @@ impl Mirror<'_> {
                     let (m, rust, _) = child(inner, prop.get("items")?)?;
                     (t == format!("msg:{m}")).then(|| {
                         let value = if req { quote!(#slot) } else { quote!(#fast::non_empty(#slot)) };
-                        (quote!(::std::vec::Vec<#rust>), quote!(::std::vec::Vec::new()), quote!(#fast::push_message(&mut #slot, v, depth)?), value)
+                        (quote!(::std::vec::Vec<#rust>), quote!(::std::vec::Vec::new()), quote!(#fast::push_message(&mut #slot, v, cx)?), value)
                     })
                 }
                 (Shape::Mirror(_) | Shape::Plain(..), false, t) if !f.flags.contains('z') => {
@@ -747,13 +747,13 @@ impl Mirror<'_> {
                     let value = match (req, pointer) {
                         (false, true) if boxed => quote!(#slot.map(::std::boxed::Box::new)),
                         (false, true) => quote!(#slot),
-                        (false, false) if boxed => quote!(::std::option::Option::Some(::std::boxed::Box::new(#fast::or_empty(#slot, depth)?))),
-                        (false, false) => quote!(::std::option::Option::Some(#fast::or_empty(#slot, depth)?)),
+                        (false, false) if boxed => quote!(::std::option::Option::Some(::std::boxed::Box::new(#fast::or_empty(#slot, cx)?))),
+                        (false, false) => quote!(::std::option::Option::Some(#fast::or_empty(#slot, cx)?)),
                         (true, true) if default => quote!(#slot.unwrap_or_default()),
                         (true, true) => return None,
-                        (true, false) => quote!(#fast::or_empty(#slot, depth)?),
+                        (true, false) => quote!(#fast::or_empty(#slot, cx)?),
                     };
-                    Some((quote!(::std::option::Option<#rust>), quote!(::std::option::Option::None), quote!(#fast::message(&mut #slot, v, depth)?), value))
+                    Some((quote!(::std::option::Option<#rust>), quote!(::std::option::Option::None), quote!(#fast::message(&mut #slot, v, cx)?), value))
                 }
                 _ => None,
             });
@@ -768,13 +768,13 @@ impl Mirror<'_> {
                     let inner = self.rust_type(&shape);
                     let boxed = !req && matches!(shape, Shape::Mirror(_));
                     let value = if !req && boxed {
-                        quote!(#fast::delegate::<::std::option::Option<#inner>>(#owner, #num, &#slot, depth)?.flatten().map(::std::boxed::Box::new))
+                        quote!(#fast::delegate::<::std::option::Option<#inner>>(#owner, #num, &#slot, cx)?.flatten().map(::std::boxed::Box::new))
                     } else if !req {
-                        quote!(#fast::delegate::<::std::option::Option<#inner>>(#owner, #num, &#slot, depth)?.flatten())
+                        quote!(#fast::delegate::<::std::option::Option<#inner>>(#owner, #num, &#slot, cx)?.flatten())
                     } else if self.has_default(&shape) {
-                        quote!(#fast::delegate::<::std::option::Option<#inner>>(#owner, #num, &#slot, depth)?.flatten().unwrap_or_default())
+                        quote!(#fast::delegate::<::std::option::Option<#inner>>(#owner, #num, &#slot, cx)?.flatten().unwrap_or_default())
                     } else {
-                        quote!(#fast::delegate::<#inner>(#owner, #num, &#slot, depth)?.ok_or(#fast::Fallback)?)
+                        quote!(#fast::delegate::<#inner>(#owner, #num, &#slot, cx)?.ok_or(#fast::Fallback)?)
                     };
                     (
                         quote!(#fast::Wires<'_>),
@@ -817,17 +817,13 @@ impl Mirror<'_> {
             }
         };
         let calls = arms.iter().map(|(_, call)| call);
-        let uses_depth = quote!(#(#calls)* #(#values)*).to_string().contains("depth");
-        let depth = if uses_depth {
-            quote!(depth)
-        } else {
-            quote!(_depth)
-        };
+        let uses_cx = quote!(#(#calls)* #(#values)*).to_string().contains("cx");
+        let cx = if uses_cx { quote!(cx) } else { quote!(_cx) };
         Some(quote! {
             impl #fast::Message for #ty {
                 const MESSAGE: &'static str = #message;
 
-                fn decode_message(bytes: &[u8], #depth: usize) -> #fast::Result<Self> {
+                fn decode_message(bytes: &[u8], #cx: #fast::Cx) -> #fast::Result<Self> {
                     #(#slots)*
                     let mut fields = #fast::Reader::new(bytes);
                     #read

@@ -68,7 +68,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ApplyConfiguration {
     const MESSAGE: &'static str = "admissionregistration/v1.ApplyConfiguration";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -177,7 +177,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AuditAnnotation {
     const MESSAGE: &'static str = "admissionregistration/v1.AuditAnnotation";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -288,7 +288,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExpressionWarning {
     const MESSAGE: &'static str = "admissionregistration/v1.ExpressionWarning";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -390,7 +390,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for JSONPatch {
     const MESSAGE: &'static str = "admissionregistration/v1.JSONPatch";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -499,7 +499,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchCondition {
     const MESSAGE: &'static str = "admissionregistration/v1.MatchCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -675,7 +675,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
     const MESSAGE: &'static str = "admissionregistration/v1.MatchResources";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -700,7 +700,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
                         super::super::admissionregistration::v1::NamedRuleWithOperations,
                     >,
                 >,
-            >("admissionregistration/v1.MatchResources", 4u64, &f0, depth)?
+            >("admissionregistration/v1.MatchResources", 4u64, &f0, cx)?
                 .flatten(),
             match_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
@@ -710,13 +710,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1.MatchResources", 1u64, &f2, depth)?
+            >("admissionregistration/v1.MatchResources", 1u64, &f2, cx)?
                 .flatten(),
             object_selector: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1.MatchResources", 2u64, &f3, depth)?
+            >("admissionregistration/v1.MatchResources", 2u64, &f3, cx)?
                 .flatten(),
             resource_rules: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
@@ -724,7 +724,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
                         super::super::admissionregistration::v1::NamedRuleWithOperations,
                     >,
                 >,
-            >("admissionregistration/v1.MatchResources", 3u64, &f4, depth)?
+            >("admissionregistration/v1.MatchResources", 3u64, &f4, cx)?
                 .flatten(),
         })
     }
@@ -859,7 +859,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicy {
     const MESSAGE: &'static str = "admissionregistration/v1.MutatingAdmissionPolicy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -870,16 +870,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicy {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -1016,7 +1016,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindi
     const MESSAGE: &'static str = "admissionregistration/v1.MutatingAdmissionPolicyBinding";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -1027,16 +1027,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindi
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -1197,7 +1197,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindi
     const MESSAGE: &'static str = "admissionregistration/v1.MutatingAdmissionPolicyBindingSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::admissionregistration::v1::MatchResources,
@@ -1209,8 +1209,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindi
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
@@ -1432,7 +1432,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicySpec 
     const MESSAGE: &'static str = "admissionregistration/v1.MutatingAdmissionPolicySpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<
@@ -1451,18 +1451,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicySpec 
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
                 _ => {}
             }
         }
@@ -1793,7 +1787,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingWebhook {
     const MESSAGE: &'static str = "admissionregistration/v1.MutatingWebhook";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<
@@ -1817,19 +1811,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingWebhook {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 8u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
-                12u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                12u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 5u64 => f6.push(v),
                 11u64 => f7.push(v),
                 10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, cx)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f11, v)?,
                 _ => {}
@@ -1837,7 +1827,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingWebhook {
         }
         ::std::result::Result::Ok(Self {
             admission_review_versions: f0,
-            client_config: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            client_config: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
             failure_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f2,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
@@ -1852,13 +1842,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingWebhook {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1.MutatingWebhook", 5u64, &f6, depth)?
+            >("admissionregistration/v1.MutatingWebhook", 5u64, &f6, cx)?
                 .flatten(),
             object_selector: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1.MutatingWebhook", 11u64, &f7, depth)?
+            >("admissionregistration/v1.MutatingWebhook", 11u64, &f7, cx)?
                 .flatten(),
             reinvocation_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f8,
@@ -2029,7 +2019,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingWebhookConfiguration
     const MESSAGE: &'static str = "admissionregistration/v1.MutatingWebhookConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -2040,15 +2030,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingWebhookConfiguration
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             webhooks: ::kubegen_runtime::protobuf::fast::non_empty(f3),
         })
     }
@@ -2214,7 +2202,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Mutation {
     const MESSAGE: &'static str = "admissionregistration/v1.Mutation";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::admissionregistration::v1::ApplyConfiguration,
@@ -2226,8 +2214,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for Mutation {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
@@ -2530,7 +2518,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ParamKind {
     const MESSAGE: &'static str = "admissionregistration/v1.ParamKind";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2684,7 +2672,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ParamRef {
     const MESSAGE: &'static str = "admissionregistration/v1.ParamRef";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2717,7 +2705,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ParamRef {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1.ParamRef", 3u64, &f3, depth)?
+            >("admissionregistration/v1.ParamRef", 3u64, &f3, cx)?
                 .flatten(),
         })
     }
@@ -2881,7 +2869,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RuleWithOperations {
     const MESSAGE: &'static str = "admissionregistration/v1.RuleWithOperations";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -3071,7 +3059,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceReference {
     const MESSAGE: &'static str = "admissionregistration/v1.ServiceReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3199,7 +3187,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TypeChecking {
     const MESSAGE: &'static str = "admissionregistration/v1.TypeChecking";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::admissionregistration::v1::ExpressionWarning,
@@ -3207,7 +3195,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TypeChecking {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -3334,7 +3322,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicy {
     const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -3348,22 +3336,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicy {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -3503,7 +3491,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicyBin
     const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicyBinding";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -3514,14 +3502,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicyBin
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
         })
     }
 }
@@ -3696,7 +3684,7 @@ for ValidatingAdmissionPolicyBindingSpec {
     const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicyBindingSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::admissionregistration::v1::MatchResources,
@@ -3709,8 +3697,8 @@ for ValidatingAdmissionPolicyBindingSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
                 _ => {}
@@ -3937,7 +3925,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicySpe
     const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicySpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::admissionregistration::v1::AuditAnnotation,
@@ -3959,21 +3947,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicySpe
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                5u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                5u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f5, v, depth)?
-                }
-                7u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f5, v, cx)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
                 _ => {}
             }
         }
@@ -4175,7 +4155,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicySta
     const MESSAGE: &'static str = "admissionregistration/v1.ValidatingAdmissionPolicyStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
@@ -4187,7 +4167,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicySta
             match number {
                 3u64 => f0.push(v),
                 1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f1, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -4198,12 +4178,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingAdmissionPolicySta
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >(
-                    "admissionregistration/v1.ValidatingAdmissionPolicyStatus",
-                    3u64,
-                    &f0,
-                    depth,
-                )?
+            >("admissionregistration/v1.ValidatingAdmissionPolicyStatus", 3u64, &f0, cx)?
                 .flatten(),
             observed_generation: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
@@ -4466,7 +4441,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingWebhook {
     const MESSAGE: &'static str = "admissionregistration/v1.ValidatingWebhook";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<
@@ -4489,18 +4464,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingWebhook {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 8u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
-                11u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                11u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 5u64 => f6.push(v),
                 10u64 => f7.push(v),
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, cx)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f10, v)?,
                 _ => {}
@@ -4508,7 +4479,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingWebhook {
         }
         ::std::result::Result::Ok(Self {
             admission_review_versions: f0,
-            client_config: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            client_config: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
             failure_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f2,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
@@ -4523,13 +4494,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingWebhook {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1.ValidatingWebhook", 5u64, &f6, depth)?
+            >("admissionregistration/v1.ValidatingWebhook", 5u64, &f6, cx)?
                 .flatten(),
             object_selector: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1.ValidatingWebhook", 10u64, &f7, depth)?
+            >("admissionregistration/v1.ValidatingWebhook", 10u64, &f7, cx)?
                 .flatten(),
             rules: ::kubegen_runtime::protobuf::fast::non_empty(f8),
             side_effects: f9.unwrap_or_default(),
@@ -4692,7 +4663,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingWebhookConfigurati
     const MESSAGE: &'static str = "admissionregistration/v1.ValidatingWebhookConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -4703,15 +4674,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingWebhookConfigurati
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             webhooks: ::kubegen_runtime::protobuf::fast::non_empty(f3),
         })
     }
@@ -4888,7 +4857,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Validation {
     const MESSAGE: &'static str = "admissionregistration/v1.Validation";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5026,7 +4995,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Variable {
     const MESSAGE: &'static str = "admissionregistration/v1.Variable";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5151,7 +5120,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for WebhookClientConfig {
     const MESSAGE: &'static str = "admissionregistration/v1.WebhookClientConfig";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<
@@ -5162,7 +5131,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for WebhookClientConfig {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 2u64 => f0.push(v),
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
@@ -5170,7 +5139,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for WebhookClientConfig {
         ::std::result::Result::Ok(Self {
             ca_bundle: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
-            >("admissionregistration/v1.WebhookClientConfig", 2u64, &f0, depth)?
+            >("admissionregistration/v1.WebhookClientConfig", 2u64, &f0, cx)?
                 .flatten(),
             service: f1.map(::std::boxed::Box::new),
             url: ::kubegen_runtime::protobuf::fast::optional(

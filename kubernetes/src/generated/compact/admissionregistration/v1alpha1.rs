@@ -68,7 +68,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ApplyConfiguration {
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.ApplyConfiguration";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -168,7 +168,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for JSONPatch {
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.JSONPatch";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -277,7 +277,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchCondition {
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.MatchCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -457,7 +457,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.MatchResources";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -482,7 +482,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
                         super::super::admissionregistration::v1alpha1::NamedRuleWithOperations,
                     >,
                 >,
-            >("admissionregistration/v1alpha1.MatchResources", 4u64, &f0, depth)?
+            >("admissionregistration/v1alpha1.MatchResources", 4u64, &f0, cx)?
                 .flatten(),
             match_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
@@ -492,13 +492,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1alpha1.MatchResources", 1u64, &f2, depth)?
+            >("admissionregistration/v1alpha1.MatchResources", 1u64, &f2, cx)?
                 .flatten(),
             object_selector: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1alpha1.MatchResources", 2u64, &f3, depth)?
+            >("admissionregistration/v1alpha1.MatchResources", 2u64, &f3, cx)?
                 .flatten(),
             resource_rules: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
@@ -506,7 +506,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MatchResources {
                         super::super::admissionregistration::v1alpha1::NamedRuleWithOperations,
                     >,
                 >,
-            >("admissionregistration/v1alpha1.MatchResources", 3u64, &f4, depth)?
+            >("admissionregistration/v1alpha1.MatchResources", 3u64, &f4, cx)?
                 .flatten(),
         })
     }
@@ -641,7 +641,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicy {
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.MutatingAdmissionPolicy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -652,16 +652,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicy {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -798,7 +798,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindi
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.MutatingAdmissionPolicyBinding";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -809,16 +809,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindi
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -979,7 +979,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindi
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.MutatingAdmissionPolicyBindingSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::admissionregistration::v1alpha1::MatchResources,
@@ -991,8 +991,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicyBindi
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
@@ -1214,7 +1214,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicySpec 
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.MutatingAdmissionPolicySpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<
@@ -1237,18 +1237,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingAdmissionPolicySpec 
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
                 _ => {}
             }
         }
@@ -1441,7 +1435,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Mutation {
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.Mutation";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::admissionregistration::v1alpha1::ApplyConfiguration,
@@ -1453,8 +1447,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for Mutation {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
@@ -1757,7 +1751,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ParamKind {
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.ParamKind";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1911,7 +1905,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ParamRef {
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.ParamRef";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1944,7 +1938,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ParamRef {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("admissionregistration/v1alpha1.ParamRef", 3u64, &f3, depth)?
+            >("admissionregistration/v1alpha1.ParamRef", 3u64, &f3, cx)?
                 .flatten(),
         })
     }
@@ -2054,7 +2048,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Variable {
     const MESSAGE: &'static str = "admissionregistration/v1alpha1.Variable";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;

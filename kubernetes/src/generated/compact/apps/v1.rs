@@ -84,7 +84,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ControllerRevision {
     const MESSAGE: &'static str = "apps/v1.ControllerRevision";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f3: ::std::option::Option<
@@ -95,7 +95,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ControllerRevision {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 2u64 => f1.push(v),
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f4, v)?,
                 _ => {}
             }
@@ -105,10 +105,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for ControllerRevision {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
                 >,
-            >("apps/v1.ControllerRevision", 2u64, &f1, depth)?
+            >("apps/v1.ControllerRevision", 2u64, &f1, cx)?
                 .flatten()
                 .unwrap_or_default(),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             revision: ::kubegen_runtime::protobuf::fast::optional(
                 f4,
                 ::kubegen_runtime::protobuf::fast::Presence::Always,
@@ -251,7 +251,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSet {
     const MESSAGE: &'static str = "apps/v1.DaemonSet";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -261,18 +261,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSet {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -456,7 +456,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetCondition {
     const MESSAGE: &'static str = "apps/v1.DaemonSetCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -666,7 +666,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetSpec {
     const MESSAGE: &'static str = "apps/v1.DaemonSetSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -681,8 +681,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetSpec {
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
                 1u64 => f2.push(v),
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
@@ -699,13 +699,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetSpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("apps/v1.DaemonSetSpec", 1u64, &f2, depth)?
+            >("apps/v1.DaemonSetSpec", 1u64, &f2, cx)?
                 .flatten()
                 .unwrap_or_default(),
-            template: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            template: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             update_strategy: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -952,7 +952,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetStatus {
     const MESSAGE: &'static str = "apps/v1.DaemonSetStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<super::super::apps::v1::DaemonSetCondition> = ::std::vec::Vec::new();
@@ -968,9 +968,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetStatus {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
-                10u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                10u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
@@ -1157,7 +1155,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetUpdateStrategy {
     const MESSAGE: &'static str = "apps/v1.DaemonSetUpdateStrategy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::apps::v1::RollingUpdateDaemonSet,
@@ -1166,7 +1164,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonSetUpdateStrategy {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }
@@ -1289,7 +1287,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Deployment {
     const MESSAGE: &'static str = "apps/v1.Deployment";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -1299,18 +1297,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for Deployment {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -1512,7 +1510,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeploymentCondition {
     const MESSAGE: &'static str = "apps/v1.DeploymentCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -1772,7 +1770,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeploymentSpec {
     const MESSAGE: &'static str = "apps/v1.DeploymentSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -1791,8 +1789,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeploymentSpec {
                 1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
                 2u64 => f5.push(v),
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?,
                 _ => {}
             }
         }
@@ -1821,15 +1819,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeploymentSpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("apps/v1.DeploymentSpec", 2u64, &f5, depth)?
+            >("apps/v1.DeploymentSpec", 2u64, &f5, cx)?
                 .flatten()
                 .unwrap_or_default(),
             strategy: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f6, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f6, cx)?,
                 ),
             ),
-            template: ::kubegen_runtime::protobuf::fast::or_empty(f7, depth)?,
+            template: ::kubegen_runtime::protobuf::fast::or_empty(f7, cx)?,
         })
     }
 }
@@ -2079,7 +2077,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeploymentStatus {
     const MESSAGE: &'static str = "apps/v1.DeploymentStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -2095,9 +2093,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeploymentStatus {
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
@@ -2287,7 +2283,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeploymentStrategy {
     const MESSAGE: &'static str = "apps/v1.DeploymentStrategy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::apps::v1::RollingUpdateDeployment,
@@ -2296,7 +2292,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeploymentStrategy {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }
@@ -2419,7 +2415,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSet {
     const MESSAGE: &'static str = "apps/v1.ReplicaSet";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -2429,18 +2425,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSet {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -2624,7 +2620,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSetCondition {
     const MESSAGE: &'static str = "apps/v1.ReplicaSetCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -2810,7 +2806,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSetSpec {
     const MESSAGE: &'static str = "apps/v1.ReplicaSetSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -2822,7 +2818,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSetSpec {
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
                 2u64 => f2.push(v),
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -2839,12 +2835,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSetSpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("apps/v1.ReplicaSetSpec", 2u64, &f2, depth)?
+            >("apps/v1.ReplicaSetSpec", 2u64, &f2, cx)?
                 .flatten()
                 .unwrap_or_default(),
             template: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -3043,7 +3039,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSetStatus {
     const MESSAGE: &'static str = "apps/v1.ReplicaSetStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<super::super::apps::v1::ReplicaSetCondition> = ::std::vec::Vec::new();
@@ -3056,9 +3052,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicaSetStatus {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
@@ -3230,7 +3224,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RollingUpdateDaemonSet {
     const MESSAGE: &'static str = "apps/v1.RollingUpdateDaemonSet";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
@@ -3352,7 +3346,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RollingUpdateDeployment {
     const MESSAGE: &'static str = "apps/v1.RollingUpdateDeployment";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
@@ -3476,7 +3470,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RollingUpdateStatefulSetStra
     const MESSAGE: &'static str = "apps/v1.RollingUpdateStatefulSetStrategy";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
@@ -3601,7 +3595,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSet {
     const MESSAGE: &'static str = "apps/v1.StatefulSet";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -3611,18 +3605,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSet {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -3806,7 +3800,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetCondition {
     const MESSAGE: &'static str = "apps/v1.StatefulSetCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -3951,7 +3945,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetOrdinals {
     const MESSAGE: &'static str = "apps/v1.StatefulSetOrdinals";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -4071,7 +4065,7 @@ for StatefulSetPersistentVolumeClaimRetentionPolicy {
     const MESSAGE: &'static str = "apps/v1.StatefulSetPersistentVolumeClaimRetentionPolicy";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -4342,7 +4336,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetSpec {
     const MESSAGE: &'static str = "apps/v1.StatefulSetSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<super::super::apps::v1::StatefulSetOrdinals> = ::std::option::Option::None;
@@ -4363,18 +4357,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetSpec {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
-                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
                 2u64 => f6.push(v),
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, depth)?,
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, cx)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, cx)?,
                 _ => {}
             }
         }
@@ -4401,17 +4393,17 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetSpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("apps/v1.StatefulSetSpec", 2u64, &f6, depth)?
+            >("apps/v1.StatefulSetSpec", 2u64, &f6, cx)?
                 .flatten()
                 .unwrap_or_default(),
             service_name: ::kubegen_runtime::protobuf::fast::optional(
                 f7,
                 ::kubegen_runtime::protobuf::fast::Presence::Always,
             ),
-            template: ::kubegen_runtime::protobuf::fast::or_empty(f8, depth)?,
+            template: ::kubegen_runtime::protobuf::fast::or_empty(f8, cx)?,
             update_strategy: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f9, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f9, cx)?,
                 ),
             ),
             volume_claim_templates: ::kubegen_runtime::protobuf::fast::non_empty(f10),
@@ -4703,7 +4695,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetStatus {
     const MESSAGE: &'static str = "apps/v1.StatefulSetStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -4720,9 +4712,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetStatus {
             match number {
                 11u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
-                10u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                10u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f5, v)?,
@@ -4918,7 +4908,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetUpdateStrategy {
     const MESSAGE: &'static str = "apps/v1.StatefulSetUpdateStrategy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::apps::v1::RollingUpdateStatefulSetStrategy,
@@ -4927,7 +4917,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StatefulSetUpdateStrategy {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }

@@ -92,7 +92,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CrossVersionObjectReference 
     const MESSAGE: &'static str = "autoscaling/v1.CrossVersionObjectReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -219,7 +219,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscaler {
     const MESSAGE: &'static str = "autoscaling/v1.HorizontalPodAutoscaler";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -233,18 +233,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscaler {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -420,7 +420,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerSpec 
     const MESSAGE: &'static str = "autoscaling/v1.HorizontalPodAutoscalerSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -433,7 +433,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerSpec 
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
                 _ => {}
             }
@@ -444,7 +444,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerSpec 
                 f1,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            scale_target_ref: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            scale_target_ref: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             target_cpu_utilization_percentage: ::kubegen_runtime::protobuf::fast::optional(
                 f3,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
@@ -615,7 +615,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerStatu
     const MESSAGE: &'static str = "autoscaling/v1.HorizontalPodAutoscalerStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;

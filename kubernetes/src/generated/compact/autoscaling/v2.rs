@@ -89,7 +89,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerResourceMetricSourc
     const MESSAGE: &'static str = "autoscaling/v2.ContainerResourceMetricSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -99,14 +99,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerResourceMetricSourc
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             container: f0.unwrap_or_default(),
             name: f1.unwrap_or_default(),
-            target: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
         })
     }
 }
@@ -224,7 +224,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerResourceMetricStatu
     const MESSAGE: &'static str = "autoscaling/v2.ContainerResourceMetricStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -235,14 +235,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerResourceMetricStatu
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             container: f0.unwrap_or_default(),
-            current: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
             name: f2.unwrap_or_default(),
         })
     }
@@ -364,7 +364,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CrossVersionObjectReference 
     const MESSAGE: &'static str = "autoscaling/v2.CrossVersionObjectReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -482,7 +482,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExternalMetricSource {
     const MESSAGE: &'static str = "autoscaling/v2.ExternalMetricSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::MetricIdentifier,
@@ -491,14 +491,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExternalMetricSource {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metric: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
-            target: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
         })
     }
 }
@@ -601,7 +601,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExternalMetricStatus {
     const MESSAGE: &'static str = "autoscaling/v2.ExternalMetricStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::MetricValueStatus,
@@ -612,14 +612,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExternalMetricStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
-            metric: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
         })
     }
 }
@@ -734,7 +734,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HPAScalingPolicy {
     const MESSAGE: &'static str = "autoscaling/v2.HPAScalingPolicy";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -899,7 +899,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HPAScalingRules {
     const MESSAGE: &'static str = "autoscaling/v2.HPAScalingRules";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::autoscaling::v2::HPAScalingPolicy> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -910,9 +910,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HPAScalingRules {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f3, v)?,
@@ -1060,7 +1058,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscaler {
     const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscaler";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -1074,18 +1072,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscaler {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -1234,7 +1232,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerBehav
     const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscalerBehavior";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::HPAScalingRules,
@@ -1245,8 +1243,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerBehav
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -1421,7 +1419,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerCondi
     const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscalerCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -1626,7 +1624,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerSpec 
     const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscalerSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::HorizontalPodAutoscalerBehavior,
@@ -1640,13 +1638,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerSpec 
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
@@ -1658,7 +1654,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerSpec 
                 f3,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            scale_target_ref: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            scale_target_ref: ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
         })
     }
 }
@@ -1861,7 +1857,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerStatu
     const MESSAGE: &'static str = "autoscaling/v2.HorizontalPodAutoscalerStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::autoscaling::v2::HorizontalPodAutoscalerCondition,
@@ -1878,12 +1874,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for HorizontalPodAutoscalerStatu
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                5u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::time(&mut f4, v)?,
@@ -2043,7 +2035,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MetricIdentifier {
     const MESSAGE: &'static str = "autoscaling/v2.MetricIdentifier";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -2061,7 +2053,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MetricIdentifier {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("autoscaling/v2.MetricIdentifier", 2u64, &f1, depth)?
+            >("autoscaling/v2.MetricIdentifier", 2u64, &f1, cx)?
                 .flatten(),
         })
     }
@@ -2227,7 +2219,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MetricSpec {
     const MESSAGE: &'static str = "autoscaling/v2.MetricSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::ContainerResourceMetricSource,
@@ -2248,11 +2240,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for MetricSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 _ => {}
             }
@@ -2451,7 +2443,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MetricStatus {
     const MESSAGE: &'static str = "autoscaling/v2.MetricStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::ContainerResourceMetricStatus,
@@ -2472,11 +2464,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for MetricStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 _ => {}
             }
@@ -2648,7 +2640,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MetricTarget {
     const MESSAGE: &'static str = "autoscaling/v2.MetricTarget";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -2806,7 +2798,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MetricValueStatus {
     const MESSAGE: &'static str = "autoscaling/v2.MetricValueStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -2948,7 +2940,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ObjectMetricSource {
     const MESSAGE: &'static str = "autoscaling/v2.ObjectMetricSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::CrossVersionObjectReference,
@@ -2960,16 +2952,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for ObjectMetricSource {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            described_object: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
-            metric: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
-            target: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            described_object: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
         })
     }
 }
@@ -3087,7 +3079,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ObjectMetricStatus {
     const MESSAGE: &'static str = "autoscaling/v2.ObjectMetricStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::MetricValueStatus,
@@ -3101,16 +3093,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for ObjectMetricStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
-            described_object: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
-            metric: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
+            described_object: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
         })
     }
 }
@@ -3216,7 +3208,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodsMetricSource {
     const MESSAGE: &'static str = "autoscaling/v2.PodsMetricSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::MetricIdentifier,
@@ -3225,14 +3217,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodsMetricSource {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metric: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
-            target: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
         })
     }
 }
@@ -3335,7 +3327,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodsMetricStatus {
     const MESSAGE: &'static str = "autoscaling/v2.PodsMetricStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::MetricValueStatus,
@@ -3346,14 +3338,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodsMetricStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
-            metric: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
+            metric: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
         })
     }
 }
@@ -3456,7 +3448,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceMetricSource {
     const MESSAGE: &'static str = "autoscaling/v2.ResourceMetricSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<super::super::autoscaling::v2::MetricTarget> = ::std::option::Option::None;
@@ -3464,13 +3456,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceMetricSource {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             name: f0.unwrap_or_default(),
-            target: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            target: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
         })
     }
 }
@@ -3573,7 +3565,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceMetricStatus {
     const MESSAGE: &'static str = "autoscaling/v2.ResourceMetricStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::autoscaling::v2::MetricValueStatus,
@@ -3582,13 +3574,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceMetricStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            current: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             name: f1.unwrap_or_default(),
         })
     }

@@ -86,7 +86,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CronJob {
     const MESSAGE: &'static str = "batch/v1.CronJob";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -96,18 +96,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for CronJob {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -337,7 +337,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CronJobSpec {
     const MESSAGE: &'static str = "batch/v1.CronJobSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -352,7 +352,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CronJobSpec {
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f4, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f5, v)?,
@@ -370,7 +370,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CronJobSpec {
                 f1,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            job_template: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            job_template: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             schedule: f3.unwrap_or_default(),
             starting_deadline_seconds: ::kubegen_runtime::protobuf::fast::optional(
                 f4,
@@ -538,7 +538,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CronJobStatus {
     const MESSAGE: &'static str = "batch/v1.CronJobStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::ObjectReference> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<
@@ -554,9 +554,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CronJobStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::time(&mut f1, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::time(&mut f2, v)?,
                 _ => {}
@@ -687,7 +685,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Job {
     const MESSAGE: &'static str = "batch/v1.Job";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -697,22 +695,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for Job {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -912,7 +910,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for JobCondition {
     const MESSAGE: &'static str = "batch/v1.JobCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -1495,7 +1493,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for JobSpec {
     const MESSAGE: &'static str = "batch/v1.JobSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -1525,12 +1523,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for JobSpec {
                 5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
                 13u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f7, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f8, v)?,
-                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, cx)?,
                 14u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
                 4u64 => f12.push(v),
-                16u64 => ::kubegen_runtime::protobuf::fast::message(&mut f13, v, depth)?,
+                16u64 => ::kubegen_runtime::protobuf::fast::message(&mut f13, v, cx)?,
                 10u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f14, v)?,
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, cx)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f16, v)?,
                 _ => {}
             }
@@ -1582,14 +1580,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for JobSpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("batch/v1.JobSpec", 4u64, &f12, depth)?
+            >("batch/v1.JobSpec", 4u64, &f12, cx)?
                 .flatten(),
             success_policy: f13.map(::std::boxed::Box::new),
             suspend: ::kubegen_runtime::protobuf::fast::optional(
                 f14,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            template: ::kubegen_runtime::protobuf::fast::or_empty(f15, depth)?,
+            template: ::kubegen_runtime::protobuf::fast::or_empty(f15, cx)?,
             ttl_seconds_after_finished: ::kubegen_runtime::protobuf::fast::optional(
                 f16,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
@@ -1912,7 +1910,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for JobStatus {
     const MESSAGE: &'static str = "batch/v1.JobStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1941,16 +1939,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for JobStatus {
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::time(&mut f2, v)?,
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
                 10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::time(&mut f7, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f8, v)?,
                 11u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f9, v)?,
-                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, cx)?,
                 _ => {}
             }
         }
@@ -2137,7 +2133,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for JobTemplateSpec {
     const MESSAGE: &'static str = "batch/v1.JobTemplateSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -2146,18 +2142,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for JobTemplateSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             metadata: ::std::option::Option::Some(
-                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             ),
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
         })
@@ -2250,13 +2246,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodFailurePolicy {
     const MESSAGE: &'static str = "batch/v1.PodFailurePolicy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::batch::v1::PodFailurePolicyRule> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self { rules: f0 })
@@ -2382,7 +2378,7 @@ for PodFailurePolicyOnExitCodesRequirement {
     const MESSAGE: &'static str = "batch/v1.PodFailurePolicyOnExitCodesRequirement";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2404,7 +2400,7 @@ for PodFailurePolicyOnExitCodesRequirement {
             operator: f1.unwrap_or_default(),
             values: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<i32>>,
-            >("batch/v1.PodFailurePolicyOnExitCodesRequirement", 3u64, &f2, depth)?
+            >("batch/v1.PodFailurePolicyOnExitCodesRequirement", 3u64, &f2, cx)?
                 .flatten()
                 .unwrap_or_default(),
         })
@@ -2521,7 +2517,7 @@ for PodFailurePolicyOnPodConditionsPattern {
     const MESSAGE: &'static str = "batch/v1.PodFailurePolicyOnPodConditionsPattern";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2659,7 +2655,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodFailurePolicyRule {
     const MESSAGE: &'static str = "batch/v1.PodFailurePolicyRule";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -2672,10 +2668,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodFailurePolicyRule {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -2785,13 +2779,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for SuccessPolicy {
     const MESSAGE: &'static str = "batch/v1.SuccessPolicy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::batch::v1::SuccessPolicyRule> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self { rules: f0 })
@@ -2902,7 +2896,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SuccessPolicyRule {
     const MESSAGE: &'static str = "batch/v1.SuccessPolicyRule";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3028,7 +3022,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for UncountedTerminatedPods {
     const MESSAGE: &'static str = "batch/v1.UncountedTerminatedPods";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();

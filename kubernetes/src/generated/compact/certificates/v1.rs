@@ -88,7 +88,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequest {
     const MESSAGE: &'static str = "certificates/v1.CertificateSigningRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -102,18 +102,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequest {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -320,7 +320,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequestCon
     const MESSAGE: &'static str = "certificates/v1.CertificateSigningRequestCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -571,7 +571,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequestSpe
     const MESSAGE: &'static str = "certificates/v1.CertificateSigningRequestSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -607,12 +607,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequestSpe
                         ::std::vec::Vec<::std::string::String>,
                     >,
                 >,
-            >("certificates/v1.CertificateSigningRequestSpec", 6u64, &f1, depth)?
+            >("certificates/v1.CertificateSigningRequestSpec", 6u64, &f1, cx)?
                 .flatten(),
             groups: ::kubegen_runtime::protobuf::fast::non_empty(f2),
             request: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
-            >("certificates/v1.CertificateSigningRequestSpec", 1u64, &f3, depth)?
+            >("certificates/v1.CertificateSigningRequestSpec", 1u64, &f3, cx)?
                 .flatten()
                 .unwrap_or_default(),
             signer_name: f4.unwrap_or_default(),
@@ -765,7 +765,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequestSta
     const MESSAGE: &'static str = "certificates/v1.CertificateSigningRequestStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::vec::Vec<
@@ -775,16 +775,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for CertificateSigningRequestSta
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 2u64 => f0.push(v),
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             certificate: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
-            >("certificates/v1.CertificateSigningRequestStatus", 2u64, &f0, depth)?
+            >("certificates/v1.CertificateSigningRequestStatus", 2u64, &f0, cx)?
                 .flatten(),
             conditions: ::kubegen_runtime::protobuf::fast::non_empty(f1),
         })
@@ -893,7 +891,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundle {
     const MESSAGE: &'static str = "";
     fn decode_message(
         _bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
@@ -1127,7 +1125,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequest {
     const MESSAGE: &'static str = "";
     fn decode_message(
         _bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }

@@ -73,7 +73,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundle {
     const MESSAGE: &'static str = "certificates/v1beta1.ClusterTrustBundle";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -84,14 +84,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundle {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
         })
     }
 }
@@ -227,7 +227,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundleSpec {
     const MESSAGE: &'static str = "certificates/v1beta1.ClusterTrustBundleSpec";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -352,7 +352,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequest {
     const MESSAGE: &'static str = "certificates/v1beta1.PodCertificateRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -366,18 +366,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequest {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -669,7 +669,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequestSpec {
     const MESSAGE: &'static str = "certificates/v1beta1.PodCertificateRequestSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -713,20 +713,20 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequestSpec {
             node_uid: f2.unwrap_or_default(),
             pkix_public_key: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
-            >("certificates/v1beta1.PodCertificateRequestSpec", 9u64, &f3, depth)?
+            >("certificates/v1beta1.PodCertificateRequestSpec", 9u64, &f3, cx)?
                 .flatten(),
             pod_name: f4.unwrap_or_default(),
             pod_uid: f5.unwrap_or_default(),
             proof_of_possession: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
-            >("certificates/v1beta1.PodCertificateRequestSpec", 10u64, &f6, depth)?
+            >("certificates/v1beta1.PodCertificateRequestSpec", 10u64, &f6, cx)?
                 .flatten(),
             service_account_name: f7.unwrap_or_default(),
             service_account_uid: f8.unwrap_or_default(),
             signer_name: f9.unwrap_or_default(),
             stub_pkc_s10_request: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::kubegen_runtime::k8s_openapi::ByteString>,
-            >("certificates/v1beta1.PodCertificateRequestSpec", 12u64, &f10, depth)?
+            >("certificates/v1beta1.PodCertificateRequestSpec", 12u64, &f10, cx)?
                 .flatten()
                 .unwrap_or_default(),
             unverified_user_annotations: ::kubegen_runtime::protobuf::fast::non_empty_map(
@@ -941,7 +941,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequestStatus 
     const MESSAGE: &'static str = "certificates/v1beta1.PodCertificateRequestStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -983,7 +983,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateRequestStatus 
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("certificates/v1beta1.PodCertificateRequestStatus", 1u64, &f2, depth)?
+            >("certificates/v1beta1.PodCertificateRequestStatus", 1u64, &f2, cx)?
                 .flatten(),
             not_after: f3.flatten(),
             not_before: f4.flatten(),

@@ -75,7 +75,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Lease {
     const MESSAGE: &'static str = "coordination/v1.Lease";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -84,16 +84,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for Lease {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -318,7 +318,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LeaseSpec {
     const MESSAGE: &'static str = "coordination/v1.LeaseSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -345,7 +345,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LeaseSpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
                 >,
-            >("coordination/v1.LeaseSpec", 3u64, &f0, depth)?
+            >("coordination/v1.LeaseSpec", 3u64, &f0, cx)?
                 .flatten(),
             holder_identity: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
@@ -367,7 +367,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LeaseSpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
                 >,
-            >("coordination/v1.LeaseSpec", 4u64, &f5, depth)?
+            >("coordination/v1.LeaseSpec", 4u64, &f5, cx)?
                 .flatten(),
             strategy: ::kubegen_runtime::protobuf::fast::optional(
                 f6,

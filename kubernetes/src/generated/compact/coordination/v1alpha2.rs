@@ -73,7 +73,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LeaseCandidate {
     const MESSAGE: &'static str = "coordination/v1alpha2.LeaseCandidate";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -84,14 +84,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for LeaseCandidate {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
         })
     }
 }
@@ -289,7 +289,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LeaseCandidateSpec {
     const MESSAGE: &'static str = "coordination/v1alpha2.LeaseCandidateSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -320,13 +320,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for LeaseCandidateSpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
                 >,
-            >("coordination/v1alpha2.LeaseCandidateSpec", 2u64, &f3, depth)?
+            >("coordination/v1alpha2.LeaseCandidateSpec", 2u64, &f3, cx)?
                 .flatten(),
             renew_time: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
                 >,
-            >("coordination/v1alpha2.LeaseCandidateSpec", 3u64, &f4, depth)?
+            >("coordination/v1alpha2.LeaseCandidateSpec", 3u64, &f4, cx)?
                 .flatten(),
             strategy: f5.unwrap_or_default(),
         })

@@ -105,7 +105,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AWSElasticBlockStoreVolumeSo
     const MESSAGE: &'static str = "core/v1.AWSElasticBlockStoreVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -275,7 +275,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Affinity {
     const MESSAGE: &'static str = "core/v1.Affinity";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::NodeAffinity> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<super::super::core::v1::PodAffinity> = ::std::option::Option::None;
@@ -283,9 +283,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for Affinity {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -401,7 +401,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AppArmorProfile {
     const MESSAGE: &'static str = "core/v1.AppArmorProfile";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -514,7 +514,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AttachedVolume {
     const MESSAGE: &'static str = "core/v1.AttachedVolume";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -682,7 +682,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AzureDiskVolumeSource {
     const MESSAGE: &'static str = "core/v1.AzureDiskVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -875,7 +875,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AzureFilePersistentVolumeSou
     const MESSAGE: &'static str = "core/v1.AzureFilePersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1027,7 +1027,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AzureFileVolumeSource {
     const MESSAGE: &'static str = "core/v1.AzureFileVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1290,7 +1290,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIPersistentVolumeSource {
     const MESSAGE: &'static str = "core/v1.CSIPersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<super::super::core::v1::SecretReference> = ::std::option::Option::None;
@@ -1308,13 +1308,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIPersistentVolumeSource {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
-                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f8, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
@@ -1537,7 +1537,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIVolumeSource {
     const MESSAGE: &'static str = "core/v1.CSIVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1554,7 +1554,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIVolumeSource {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f4, v)?,
                 _ => {}
@@ -1690,7 +1690,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Capabilities {
     const MESSAGE: &'static str = "core/v1.Capabilities";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -1858,7 +1858,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CephFSPersistentVolumeSource
     const MESSAGE: &'static str = "core/v1.CephFSPersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1873,7 +1873,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CephFSPersistentVolumeSource
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 _ => {}
             }
@@ -2082,7 +2082,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CephFSVolumeSource {
     const MESSAGE: &'static str = "core/v1.CephFSVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2099,7 +2099,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CephFSVolumeSource {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 _ => {}
             }
@@ -2274,7 +2274,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CinderPersistentVolumeSource
     const MESSAGE: &'static str = "core/v1.CinderPersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -2285,7 +2285,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CinderPersistentVolumeSource
             match number {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
                 _ => {}
             }
@@ -2439,7 +2439,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CinderVolumeSource {
     const MESSAGE: &'static str = "core/v1.CinderVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -2452,7 +2452,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CinderVolumeSource {
             match number {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
                 _ => {}
             }
@@ -2568,7 +2568,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClientIPConfig {
     const MESSAGE: &'static str = "core/v1.ClientIPConfig";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -2739,7 +2739,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundleProjection
     const MESSAGE: &'static str = "core/v1.ClusterTrustBundleProjection";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2762,7 +2762,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterTrustBundleProjection
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("core/v1.ClusterTrustBundleProjection", 3u64, &f0, depth)?
+            >("core/v1.ClusterTrustBundleProjection", 3u64, &f0, cx)?
                 .flatten(),
             name: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
@@ -2924,7 +2924,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMap {
     const MESSAGE: &'static str = "core/v1.ConfigMap";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f2: ::std::collections::BTreeMap<
@@ -2941,7 +2941,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMap {
                 3u64 => f1.push(v),
                 2u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?,
                 _ => {}
             }
         }
@@ -2953,14 +2953,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMap {
                         ::kubegen_runtime::k8s_openapi::ByteString,
                     >,
                 >,
-            >("core/v1.ConfigMap", 3u64, &f1, depth)?
+            >("core/v1.ConfigMap", 3u64, &f1, cx)?
                 .flatten(),
             data: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
             immutable: ::kubegen_runtime::protobuf::fast::optional(
                 f3,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f5, cx)?,
         })
     }
 }
@@ -3103,7 +3103,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapEnvSource {
     const MESSAGE: &'static str = "core/v1.ConfigMapEnvSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -3242,7 +3242,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapKeySelector {
     const MESSAGE: &'static str = "core/v1.ConfigMapKeySelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3418,7 +3418,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapNodeConfigSource {
     const MESSAGE: &'static str = "core/v1.ConfigMapNodeConfigSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3577,7 +3577,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapProjection {
     const MESSAGE: &'static str = "core/v1.ConfigMapProjection";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::KeyToPath> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3586,9 +3586,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapProjection {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
                 1u64 => {
                     let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
@@ -3774,7 +3772,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapVolumeSource {
     const MESSAGE: &'static str = "core/v1.ConfigMapVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f2: ::std::vec::Vec<super::super::core::v1::KeyToPath> = ::std::vec::Vec::new();
@@ -3785,9 +3783,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ConfigMapVolumeSource {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f4, v)?,
                 1u64 => {
                     let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
@@ -4316,7 +4312,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Container {
     const MESSAGE: &'static str = "core/v1.Container";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -4350,42 +4346,34 @@ impl ::kubegen_runtime::protobuf::fast::Message for Container {
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f1, v)?,
-                7u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
-                19u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                7u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
+                19u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 14u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                12u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
-                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, cx)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
-                }
-                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, cx)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, cx)?,
                 23u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, cx)?
                 }
-                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f12, v, depth)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f12, v, cx)?,
                 24u64 => ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?,
                 25u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f14, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f14, v, cx)?
                 }
-                15u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, depth)?,
-                22u64 => ::kubegen_runtime::protobuf::fast::message(&mut f16, v, depth)?,
+                15u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, cx)?,
+                22u64 => ::kubegen_runtime::protobuf::fast::message(&mut f16, v, cx)?,
                 16u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f17, v)?,
                 17u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f18, v)?,
                 13u64 => ::kubegen_runtime::protobuf::fast::string(&mut f19, v)?,
                 20u64 => ::kubegen_runtime::protobuf::fast::string(&mut f20, v)?,
                 18u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f21, v)?,
                 21u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f22, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f22, v, cx)?
                 }
-                9u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f23, v, depth)?
-                }
+                9u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f23, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f24, v)?,
                 _ => {}
             }
@@ -4411,7 +4399,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Container {
             resize_policy: ::kubegen_runtime::protobuf::fast::non_empty(f11),
             resources: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f12, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f12, cx)?,
                 ),
             ),
             restart_policy: ::kubegen_runtime::protobuf::fast::optional(
@@ -4716,7 +4704,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerExtendedResourceReq
     const MESSAGE: &'static str = "core/v1.ContainerExtendedResourceRequest";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -4846,7 +4834,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerImage {
     const MESSAGE: &'static str = "core/v1.ContainerImage";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
@@ -5001,7 +4989,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerPort {
     const MESSAGE: &'static str = "core/v1.ContainerPort";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5147,7 +5135,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerResizePolicy {
     const MESSAGE: &'static str = "core/v1.ContainerResizePolicy";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5269,7 +5257,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerRestartRule {
     const MESSAGE: &'static str = "core/v1.ContainerRestartRule";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -5279,7 +5267,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerRestartRule {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -5390,7 +5378,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerRestartRuleOnExitCo
     const MESSAGE: &'static str = "core/v1.ContainerRestartRuleOnExitCodes";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -5406,7 +5394,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerRestartRuleOnExitCo
             operator: f0.unwrap_or_default(),
             values: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<i32>>,
-            >("core/v1.ContainerRestartRuleOnExitCodes", 2u64, &f1, depth)?
+            >("core/v1.ContainerRestartRuleOnExitCodes", 2u64, &f1, cx)?
                 .flatten(),
         })
     }
@@ -5525,7 +5513,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerState {
     const MESSAGE: &'static str = "core/v1.ContainerState";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::core::v1::ContainerStateRunning,
@@ -5539,9 +5527,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerState {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -5649,7 +5637,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerStateRunning {
     const MESSAGE: &'static str = "core/v1.ContainerStateRunning";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -5838,7 +5826,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerStateTerminated {
     const MESSAGE: &'static str = "core/v1.ContainerStateTerminated";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -6013,7 +6001,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerStateWaiting {
     const MESSAGE: &'static str = "core/v1.ContainerStateWaiting";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -6340,7 +6328,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerStatus {
     const MESSAGE: &'static str = "core/v1.ContainerStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -6366,23 +6354,21 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerStatus {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 10u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?,
-                14u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                14u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
-                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, depth)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f9, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f10, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, cx)?,
                 15u64 => ::kubegen_runtime::protobuf::fast::string(&mut f12, v)?,
-                13u64 => ::kubegen_runtime::protobuf::fast::message(&mut f13, v, depth)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::message(&mut f13, v, cx)?,
                 12u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f14, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f14, v, cx)?
                 }
                 _ => {}
             }
@@ -6398,7 +6384,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerStatus {
             image_id: f4.unwrap_or_default(),
             last_state: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f5, cx)?,
                 ),
             ),
             name: f6.unwrap_or_default(),
@@ -6411,7 +6397,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerStatus {
             ),
             state: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f11, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f11, cx)?,
                 ),
             ),
             stop_signal: ::kubegen_runtime::protobuf::fast::optional(
@@ -6584,13 +6570,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ContainerUser {
     const MESSAGE: &'static str = "core/v1.ContainerUser";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::LinuxContainerUser> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -6679,7 +6665,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DaemonEndpoint {
     const MESSAGE: &'static str = "core/v1.DaemonEndpoint";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -6772,13 +6758,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for DownwardAPIProjection {
     const MESSAGE: &'static str = "core/v1.DownwardAPIProjection";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::DownwardAPIVolumeFile> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -6939,7 +6925,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DownwardAPIVolumeFile {
     const MESSAGE: &'static str = "core/v1.DownwardAPIVolumeFile";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::ObjectFieldSelector> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -6950,10 +6936,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for DownwardAPIVolumeFile {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -7100,7 +7086,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DownwardAPIVolumeSource {
     const MESSAGE: &'static str = "core/v1.DownwardAPIVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f2: ::std::vec::Vec<super::super::core::v1::DownwardAPIVolumeFile> = ::std::vec::Vec::new();
@@ -7108,9 +7094,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DownwardAPIVolumeSource {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -7251,7 +7235,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EmptyDirVolumeSource {
     const MESSAGE: &'static str = "core/v1.EmptyDirVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::std::option::Option<
@@ -7398,7 +7382,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointAddress {
     const MESSAGE: &'static str = "core/v1.EndpointAddress";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -7410,7 +7394,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointAddress {
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -7560,7 +7544,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointPort {
     const MESSAGE: &'static str = "core/v1.EndpointPort";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -7719,7 +7703,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointSubset {
     const MESSAGE: &'static str = "core/v1.EndpointSubset";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::EndpointAddress> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<super::super::core::v1::EndpointAddress> = ::std::vec::Vec::new();
@@ -7727,15 +7711,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointSubset {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -7869,7 +7847,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Endpoints {
     const MESSAGE: &'static str = "core/v1.Endpoints";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -7878,15 +7856,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for Endpoints {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             subsets: ::kubegen_runtime::protobuf::fast::non_empty(f3),
         })
     }
@@ -8048,7 +8024,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EnvFromSource {
     const MESSAGE: &'static str = "core/v1.EnvFromSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::ConfigMapEnvSource> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -8056,9 +8032,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for EnvFromSource {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -8192,7 +8168,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EnvVar {
     const MESSAGE: &'static str = "core/v1.EnvVar";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -8202,7 +8178,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EnvVar {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -8380,7 +8356,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EnvVarSource {
     const MESSAGE: &'static str = "core/v1.EnvVarSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::core::v1::ConfigMapKeySelector,
@@ -8394,11 +8370,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for EnvVarSource {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
@@ -8919,7 +8895,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EphemeralContainer {
     const MESSAGE: &'static str = "core/v1.EphemeralContainer";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -8973,14 +8949,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for EphemeralContainer {
                                 ::kubegen_runtime::protobuf::fast::push_message(
                                     &mut f2,
                                     v,
-                                    depth,
+                                    cx,
                                 )?
                             }
                             19u64 => {
                                 ::kubegen_runtime::protobuf::fast::push_message(
                                     &mut f3,
                                     v,
-                                    depth,
+                                    cx,
                                 )?
                             }
                             2u64 => {
@@ -8990,18 +8966,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for EphemeralContainer {
                                 ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?
                             }
                             12u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f6,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f6, v, cx)?
                             }
                             10u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f7,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?
                             }
                             1u64 => {
                                 ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?
@@ -9010,29 +8978,21 @@ impl ::kubegen_runtime::protobuf::fast::Message for EphemeralContainer {
                                 ::kubegen_runtime::protobuf::fast::push_message(
                                     &mut f9,
                                     v,
-                                    depth,
+                                    cx,
                                 )?
                             }
                             11u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f10,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f10, v, cx)?
                             }
                             23u64 => {
                                 ::kubegen_runtime::protobuf::fast::push_message(
                                     &mut f11,
                                     v,
-                                    depth,
+                                    cx,
                                 )?
                             }
                             8u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f12,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f12, v, cx)?
                             }
                             24u64 => {
                                 ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?
@@ -9041,22 +9001,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for EphemeralContainer {
                                 ::kubegen_runtime::protobuf::fast::push_message(
                                     &mut f14,
                                     v,
-                                    depth,
+                                    cx,
                                 )?
                             }
                             15u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f15,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f15, v, cx)?
                             }
                             22u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f16,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f16, v, cx)?
                             }
                             16u64 => {
                                 ::kubegen_runtime::protobuf::fast::boolean(&mut f17, v)?
@@ -9077,14 +9029,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for EphemeralContainer {
                                 ::kubegen_runtime::protobuf::fast::push_message(
                                     &mut f23,
                                     v,
-                                    depth,
+                                    cx,
                                 )?
                             }
                             9u64 => {
                                 ::kubegen_runtime::protobuf::fast::push_message(
                                     &mut f24,
                                     v,
-                                    depth,
+                                    cx,
                                 )?
                             }
                             5u64 => {
@@ -9118,7 +9070,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EphemeralContainer {
             resize_policy: ::kubegen_runtime::protobuf::fast::non_empty(f11),
             resources: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f12, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f12, cx)?,
                 ),
             ),
             restart_policy: ::kubegen_runtime::protobuf::fast::optional(
@@ -9414,7 +9366,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EphemeralVolumeSource {
     const MESSAGE: &'static str = "core/v1.EphemeralVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::core::v1::PersistentVolumeClaimTemplate,
@@ -9422,7 +9374,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EphemeralVolumeSource {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -9695,7 +9647,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Event {
     const MESSAGE: &'static str = "core/v1.Event";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -9729,16 +9681,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for Event {
                 8u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
                 10u64 => f3.push(v),
                 6u64 => ::kubegen_runtime::protobuf::fast::time(&mut f4, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::time(&mut f7, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
-                13u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, cx)?,
                 14u64 => ::kubegen_runtime::protobuf::fast::string(&mut f12, v)?,
                 15u64 => ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?,
-                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f14, v, depth)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, depth)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f14, v, cx)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, cx)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f16, v)?,
                 _ => {}
             }
@@ -9756,16 +9708,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for Event {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
                 >,
-            >("core/v1.Event", 10u64, &f3, depth)?
+            >("core/v1.Event", 10u64, &f3, cx)?
                 .flatten(),
             first_timestamp: f4.flatten(),
-            involved_object: ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+            involved_object: ::kubegen_runtime::protobuf::fast::or_empty(f5, cx)?,
             last_timestamp: f7.flatten(),
             message: ::kubegen_runtime::protobuf::fast::optional(
                 f8,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
             ),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f9, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f9, cx)?,
             reason: ::kubegen_runtime::protobuf::fast::optional(
                 f10,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
@@ -9782,7 +9734,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Event {
             series: f14.map(::std::boxed::Box::new),
             source: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f15, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f15, cx)?,
                 ),
             ),
             type_: ::kubegen_runtime::protobuf::fast::optional(
@@ -10019,7 +9971,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EventSeries {
     const MESSAGE: &'static str = "core/v1.EventSeries";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -10040,7 +9992,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EventSeries {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
                 >,
-            >("core/v1.EventSeries", 2u64, &f1, depth)?
+            >("core/v1.EventSeries", 2u64, &f1, cx)?
                 .flatten(),
         })
     }
@@ -10138,7 +10090,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EventSource {
     const MESSAGE: &'static str = "core/v1.EventSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -10328,7 +10280,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExecAction {
     const MESSAGE: &'static str = "core/v1.ExecAction";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -10468,7 +10420,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FCVolumeSource {
     const MESSAGE: &'static str = "core/v1.FCVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -10635,7 +10587,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FileKeySelector {
     const MESSAGE: &'static str = "core/v1.FileKeySelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -10815,7 +10767,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlexPersistentVolumeSource {
     const MESSAGE: &'static str = "core/v1.FlexPersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -10832,7 +10784,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlexPersistentVolumeSource {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
@@ -11015,7 +10967,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlexVolumeSource {
     const MESSAGE: &'static str = "core/v1.FlexVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -11034,7 +10986,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlexVolumeSource {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
@@ -11168,7 +11120,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlockerVolumeSource {
     const MESSAGE: &'static str = "core/v1.FlockerVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -11312,7 +11264,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for GCEPersistentDiskVolumeSourc
     const MESSAGE: &'static str = "core/v1.GCEPersistentDiskVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -11462,7 +11414,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for GRPCAction {
     const MESSAGE: &'static str = "core/v1.GRPCAction";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -11590,7 +11542,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for GitRepoVolumeSource {
     const MESSAGE: &'static str = "core/v1.GitRepoVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -11747,7 +11699,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for GlusterfsPersistentVolumeSou
     const MESSAGE: &'static str = "core/v1.GlusterfsPersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -11899,7 +11851,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for GlusterfsVolumeSource {
     const MESSAGE: &'static str = "core/v1.GlusterfsVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -12077,7 +12029,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HTTPGetAction {
     const MESSAGE: &'static str = "core/v1.HTTPGetAction";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<super::super::core::v1::HTTPHeader> = ::std::vec::Vec::new();
@@ -12090,9 +12042,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HTTPGetAction {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                5u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                5u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int_or_string(&mut f3, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
@@ -12236,7 +12186,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HTTPHeader {
     const MESSAGE: &'static str = "core/v1.HTTPHeader";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -12344,7 +12294,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HostAlias {
     const MESSAGE: &'static str = "core/v1.HostAlias";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -12437,7 +12387,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HostIP {
     const MESSAGE: &'static str = "core/v1.HostIP";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -12536,7 +12486,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HostPathVolumeSource {
     const MESSAGE: &'static str = "core/v1.HostPathVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -12787,7 +12737,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ISCSIPersistentVolumeSource 
     const MESSAGE: &'static str = "core/v1.ISCSIPersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -12812,7 +12762,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ISCSIPersistentVolumeSource 
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f7, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f8, v)?,
-                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
                 _ => {}
             }
@@ -13126,7 +13076,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ISCSIVolumeSource {
     const MESSAGE: &'static str = "core/v1.ISCSIVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -13153,7 +13103,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ISCSIVolumeSource {
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f7, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f8, v)?,
-                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
                 _ => {}
             }
@@ -13336,7 +13286,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ImageVolumeSource {
     const MESSAGE: &'static str = "core/v1.ImageVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -13441,7 +13391,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ImageVolumeStatus {
     const MESSAGE: &'static str = "core/v1.ImageVolumeStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -13571,7 +13521,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for KeyToPath {
     const MESSAGE: &'static str = "core/v1.KeyToPath";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -13710,7 +13660,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Lifecycle {
     const MESSAGE: &'static str = "core/v1.Lifecycle";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::LifecycleHandler> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<super::super::core::v1::LifecycleHandler> = ::std::option::Option::None;
@@ -13718,8 +13668,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for Lifecycle {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
@@ -13870,7 +13820,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LifecycleHandler {
     const MESSAGE: &'static str = "core/v1.LifecycleHandler";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::ExecAction> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<super::super::core::v1::HTTPGetAction> = ::std::option::Option::None;
@@ -13879,10 +13829,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for LifecycleHandler {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -13999,7 +13949,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitRange {
     const MESSAGE: &'static str = "core/v1.LimitRange";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -14008,16 +13958,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitRange {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -14236,7 +14186,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitRangeItem {
     const MESSAGE: &'static str = "core/v1.LimitRangeItem";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -14388,13 +14338,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitRangeSpec {
     const MESSAGE: &'static str = "core/v1.LimitRangeSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::LimitRangeItem> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self { limits: f0 })
@@ -14514,7 +14464,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LinuxContainerUser {
     const MESSAGE: &'static str = "core/v1.LinuxContainerUser";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -14532,7 +14482,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LinuxContainerUser {
             gid: f0.unwrap_or_default(),
             supplemental_groups: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<i64>>,
-            >("core/v1.LinuxContainerUser", 3u64, &f1, depth)?
+            >("core/v1.LinuxContainerUser", 3u64, &f1, cx)?
                 .flatten(),
             uid: f2.unwrap_or_default(),
         })
@@ -14666,7 +14616,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LoadBalancerIngress {
     const MESSAGE: &'static str = "core/v1.LoadBalancerIngress";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -14678,9 +14628,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LoadBalancerIngress {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -14804,13 +14752,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for LoadBalancerStatus {
     const MESSAGE: &'static str = "core/v1.LoadBalancerStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::LoadBalancerIngress> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -14910,7 +14858,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LocalObjectReference {
     const MESSAGE: &'static str = "core/v1.LocalObjectReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -15016,7 +14964,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LocalVolumeSource {
     const MESSAGE: &'static str = "core/v1.LocalVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -15135,7 +15083,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ModifyVolumeStatus {
     const MESSAGE: &'static str = "core/v1.ModifyVolumeStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -15267,7 +15215,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NFSVolumeSource {
     const MESSAGE: &'static str = "core/v1.NFSVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -15395,7 +15343,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Namespace {
     const MESSAGE: &'static str = "core/v1.Namespace";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -15405,22 +15353,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for Namespace {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -15606,7 +15554,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NamespaceCondition {
     const MESSAGE: &'static str = "core/v1.NamespaceCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -15748,7 +15696,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NamespaceSpec {
     const MESSAGE: &'static str = "core/v1.NamespaceSpec";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -15858,16 +15806,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for NamespaceStatus {
     const MESSAGE: &'static str = "core/v1.NamespaceStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::NamespaceCondition> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }
@@ -15996,7 +15942,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Node {
     const MESSAGE: &'static str = "core/v1.Node";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -16006,22 +15952,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for Node {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -16158,7 +16104,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeAddress {
     const MESSAGE: &'static str = "core/v1.NodeAddress";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -16281,17 +16227,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeAffinity {
     const MESSAGE: &'static str = "core/v1.NodeAffinity";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::PreferredSchedulingTerm> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<super::super::core::v1::NodeSelector> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -16655,7 +16599,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeAllocatableResourceClaim
     const MESSAGE: &'static str = "core/v1.NodeAllocatableResourceClaimStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f3: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -16866,7 +16810,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeCondition {
     const MESSAGE: &'static str = "core/v1.NodeCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -17020,7 +16964,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeConfigSource {
     const MESSAGE: &'static str = "core/v1.NodeConfigSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::core::v1::ConfigMapNodeConfigSource,
@@ -17028,7 +16972,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeConfigSource {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 2u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -17166,7 +17110,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeConfigStatus {
     const MESSAGE: &'static str = "core/v1.NodeConfigStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::NodeConfigSource> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<super::super::core::v1::NodeConfigSource> = ::std::option::Option::None;
@@ -17175,10 +17119,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeConfigStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -17294,19 +17238,19 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeDaemonEndpoints {
     const MESSAGE: &'static str = "core/v1.NodeDaemonEndpoints";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::DaemonEndpoint> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
             kubelet_endpoint: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
                 ),
             ),
         })
@@ -17400,7 +17344,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeFeatures {
     const MESSAGE: &'static str = "core/v1.NodeFeatures";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -17588,7 +17532,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeRuntimeHandler {
     const MESSAGE: &'static str = "core/v1.NodeRuntimeHandler";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::core::v1::NodeRuntimeHandlerFeatures,
@@ -17597,7 +17541,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeRuntimeHandler {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }
@@ -17717,7 +17661,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeRuntimeHandlerFeatures {
     const MESSAGE: &'static str = "core/v1.NodeRuntimeHandlerFeatures";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -17828,13 +17772,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeSelector {
     const MESSAGE: &'static str = "core/v1.NodeSelector";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::NodeSelectorTerm> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self { node_selector_terms: f0 })
@@ -17951,7 +17895,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeSelectorRequirement {
     const MESSAGE: &'static str = "core/v1.NodeSelectorRequirement";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -18076,19 +18020,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeSelectorTerm {
     const MESSAGE: &'static str = "core/v1.NodeSelectorTerm";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::NodeSelectorRequirement> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<super::super::core::v1::NodeSelectorRequirement> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -18313,7 +18253,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeSpec {
     const MESSAGE: &'static str = "core/v1.NodeSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::NodeConfigSource> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -18325,14 +18265,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                5u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
+                5u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
                 _ => {}
             }
@@ -18706,7 +18644,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeStatus {
     const MESSAGE: &'static str = "core/v1.NodeStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::NodeAddress> = ::std::vec::Vec::new();
         let mut f1: ::std::collections::BTreeMap<
@@ -18731,28 +18669,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                5u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                5u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f1, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f2, v)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
-                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?,
                 14u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f6, v)?,
-                13u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
-                8u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
-                }
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, cx)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
                 12u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, cx)?
                 }
                 10u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f12, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f12, v, cx)?
                 }
                 9u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f13, v)?,
                 _ => {}
@@ -18766,7 +18698,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeStatus {
             config: f4.map(::std::boxed::Box::new),
             daemon_endpoints: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f5, cx)?,
                 ),
             ),
             declared_features: ::kubegen_runtime::protobuf::fast::non_empty(f6),
@@ -18774,7 +18706,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeStatus {
             images: ::kubegen_runtime::protobuf::fast::non_empty(f8),
             node_info: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f9, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f9, cx)?,
                 ),
             ),
             phase: ::kubegen_runtime::protobuf::fast::optional(
@@ -18966,7 +18898,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeSwapStatus {
     const MESSAGE: &'static str = "core/v1.NodeSwapStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -19210,7 +19142,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeSystemInfo {
     const MESSAGE: &'static str = "core/v1.NodeSystemInfo";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -19235,7 +19167,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeSystemInfo {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
-                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f11, v)?,
                 _ => {}
             }
@@ -19400,7 +19332,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ObjectFieldSelector {
     const MESSAGE: &'static str = "core/v1.ObjectFieldSelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -19594,7 +19526,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ObjectReference {
     const MESSAGE: &'static str = "core/v1.ObjectReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -19780,7 +19712,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolume {
     const MESSAGE: &'static str = "core/v1.PersistentVolume";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -19794,22 +19726,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolume {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -19962,7 +19894,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaim {
     const MESSAGE: &'static str = "core/v1.PersistentVolumeClaim";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -19976,22 +19908,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaim {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -20199,7 +20131,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimConditi
     const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -20487,7 +20419,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimSpec {
     const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<
@@ -20508,9 +20440,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimSpec {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 4u64 => f4.push(v),
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
@@ -20525,14 +20457,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimSpec {
             data_source_ref: f2.map(::std::boxed::Box::new),
             resources: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             selector: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("core/v1.PersistentVolumeClaimSpec", 4u64, &f4, depth)?
+            >("core/v1.PersistentVolumeClaimSpec", 4u64, &f4, cx)?
                 .flatten(),
             storage_class_name: ::kubegen_runtime::protobuf::fast::optional(
                 f5,
@@ -20821,7 +20753,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimStatus 
     const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::collections::BTreeMap<
@@ -20849,11 +20781,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimStatus 
                 7u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f1, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f2, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f3, v)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, depth)?
-                }
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, cx)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
                 _ => {}
             }
@@ -21022,7 +20952,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimTemplat
     const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimTemplate";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -21033,16 +20963,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimTemplat
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             metadata: ::std::option::Option::Some(
-                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             ),
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
         })
     }
 }
@@ -21146,7 +21076,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeClaimVolumeS
     const MESSAGE: &'static str = "core/v1.PersistentVolumeClaimVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -21744,7 +21674,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeSpec {
     const MESSAGE: &'static str = "core/v1.PersistentVolumeSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<
@@ -21824,9 +21754,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeSpec {
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f4, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f17, v)?,
-                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f19, v, depth)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f19, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f20, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f26, v)?,
                 10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f28, v)?,
@@ -21841,158 +21771,70 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeSpec {
                     {
                         match number {
                             2u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f1,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?
                             }
                             16u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f2,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?
                             }
                             13u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f3,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?
                             }
                             9u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f5,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?
                             }
                             8u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f6,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f6, v, cx)?
                             }
                             22u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f8,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f8, v, cx)?
                             }
                             10u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f9,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f9, v, cx)?
                             }
                             12u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f10,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f10, v, cx)?
                             }
                             11u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f11,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f11, v, cx)?
                             }
                             1u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f12,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f12, v, cx)?
                             }
                             4u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f13,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f13, v, cx)?
                             }
                             3u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f14,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f14, v, cx)?
                             }
                             7u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f15,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f15, v, cx)?
                             }
                             20u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f16,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f16, v, cx)?
                             }
                             5u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f18,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f18, v, cx)?
                             }
                             17u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f21,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f21, v, cx)?
                             }
                             18u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f22,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f22, v, cx)?
                             }
                             15u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f23,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f23, v, cx)?
                             }
                             6u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f24,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f24, v, cx)?
                             }
                             19u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f25,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f25, v, cx)?
                             }
                             21u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f27,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f27, v, cx)?
                             }
                             14u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f30,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f30, v, cx)?
                             }
                             _ => {}
                         }
@@ -22321,7 +22163,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PersistentVolumeStatus {
     const MESSAGE: &'static str = "core/v1.PersistentVolumeStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -22469,7 +22311,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PhotonPersistentDiskVolumeSo
     const MESSAGE: &'static str = "core/v1.PhotonPersistentDiskVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -22592,7 +22434,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Pod {
     const MESSAGE: &'static str = "core/v1.Pod";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -22602,22 +22444,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for Pod {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -22767,19 +22609,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodAffinity {
     const MESSAGE: &'static str = "core/v1.PodAffinity";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::WeightedPodAffinityTerm> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<super::super::core::v1::PodAffinityTerm> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -22984,7 +22822,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodAffinityTerm {
     const MESSAGE: &'static str = "core/v1.PodAffinityTerm";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -23009,7 +22847,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodAffinityTerm {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("core/v1.PodAffinityTerm", 1u64, &f0, depth)?
+            >("core/v1.PodAffinityTerm", 1u64, &f0, cx)?
                 .flatten(),
             match_label_keys: ::kubegen_runtime::protobuf::fast::non_empty(f1),
             mismatch_label_keys: ::kubegen_runtime::protobuf::fast::non_empty(f2),
@@ -23017,7 +22855,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodAffinityTerm {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("core/v1.PodAffinityTerm", 4u64, &f3, depth)?
+            >("core/v1.PodAffinityTerm", 4u64, &f3, cx)?
                 .flatten(),
             namespaces: ::kubegen_runtime::protobuf::fast::non_empty(f4),
             topology_key: f5.unwrap_or_default(),
@@ -23156,19 +22994,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodAntiAffinity {
     const MESSAGE: &'static str = "core/v1.PodAntiAffinity";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::WeightedPodAffinityTerm> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<super::super::core::v1::PodAffinityTerm> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -23394,7 +23228,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodCertificateProjection {
     const MESSAGE: &'static str = "core/v1.PodCertificateProjection";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -23650,7 +23484,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodCondition {
     const MESSAGE: &'static str = "core/v1.PodCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -23836,7 +23670,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDNSConfig {
     const MESSAGE: &'static str = "core/v1.PodDNSConfig";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<super::super::core::v1::PodDNSConfigOption> = ::std::vec::Vec::new();
@@ -23845,9 +23679,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDNSConfig {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
                 _ => {}
             }
@@ -23966,7 +23798,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDNSConfigOption {
     const MESSAGE: &'static str = "core/v1.PodDNSConfigOption";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -24085,7 +23917,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodExtendedResourceClaimStat
     const MESSAGE: &'static str = "core/v1.PodExtendedResourceClaimStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::core::v1::ContainerExtendedResourceRequest,
@@ -24094,9 +23926,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodExtendedResourceClaimStat
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }
@@ -24200,7 +24030,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodIP {
     const MESSAGE: &'static str = "core/v1.PodIP";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -24287,7 +24117,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodOS {
     const MESSAGE: &'static str = "core/v1.PodOS";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -24376,7 +24206,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodReadinessGate {
     const MESSAGE: &'static str = "core/v1.PodReadinessGate";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -24504,7 +24334,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodResourceClaim {
     const MESSAGE: &'static str = "core/v1.PodResourceClaim";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -24640,7 +24470,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodResourceClaimStatus {
     const MESSAGE: &'static str = "core/v1.PodResourceClaimStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -24742,7 +24572,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSchedulingGate {
     const MESSAGE: &'static str = "core/v1.PodSchedulingGate";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -24837,7 +24667,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSchedulingGroup {
     const MESSAGE: &'static str = "core/v1.PodSchedulingGroup";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -25133,7 +24963,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSecurityContext {
     const MESSAGE: &'static str = "core/v1.PodSecurityContext";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::AppArmorProfile> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
@@ -25153,21 +24983,19 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSecurityContext {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f1, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f4, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f5, v)?,
                 13u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
-                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, cx)?,
                 4u64 => f9.push(v),
                 12u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
-                7u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, depth)?
-                }
-                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f12, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f12, v, cx)?,
                 _ => {}
             }
         }
@@ -25201,7 +25029,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSecurityContext {
             seccomp_profile: f8.map(::std::boxed::Box::new),
             supplemental_groups: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<i64>>,
-            >("core/v1.PodSecurityContext", 4u64, &f9, depth)?
+            >("core/v1.PodSecurityContext", 4u64, &f9, cx)?
                 .flatten(),
             supplemental_groups_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f10,
@@ -26042,7 +25870,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSpec {
     const MESSAGE: &'static str = "core/v1.PodSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<super::super::core::v1::Affinity> = ::std::option::Option::None;
@@ -26098,20 +25926,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSpec {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f0, v)?,
-                18u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                18u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 21u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
-                26u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
+                26u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 30u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
-                34u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
-                23u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
-                }
+                34u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
+                23u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, cx)?,
                 13u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f10, v)?,
                 11u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f11, v)?,
                 12u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f12, v)?,
@@ -26119,33 +25941,33 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSpec {
                 16u64 => ::kubegen_runtime::protobuf::fast::string(&mut f14, v)?,
                 41u64 => ::kubegen_runtime::protobuf::fast::string(&mut f15, v)?,
                 15u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f16, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f16, v, cx)?
                 }
                 20u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f17, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f17, v, cx)?
                 }
                 10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f18, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f19, v)?,
-                36u64 => ::kubegen_runtime::protobuf::fast::message(&mut f20, v, depth)?,
+                36u64 => ::kubegen_runtime::protobuf::fast::message(&mut f20, v, cx)?,
                 32u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f21, v)?,
                 31u64 => ::kubegen_runtime::protobuf::fast::string(&mut f22, v)?,
                 25u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f23, v)?,
                 24u64 => ::kubegen_runtime::protobuf::fast::string(&mut f24, v)?,
                 28u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f25, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f25, v, cx)?
                 }
                 39u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f26, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f26, v, cx)?
                 }
-                40u64 => ::kubegen_runtime::protobuf::fast::message(&mut f27, v, depth)?,
+                40u64 => ::kubegen_runtime::protobuf::fast::message(&mut f27, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f28, v)?,
                 29u64 => ::kubegen_runtime::protobuf::fast::string(&mut f29, v)?,
                 19u64 => ::kubegen_runtime::protobuf::fast::string(&mut f30, v)?,
                 38u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f31, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f31, v, cx)?
                 }
-                43u64 => ::kubegen_runtime::protobuf::fast::message(&mut f32, v, depth)?,
-                14u64 => ::kubegen_runtime::protobuf::fast::message(&mut f33, v, depth)?,
+                43u64 => ::kubegen_runtime::protobuf::fast::message(&mut f32, v, cx)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::message(&mut f33, v, cx)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f34, v)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f35, v)?,
                 35u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f36, v)?,
@@ -26153,14 +25975,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSpec {
                 17u64 => ::kubegen_runtime::protobuf::fast::string(&mut f38, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f39, v)?,
                 22u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f40, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f40, v, cx)?
                 }
                 33u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f41, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f41, v, cx)?
                 }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f42, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f42, v, cx)?,
                 _ => {}
             }
         }
@@ -26971,7 +26791,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodStatus {
     const MESSAGE: &'static str = "core/v1.PodStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -27011,41 +26831,29 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodStatus {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 19u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                8u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
-                13u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
-                18u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
+                13u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
+                18u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                16u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
-                10u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
+                16u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
-                21u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
-                }
+                21u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, cx)?,
                 11u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
                 17u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f11, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f12, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?,
                 12u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f14, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f14, v, cx)?
                 }
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f15, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f16, v)?,
                 14u64 => ::kubegen_runtime::protobuf::fast::string(&mut f17, v)?,
                 15u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f18, v, depth)?
+                    ::kubegen_runtime::protobuf::fast::push_message(&mut f18, v, cx)?
                 }
-                20u64 => ::kubegen_runtime::protobuf::fast::message(&mut f19, v, depth)?,
+                20u64 => ::kubegen_runtime::protobuf::fast::message(&mut f19, v, cx)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::time(&mut f20, v)?,
                 _ => {}
             }
@@ -27359,7 +27167,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodTemplate {
     const MESSAGE: &'static str = "core/v1.PodTemplate";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -27368,16 +27176,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodTemplate {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             template: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -27513,7 +27321,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodTemplateSpec {
     const MESSAGE: &'static str = "core/v1.PodTemplateSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -27522,18 +27330,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodTemplateSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             metadata: ::std::option::Option::Some(
-                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             ),
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
         })
@@ -27775,7 +27583,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PortStatus {
     const MESSAGE: &'static str = "core/v1.PortStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -27902,7 +27710,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PortworxVolumeSource {
     const MESSAGE: &'static str = "core/v1.PortworxVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -28031,20 +27839,20 @@ impl ::kubegen_runtime::protobuf::fast::Message for PreferredSchedulingTerm {
     const MESSAGE: &'static str = "core/v1.PreferredSchedulingTerm";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::NodeSelectorTerm> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            preference: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            preference: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             weight: f1.unwrap_or_default(),
         })
     }
@@ -28284,7 +28092,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Probe {
     const MESSAGE: &'static str = "core/v1.Probe";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::ExecAction> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -28316,32 +28124,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for Probe {
                     {
                         match number {
                             1u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f0,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?
                             }
                             4u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f2,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?
                             }
                             2u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f3,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?
                             }
                             3u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f7,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?
                             }
                             _ => {}
                         }
@@ -28535,7 +28327,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ProjectedVolumeSource {
     const MESSAGE: &'static str = "core/v1.ProjectedVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f2: ::std::vec::Vec<super::super::core::v1::VolumeProjection> = ::std::vec::Vec::new();
@@ -28543,9 +28335,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ProjectedVolumeSource {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -28724,7 +28514,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for QuobyteVolumeSource {
     const MESSAGE: &'static str = "core/v1.QuobyteVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -28963,7 +28753,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RBDPersistentVolumeSource {
     const MESSAGE: &'static str = "core/v1.RBDPersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -28982,7 +28772,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RBDPersistentVolumeSource {
                 1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
                 _ => {}
             }
@@ -29227,7 +29017,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RBDVolumeSource {
     const MESSAGE: &'static str = "core/v1.RBDVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -29248,7 +29038,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RBDVolumeSource {
                 1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
                 _ => {}
             }
@@ -29417,7 +29207,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicationController {
     const MESSAGE: &'static str = "core/v1.ReplicationController";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -29431,22 +29221,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicationController {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -29636,7 +29426,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicationControllerConditi
     const MESSAGE: &'static str = "core/v1.ReplicationControllerCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -29818,7 +29608,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicationControllerSpec {
     const MESSAGE: &'static str = "core/v1.ReplicationControllerSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -29833,7 +29623,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicationControllerSpec {
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -30034,7 +29824,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicationControllerStatus 
     const MESSAGE: &'static str = "core/v1.ReplicationControllerStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<
@@ -30048,9 +29838,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ReplicationControllerStatus 
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f4, v)?,
@@ -30206,7 +29994,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaim {
     const MESSAGE: &'static str = "core/v1.ResourceClaim";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -30336,7 +30124,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceFieldSelector {
     const MESSAGE: &'static str = "core/v1.ResourceFieldSelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -30478,7 +30266,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceHealth {
     const MESSAGE: &'static str = "core/v1.ResourceHealth";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -30617,7 +30405,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceQuota {
     const MESSAGE: &'static str = "core/v1.ResourceQuota";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -30627,22 +30415,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceQuota {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -30805,7 +30593,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceQuotaSpec {
     const MESSAGE: &'static str = "core/v1.ResourceQuotaSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -30817,7 +30605,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceQuotaSpec {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f0, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f2, v)?,
                 _ => {}
             }
@@ -30942,7 +30730,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceQuotaStatus {
     const MESSAGE: &'static str = "core/v1.ResourceQuotaStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -31083,7 +30871,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceRequirements {
     const MESSAGE: &'static str = "core/v1.ResourceRequirements";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::ResourceClaim> = ::std::vec::Vec::new();
         let mut f1: ::std::collections::BTreeMap<
@@ -31097,9 +30885,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceRequirements {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f1, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::quantity_entry(&mut f2, v)?,
                 _ => {}
@@ -31227,7 +31013,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceStatus {
     const MESSAGE: &'static str = "core/v1.ResourceStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<super::super::core::v1::ResourceHealth> = ::std::vec::Vec::new();
@@ -31235,9 +31021,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceStatus {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -31377,7 +31161,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SELinuxOptions {
     const MESSAGE: &'static str = "core/v1.SELinuxOptions";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -31629,7 +31413,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ScaleIOPersistentVolumeSourc
     const MESSAGE: &'static str = "core/v1.ScaleIOPersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -31648,7 +31432,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ScaleIOPersistentVolumeSourc
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 10u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
@@ -31948,7 +31732,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ScaleIOVolumeSource {
     const MESSAGE: &'static str = "core/v1.ScaleIOVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -31969,7 +31753,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ScaleIOVolumeSource {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 10u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
@@ -32140,7 +31924,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ScopeSelector {
     const MESSAGE: &'static str = "core/v1.ScopeSelector";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::core::v1::ScopedResourceSelectorRequirement,
@@ -32148,7 +31932,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ScopeSelector {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -32272,7 +32056,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ScopedResourceSelectorRequir
     const MESSAGE: &'static str = "core/v1.ScopedResourceSelectorRequirement";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -32398,7 +32182,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SeccompProfile {
     const MESSAGE: &'static str = "core/v1.SeccompProfile";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -32547,7 +32331,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Secret {
     const MESSAGE: &'static str = "core/v1.Secret";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -32564,7 +32348,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Secret {
             match number {
                 2u64 => f1.push(v),
                 5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f5, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 _ => {}
@@ -32578,13 +32362,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for Secret {
                         ::kubegen_runtime::k8s_openapi::ByteString,
                     >,
                 >,
-            >("core/v1.Secret", 2u64, &f1, depth)?
+            >("core/v1.Secret", 2u64, &f1, cx)?
                 .flatten(),
             immutable: ::kubegen_runtime::protobuf::fast::optional(
                 f2,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
             string_data: ::kubegen_runtime::protobuf::fast::non_empty_map(f5),
             type_: ::kubegen_runtime::protobuf::fast::optional(
                 f6,
@@ -32738,7 +32522,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SecretEnvSource {
     const MESSAGE: &'static str = "core/v1.SecretEnvSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -32876,7 +32660,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SecretKeySelector {
     const MESSAGE: &'static str = "core/v1.SecretKeySelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -33019,7 +32803,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SecretProjection {
     const MESSAGE: &'static str = "core/v1.SecretProjection";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::core::v1::KeyToPath> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -33028,9 +32812,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SecretProjection {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
                 1u64 => {
                     let mut inlined = ::kubegen_runtime::protobuf::fast::Reader::inlined(
@@ -33171,7 +32953,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SecretReference {
     const MESSAGE: &'static str = "core/v1.SecretReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -33338,7 +33120,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SecretVolumeSource {
     const MESSAGE: &'static str = "core/v1.SecretVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f2: ::std::vec::Vec<super::super::core::v1::KeyToPath> = ::std::vec::Vec::new();
@@ -33348,9 +33130,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SecretVolumeSource {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 _ => {}
@@ -33675,7 +33455,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SecurityContext {
     const MESSAGE: &'static str = "core/v1.SecurityContext";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<super::super::core::v1::AppArmorProfile> = ::std::option::Option::None;
@@ -33695,17 +33475,17 @@ impl ::kubegen_runtime::protobuf::fast::Message for SecurityContext {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 7u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
-                12u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f3, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f6, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f8, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, depth)?,
-                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
-                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f9, v, cx)?,
+                11u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, cx)?,
+                10u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, cx)?,
                 _ => {}
             }
         }
@@ -33903,7 +33683,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Service {
     const MESSAGE: &'static str = "core/v1.Service";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -33913,22 +33693,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for Service {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -34094,7 +33874,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceAccount {
     const MESSAGE: &'static str = "core/v1.ServiceAccount";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f2: ::std::vec::Vec<super::super::core::v1::LocalObjectReference> = ::std::vec::Vec::new();
@@ -34106,13 +33886,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceAccount {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f5, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f5, v, cx)?,
                 _ => {}
             }
         }
@@ -34122,7 +33898,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceAccount {
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
             image_pull_secrets: ::kubegen_runtime::protobuf::fast::non_empty(f2),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
             secrets: ::kubegen_runtime::protobuf::fast::non_empty(f5),
         })
     }
@@ -34316,7 +34092,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceAccountTokenProjectio
     const MESSAGE: &'static str = "core/v1.ServiceAccountTokenProjection";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
@@ -34512,7 +34288,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServicePort {
     const MESSAGE: &'static str = "core/v1.ServicePort";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -34962,7 +34738,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceSpec {
     const MESSAGE: &'static str = "core/v1.ServiceSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -35005,13 +34781,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceSpec {
                 21u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::string(&mut f11, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f12, v)?,
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f13, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f13, v, cx)?,
                 13u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f14, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f15, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f16, v)?,
-                14u64 => ::kubegen_runtime::protobuf::fast::message(&mut f17, v, depth)?,
+                14u64 => ::kubegen_runtime::protobuf::fast::message(&mut f17, v, cx)?,
                 23u64 => ::kubegen_runtime::protobuf::fast::string(&mut f18, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f19, v)?,
                 _ => {}
@@ -35275,7 +35049,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceStatus {
     const MESSAGE: &'static str = "core/v1.ServiceStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<super::super::core::v1::LoadBalancerStatus> = ::std::option::Option::None;
@@ -35283,7 +35057,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceStatus {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 2u64 => f0.push(v),
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -35294,11 +35068,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceStatus {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("core/v1.ServiceStatus", 2u64, &f0, depth)?
+            >("core/v1.ServiceStatus", 2u64, &f0, cx)?
                 .flatten(),
             load_balancer: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
         })
@@ -35393,13 +35167,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for SessionAffinityConfig {
     const MESSAGE: &'static str = "core/v1.SessionAffinityConfig";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::ClientIPConfig> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -35492,7 +35266,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for SleepAction {
     const MESSAGE: &'static str = "core/v1.SleepAction";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -35647,7 +35421,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageOSPersistentVolumeSou
     const MESSAGE: &'static str = "core/v1.StorageOSPersistentVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -35659,7 +35433,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageOSPersistentVolumeSou
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 _ => {}
@@ -35854,7 +35628,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageOSVolumeSource {
     const MESSAGE: &'static str = "core/v1.StorageOSVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -35868,7 +35642,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageOSVolumeSource {
             match number {
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 _ => {}
@@ -36010,7 +35784,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Sysctl {
     const MESSAGE: &'static str = "core/v1.Sysctl";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -36115,7 +35889,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TCPSocketAction {
     const MESSAGE: &'static str = "core/v1.TCPSocketAction";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -36259,7 +36033,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Taint {
     const MESSAGE: &'static str = "core/v1.Taint";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -36437,7 +36211,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Toleration {
     const MESSAGE: &'static str = "core/v1.Toleration";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -36585,7 +36359,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TopologySelectorLabelRequire
     const MESSAGE: &'static str = "core/v1.TopologySelectorLabelRequirement";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -36689,7 +36463,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TopologySelectorTerm {
     const MESSAGE: &'static str = "core/v1.TopologySelectorTerm";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::core::v1::TopologySelectorLabelRequirement,
@@ -36697,7 +36471,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TopologySelectorTerm {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -36907,7 +36681,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TopologySpreadConstraint {
     const MESSAGE: &'static str = "core/v1.TopologySpreadConstraint";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -36936,7 +36710,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TopologySpreadConstraint {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("core/v1.TopologySpreadConstraint", 4u64, &f0, depth)?
+            >("core/v1.TopologySpreadConstraint", 4u64, &f0, cx)?
                 .flatten(),
             match_label_keys: ::kubegen_runtime::protobuf::fast::non_empty(f1),
             max_skew: f2.unwrap_or_default(),
@@ -37095,7 +36869,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TypedLocalObjectReference {
     const MESSAGE: &'static str = "core/v1.TypedLocalObjectReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -37240,7 +37014,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TypedObjectReference {
     const MESSAGE: &'static str = "core/v1.TypedObjectReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -37860,7 +37634,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Volume {
     const MESSAGE: &'static str = "core/v1.Volume";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::core::v1::AWSElasticBlockStoreVolumeSource,
@@ -37948,214 +37722,94 @@ impl ::kubegen_runtime::protobuf::fast::Message for Volume {
                     {
                         match number {
                             4u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f0,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?
                             }
                             22u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f1,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?
                             }
                             18u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f2,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?
                             }
                             14u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f3,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?
                             }
                             13u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f4,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?
                             }
                             19u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f5,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?
                             }
                             28u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f6,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f6, v, cx)?
                             }
                             16u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f7,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?
                             }
                             2u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f8,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f8, v, cx)?
                             }
                             29u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f9,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f9, v, cx)?
                             }
                             17u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f10,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f10, v, cx)?
                             }
                             12u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f11,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f11, v, cx)?
                             }
                             15u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f12,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f12, v, cx)?
                             }
                             3u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f13,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f13, v, cx)?
                             }
                             5u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f14,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f14, v, cx)?
                             }
                             9u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f15,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f15, v, cx)?
                             }
                             1u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f16,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f16, v, cx)?
                             }
                             30u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f17,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f17, v, cx)?
                             }
                             8u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f18,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f18, v, cx)?
                             }
                             7u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f20,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f20, v, cx)?
                             }
                             10u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f21,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f21, v, cx)?
                             }
                             23u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f22,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f22, v, cx)?
                             }
                             24u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f23,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f23, v, cx)?
                             }
                             26u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f24,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f24, v, cx)?
                             }
                             21u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f25,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f25, v, cx)?
                             }
                             11u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f26,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f26, v, cx)?
                             }
                             25u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f27,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f27, v, cx)?
                             }
                             6u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f28,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f28, v, cx)?
                             }
                             27u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f29,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f29, v, cx)?
                             }
                             20u64 => {
-                                ::kubegen_runtime::protobuf::fast::message(
-                                    &mut f30,
-                                    v,
-                                    depth,
-                                )?
+                                ::kubegen_runtime::protobuf::fast::message(&mut f30, v, cx)?
                             }
                             _ => {}
                         }
@@ -38442,7 +38096,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeDevice {
     const MESSAGE: &'static str = "core/v1.VolumeDevice";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -38858,7 +38512,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeMount {
     const MESSAGE: &'static str = "core/v1.VolumeMount";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -39080,7 +38734,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeMountStatus {
     const MESSAGE: &'static str = "core/v1.VolumeMountStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -39094,7 +38748,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeMountStatus {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
@@ -39218,13 +38872,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeNodeAffinity {
     const MESSAGE: &'static str = "core/v1.VolumeNodeAffinity";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::NodeSelector> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -39411,7 +39065,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeProjection {
     const MESSAGE: &'static str = "core/v1.VolumeProjection";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::core::v1::ClusterTrustBundleProjection,
@@ -39430,12 +39084,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeProjection {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?,
                 _ => {}
             }
         }
@@ -39585,7 +39239,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeResourceRequirements {
     const MESSAGE: &'static str = "core/v1.VolumeResourceRequirements";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -39692,13 +39346,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeStatus {
     const MESSAGE: &'static str = "core/v1.VolumeStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::ImageVolumeStatus> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -39832,7 +39486,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VsphereVirtualDiskVolumeSour
     const MESSAGE: &'static str = "core/v1.VsphereVirtualDiskVolumeSource";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -39975,20 +39629,20 @@ impl ::kubegen_runtime::protobuf::fast::Message for WeightedPodAffinityTerm {
     const MESSAGE: &'static str = "core/v1.WeightedPodAffinityTerm";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::core::v1::PodAffinityTerm> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            pod_affinity_term: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            pod_affinity_term: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             weight: f1.unwrap_or_default(),
         })
     }
@@ -40133,7 +39787,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for WindowsSecurityContextOption
     const MESSAGE: &'static str = "core/v1.WindowsSecurityContextOptions";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;

@@ -175,7 +175,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Endpoint {
     const MESSAGE: &'static str = "discovery/v1.Endpoint";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<
@@ -194,12 +194,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for Endpoint {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f0, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
-                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 6u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f6, v, cx)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
                 _ => {}
             }
@@ -208,7 +208,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Endpoint {
             addresses: f0,
             conditions: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
             deprecated_topology: ::kubegen_runtime::protobuf::fast::non_empty_map(f2),
@@ -371,7 +371,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointConditions {
     const MESSAGE: &'static str = "discovery/v1.EndpointConditions";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -507,19 +507,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointHints {
     const MESSAGE: &'static str = "discovery/v1.EndpointHints";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::discovery::v1::ForNode> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<super::super::discovery::v1::ForZone> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -671,7 +667,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointPort {
     const MESSAGE: &'static str = "discovery/v1.EndpointPort";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -834,7 +830,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointSlice {
     const MESSAGE: &'static str = "discovery/v1.EndpointSlice";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::std::vec::Vec<super::super::discovery::v1::Endpoint> = ::std::vec::Vec::new();
@@ -846,20 +842,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for EndpointSlice {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f5, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f5, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             address_type: f0.unwrap_or_default(),
             endpoints: ::kubegen_runtime::protobuf::fast::non_empty(f2),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
             ports: ::kubegen_runtime::protobuf::fast::non_empty(f5),
         })
     }
@@ -1008,7 +1000,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ForNode {
     const MESSAGE: &'static str = "discovery/v1.ForNode";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -1097,7 +1089,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ForZone {
     const MESSAGE: &'static str = "discovery/v1.ForZone";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);

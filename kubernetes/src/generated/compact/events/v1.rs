@@ -246,7 +246,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Event {
     const MESSAGE: &'static str = "events/v1.Event";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -280,16 +280,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for Event {
                 15u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f2, v)?,
                 13u64 => ::kubegen_runtime::protobuf::fast::time(&mut f3, v)?,
                 14u64 => ::kubegen_runtime::protobuf::fast::time(&mut f4, v)?,
-                12u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                12u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?,
                 2u64 => f6.push(v),
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f8, v, cx)?,
                 10u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
-                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
-                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f12, v, depth)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, cx)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f12, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f13, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f14, v)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f15, v, cx)?,
                 11u64 => ::kubegen_runtime::protobuf::fast::string(&mut f16, v)?,
                 _ => {}
             }
@@ -307,16 +307,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for Event {
             deprecated_last_timestamp: f4.flatten(),
             deprecated_source: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f5, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f5, cx)?,
                 ),
             ),
             event_time: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
                 >,
-            >("events/v1.Event", 2u64, &f6, depth)?
+            >("events/v1.Event", 2u64, &f6, cx)?
                 .flatten(),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f8, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f8, cx)?,
             note: ::kubegen_runtime::protobuf::fast::optional(
                 f9,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
@@ -327,7 +327,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Event {
             ),
             regarding: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f11, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f11, cx)?,
                 ),
             ),
             related: f12.map(::std::boxed::Box::new),
@@ -576,7 +576,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EventSeries {
     const MESSAGE: &'static str = "events/v1.EventSeries";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -592,7 +592,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for EventSeries {
             count: f0.unwrap_or_default(),
             last_observed_time: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime,
-            >("events/v1.EventSeries", 2u64, &f1, depth)?
+            >("events/v1.EventSeries", 2u64, &f1, cx)?
                 .ok_or(::kubegen_runtime::protobuf::fast::Fallback)?,
         })
     }

@@ -84,7 +84,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExemptPriorityLevelConfigura
     const MESSAGE: &'static str = "flowcontrol/v1.ExemptPriorityLevelConfiguration";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -198,7 +198,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlowDistinguisherMethod {
     const MESSAGE: &'static str = "flowcontrol/v1.FlowDistinguisherMethod";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -313,7 +313,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlowSchema {
     const MESSAGE: &'static str = "flowcontrol/v1.FlowSchema";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -327,18 +327,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlowSchema {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -525,7 +525,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlowSchemaCondition {
     const MESSAGE: &'static str = "flowcontrol/v1.FlowSchemaCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -718,7 +718,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlowSchemaSpec {
     const MESSAGE: &'static str = "flowcontrol/v1.FlowSchemaSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::flowcontrol::v1::FlowDistinguisherMethod,
@@ -733,12 +733,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlowSchemaSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -750,7 +748,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlowSchemaSpec {
             ),
             priority_level_configuration: ::kubegen_runtime::protobuf::fast::or_empty(
                 f2,
-                depth,
+                cx,
             )?,
             rules: ::kubegen_runtime::protobuf::fast::non_empty(f3),
         })
@@ -873,7 +871,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlowSchemaStatus {
     const MESSAGE: &'static str = "flowcontrol/v1.FlowSchemaStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::flowcontrol::v1::FlowSchemaCondition,
@@ -881,7 +879,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for FlowSchemaStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -981,7 +979,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for GroupSubject {
     const MESSAGE: &'static str = "flowcontrol/v1.GroupSubject";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -1089,7 +1087,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitResponse {
     const MESSAGE: &'static str = "flowcontrol/v1.LimitResponse";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::flowcontrol::v1::QueuingConfiguration,
@@ -1098,7 +1096,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitResponse {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }
@@ -1248,7 +1246,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitedPriorityLevelConfigur
     const MESSAGE: &'static str = "flowcontrol/v1.LimitedPriorityLevelConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -1261,7 +1259,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitedPriorityLevelConfigur
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f0, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f3, v)?,
                 _ => {}
             }
@@ -1275,7 +1273,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitedPriorityLevelConfigur
                 f1,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            limit_response: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            limit_response: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             nominal_concurrency_shares: ::kubegen_runtime::protobuf::fast::optional(
                 f3,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
@@ -1393,7 +1391,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NonResourcePolicyRule {
     const MESSAGE: &'static str = "flowcontrol/v1.NonResourcePolicyRule";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -1526,7 +1524,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PolicyRulesWithSubjects {
     const MESSAGE: &'static str = "flowcontrol/v1.PolicyRulesWithSubjects";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::flowcontrol::v1::NonResourcePolicyRule,
@@ -1536,15 +1534,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for PolicyRulesWithSubjects {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -1690,7 +1682,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfiguration {
     const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -1704,18 +1696,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfiguration {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -1904,7 +1896,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationCo
     const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfigurationCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -2047,7 +2039,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationRe
     const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfigurationReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -2173,7 +2165,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationSp
     const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfigurationSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::flowcontrol::v1::ExemptPriorityLevelConfiguration,
@@ -2185,8 +2177,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationSp
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
@@ -2298,7 +2290,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationSt
     const MESSAGE: &'static str = "flowcontrol/v1.PriorityLevelConfigurationStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::flowcontrol::v1::PriorityLevelConfigurationCondition,
@@ -2306,7 +2298,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityLevelConfigurationSt
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -2433,7 +2425,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for QueuingConfiguration {
     const MESSAGE: &'static str = "flowcontrol/v1.QueuingConfiguration";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -2613,7 +2605,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePolicyRule {
     const MESSAGE: &'static str = "flowcontrol/v1.ResourcePolicyRule";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -2757,7 +2749,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceAccountSubject {
     const MESSAGE: &'static str = "flowcontrol/v1.ServiceAccountSubject";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2901,7 +2893,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Subject {
     const MESSAGE: &'static str = "flowcontrol/v1.Subject";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::flowcontrol::v1::GroupSubject> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2912,10 +2904,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for Subject {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -3020,7 +3012,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for UserSubject {
     const MESSAGE: &'static str = "flowcontrol/v1.UserSubject";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);

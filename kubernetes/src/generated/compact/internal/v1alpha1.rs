@@ -109,7 +109,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServerStorageVersion {
     const MESSAGE: &'static str = "apiserverinternal/v1alpha1.ServerStorageVersion";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -254,7 +254,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersion {
     const MESSAGE: &'static str = "apiserverinternal/v1alpha1.StorageVersion";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -266,23 +266,23 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersion {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 2u64 => f3.push(v),
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::api::apiserverinternal::v1alpha1::StorageVersionSpec,
                 >,
-            >("apiserverinternal/v1alpha1.StorageVersion", 2u64, &f3, depth)?
+            >("apiserverinternal/v1alpha1.StorageVersion", 2u64, &f3, cx)?
                 .flatten(),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -488,7 +488,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionCondition {
     const MESSAGE: &'static str = "apiserverinternal/v1alpha1.StorageVersionCondition";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -672,7 +672,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionStatus {
     const MESSAGE: &'static str = "apiserverinternal/v1alpha1.StorageVersionStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<
@@ -685,12 +685,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionStatus {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }

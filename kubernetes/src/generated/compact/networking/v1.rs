@@ -89,7 +89,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for HTTPIngressPath {
     const MESSAGE: &'static str = "networking/v1.HTTPIngressPath";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::networking::v1::IngressBackend,
@@ -99,14 +99,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for HTTPIngressPath {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            backend: ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+            backend: ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             path: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
@@ -205,13 +205,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for HTTPIngressRuleValue {
     const MESSAGE: &'static str = "networking/v1.HTTPIngressRuleValue";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::networking::v1::HTTPIngressPath> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self { paths: f0 })
@@ -315,7 +315,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IPAddress {
     const MESSAGE: &'static str = "networking/v1.IPAddress";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -324,14 +324,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for IPAddress {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
         })
     }
 }
@@ -450,7 +450,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IPAddressSpec {
     const MESSAGE: &'static str = "networking/v1.IPAddressSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::networking::v1::ParentReference,
@@ -458,7 +458,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IPAddressSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -562,7 +562,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IPBlock {
     const MESSAGE: &'static str = "networking/v1.IPBlock";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -683,7 +683,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Ingress {
     const MESSAGE: &'static str = "networking/v1.Ingress";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -693,22 +693,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for Ingress {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -853,7 +853,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressBackend {
     const MESSAGE: &'static str = "networking/v1.IngressBackend";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::core::v1::TypedLocalObjectReference,
@@ -864,8 +864,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressBackend {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -974,7 +974,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressClass {
     const MESSAGE: &'static str = "networking/v1.IngressClass";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -985,16 +985,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressClass {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -1170,7 +1170,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressClassParametersRefere
     const MESSAGE: &'static str = "networking/v1.IngressClassParametersReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1328,7 +1328,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressClassSpec {
     const MESSAGE: &'static str = "networking/v1.IngressClassSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -1338,7 +1338,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressClassSpec {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -1465,7 +1465,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressLoadBalancerIngress {
     const MESSAGE: &'static str = "networking/v1.IngressLoadBalancerIngress";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1475,9 +1475,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressLoadBalancerIngress {
             match number {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -1594,7 +1592,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressLoadBalancerStatus {
     const MESSAGE: &'static str = "networking/v1.IngressLoadBalancerStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::networking::v1::IngressLoadBalancerIngress,
@@ -1602,7 +1600,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressLoadBalancerStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -1726,7 +1724,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressPortStatus {
     const MESSAGE: &'static str = "networking/v1.IngressPortStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -1846,7 +1844,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressRule {
     const MESSAGE: &'static str = "networking/v1.IngressRule";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -1866,11 +1864,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressRule {
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f1,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?;
                         }
                     }
                 }
@@ -1987,7 +1981,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressServiceBackend {
     const MESSAGE: &'static str = "networking/v1.IngressServiceBackend";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -1997,7 +1991,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressServiceBackend {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -2005,7 +1999,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressServiceBackend {
             name: f0.unwrap_or_default(),
             port: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
         })
@@ -2146,7 +2140,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressSpec {
     const MESSAGE: &'static str = "networking/v1.IngressSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::networking::v1::IngressBackend,
@@ -2157,14 +2151,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -2294,7 +2284,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressStatus {
     const MESSAGE: &'static str = "networking/v1.IngressStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::networking::v1::IngressLoadBalancerStatus,
@@ -2302,13 +2292,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
             load_balancer: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
                 ),
             ),
         })
@@ -2414,7 +2404,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for IngressTLS {
     const MESSAGE: &'static str = "networking/v1.IngressTLS";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2526,7 +2516,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicy {
     const MESSAGE: &'static str = "networking/v1.NetworkPolicy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -2537,16 +2527,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicy {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -2686,19 +2676,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyEgressRule {
     const MESSAGE: &'static str = "networking/v1.NetworkPolicyEgressRule";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::networking::v1::NetworkPolicyPort> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<super::super::networking::v1::NetworkPolicyPeer> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -2827,19 +2813,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyIngressRule {
     const MESSAGE: &'static str = "networking/v1.NetworkPolicyIngressRule";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::networking::v1::NetworkPolicyPeer> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<super::super::networking::v1::NetworkPolicyPort> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -2988,7 +2970,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyPeer {
     const MESSAGE: &'static str = "networking/v1.NetworkPolicyPeer";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::networking::v1::IPBlock> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -2996,7 +2978,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyPeer {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 2u64 => f1.push(v),
                 1u64 => f2.push(v),
                 _ => {}
@@ -3008,13 +2990,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyPeer {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("networking/v1.NetworkPolicyPeer", 2u64, &f1, depth)?
+            >("networking/v1.NetworkPolicyPeer", 2u64, &f1, cx)?
                 .flatten(),
             pod_selector: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("networking/v1.NetworkPolicyPeer", 1u64, &f2, depth)?
+            >("networking/v1.NetworkPolicyPeer", 1u64, &f2, cx)?
                 .flatten(),
         })
     }
@@ -3136,7 +3118,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicyPort {
     const MESSAGE: &'static str = "networking/v1.NetworkPolicyPort";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -3295,7 +3277,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicySpec {
     const MESSAGE: &'static str = "networking/v1.NetworkPolicySpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::networking::v1::NetworkPolicyEgressRule,
@@ -3308,12 +3290,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicySpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 1u64 => f2.push(v),
                 4u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
                 _ => {}
@@ -3326,7 +3304,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkPolicySpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("networking/v1.NetworkPolicySpec", 1u64, &f2, depth)?
+            >("networking/v1.NetworkPolicySpec", 1u64, &f2, cx)?
                 .flatten(),
             policy_types: ::kubegen_runtime::protobuf::fast::non_empty(f3),
         })
@@ -3480,7 +3458,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ParentReference {
     const MESSAGE: &'static str = "networking/v1.ParentReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3615,7 +3593,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceBackendPort {
     const MESSAGE: &'static str = "networking/v1.ServiceBackendPort";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -3743,7 +3721,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceCIDR {
     const MESSAGE: &'static str = "networking/v1.ServiceCIDR";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -3757,22 +3735,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceCIDR {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -3902,7 +3880,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceCIDRSpec {
     const MESSAGE: &'static str = "networking/v1.ServiceCIDRSpec";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -4003,7 +3981,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceCIDRStatus {
     const MESSAGE: &'static str = "networking/v1.ServiceCIDRStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -4019,7 +3997,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServiceCIDRStatus {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("networking/v1.ServiceCIDRStatus", 1u64, &f0, depth)?
+            >("networking/v1.ServiceCIDRStatus", 1u64, &f0, cx)?
                 .flatten(),
         })
     }

@@ -70,7 +70,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Overhead {
     const MESSAGE: &'static str = "node/v1.Overhead";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -196,7 +196,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RuntimeClass {
     const MESSAGE: &'static str = "node/v1.RuntimeClass";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f3: ::std::option::Option<
@@ -208,15 +208,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for RuntimeClass {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f5, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             handler: f1.unwrap_or_default(),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             overhead: f4.map(::std::boxed::Box::new),
             scheduling: f5.map(::std::boxed::Box::new),
         })
@@ -371,7 +371,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Scheduling {
     const MESSAGE: &'static str = "node/v1.Scheduling";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -382,9 +382,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Scheduling {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f0, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }

@@ -88,7 +88,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudget {
     const MESSAGE: &'static str = "policy/v1.PodDisruptionBudget";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -102,22 +102,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudget {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -304,7 +304,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudgetSpec {
     const MESSAGE: &'static str = "policy/v1.PodDisruptionBudgetSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString,
@@ -331,7 +331,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudgetSpec {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("policy/v1.PodDisruptionBudgetSpec", 2u64, &f2, depth)?
+            >("policy/v1.PodDisruptionBudgetSpec", 2u64, &f2, cx)?
                 .flatten(),
             unhealthy_pod_eviction_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f3,
@@ -548,7 +548,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudgetStatus {
     const MESSAGE: &'static str = "policy/v1.PodDisruptionBudgetStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -577,7 +577,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudgetStatus {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("policy/v1.PodDisruptionBudgetStatus", 7u64, &f0, depth)?
+            >("policy/v1.PodDisruptionBudgetStatus", 7u64, &f0, cx)?
                 .flatten(),
             current_healthy: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
@@ -594,7 +594,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodDisruptionBudgetStatus {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Time,
                     >,
                 >,
-            >("policy/v1.PodDisruptionBudgetStatus", 2u64, &f3, depth)?
+            >("policy/v1.PodDisruptionBudgetStatus", 2u64, &f3, cx)?
                 .flatten(),
             disruptions_allowed: ::kubegen_runtime::protobuf::fast::optional(
                 f4,

@@ -72,7 +72,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AggregationRule {
     const MESSAGE: &'static str = "rbac/v1.AggregationRule";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -88,7 +88,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AggregationRule {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                     >,
                 >,
-            >("rbac/v1.AggregationRule", 1u64, &f0, depth)?
+            >("rbac/v1.AggregationRule", 1u64, &f0, cx)?
                 .flatten(),
         })
     }
@@ -195,7 +195,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterRole {
     const MESSAGE: &'static str = "rbac/v1.ClusterRole";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::rbac::v1::AggregationRule> = ::std::option::Option::None;
         let mut f3: ::std::option::Option<
@@ -205,17 +205,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterRole {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             aggregation_rule: f0.map(::std::boxed::Box::new),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             rules: ::kubegen_runtime::protobuf::fast::non_empty(f4),
         })
     }
@@ -371,7 +369,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterRoleBinding {
     const MESSAGE: &'static str = "rbac/v1.ClusterRoleBinding";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -381,17 +379,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for ClusterRoleBinding {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            role_ref: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            role_ref: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             subjects: ::kubegen_runtime::protobuf::fast::non_empty(f4),
         })
     }
@@ -592,7 +588,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PolicyRule {
     const MESSAGE: &'static str = "rbac/v1.PolicyRule";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -728,7 +724,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Role {
     const MESSAGE: &'static str = "rbac/v1.Role";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -737,15 +733,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for Role {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             rules: ::kubegen_runtime::protobuf::fast::non_empty(f3),
         })
     }
@@ -889,7 +883,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RoleBinding {
     const MESSAGE: &'static str = "rbac/v1.RoleBinding";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -899,17 +893,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for RoleBinding {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            role_ref: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            role_ref: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             subjects: ::kubegen_runtime::protobuf::fast::non_empty(f4),
         })
     }
@@ -1065,7 +1057,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RoleRef {
     const MESSAGE: &'static str = "rbac/v1.RoleRef";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1207,7 +1199,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Subject {
     const MESSAGE: &'static str = "rbac/v1.Subject";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;

@@ -159,7 +159,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
     const MESSAGE: &'static str = "resource/v1.AllocatedDeviceStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -177,7 +177,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
                 5u64 => f1.push(v),
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 _ => {}
@@ -190,13 +190,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("resource/v1.AllocatedDeviceStatus", 4u64, &f0, depth)?
+            >("resource/v1.AllocatedDeviceStatus", 4u64, &f0, cx)?
                 .flatten(),
             data: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
                 >,
-            >("resource/v1.AllocatedDeviceStatus", 5u64, &f1, depth)?
+            >("resource/v1.AllocatedDeviceStatus", 5u64, &f1, cx)?
                 .flatten(),
             device: f2.unwrap_or_default(),
             driver: f3.unwrap_or_default(),
@@ -356,7 +356,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
     const MESSAGE: &'static str = "resource/v1.AllocationResult";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -371,8 +371,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -380,7 +380,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
             allocation_timestamp: f0.flatten(),
             devices: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
             node_selector: f2.map(::std::boxed::Box::new),
@@ -479,7 +479,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CELDeviceSelector {
     const MESSAGE: &'static str = "resource/v1.CELDeviceSelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -611,7 +611,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
     const MESSAGE: &'static str = "resource/v1.CapacityRequestPolicy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -624,7 +624,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f0, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 3u64 => f2.push(v),
                 _ => {}
             }
@@ -638,7 +638,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                     >,
                 >,
-            >("resource/v1.CapacityRequestPolicy", 3u64, &f2, depth)?
+            >("resource/v1.CapacityRequestPolicy", 3u64, &f2, cx)?
                 .flatten(),
         })
     }
@@ -762,7 +762,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicyRange {
     const MESSAGE: &'static str = "resource/v1.CapacityRequestPolicyRange";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -786,7 +786,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicyRange {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                 >,
-            >("resource/v1.CapacityRequestPolicyRange", 1u64, &f1, depth)?
+            >("resource/v1.CapacityRequestPolicyRange", 1u64, &f1, cx)?
                 .flatten()
                 .unwrap_or_default(),
             step: f2,
@@ -880,7 +880,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequirements {
     const MESSAGE: &'static str = "resource/v1.CapacityRequirements";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -977,7 +977,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Counter {
     const MESSAGE: &'static str = "resource/v1.Counter";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -1083,7 +1083,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CounterSet {
     const MESSAGE: &'static str = "resource/v1.CounterSet";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1103,7 +1103,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CounterSet {
                         super::super::resource::v1::Counter,
                     >,
                 >,
-            >("resource/v1.CounterSet", 2u64, &f0, depth)?
+            >("resource/v1.CounterSet", 2u64, &f0, cx)?
                 .flatten()
                 .unwrap_or_default(),
             name: f1.unwrap_or_default(),
@@ -1409,7 +1409,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
     const MESSAGE: &'static str = "resource/v1.Device";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -1435,15 +1435,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
                 11u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f4, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
                 3u64 => f6.push(v),
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
-                8u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f12, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f12, v, cx)?,
                 _ => {}
             }
         }
@@ -1463,7 +1459,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
                         super::super::resource::v1::DeviceAttribute,
                     >,
                 >,
-            >("resource/v1.Device", 2u64, &f2, depth)?
+            >("resource/v1.Device", 2u64, &f2, cx)?
                 .flatten(),
             binding_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
             binding_failure_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f4),
@@ -1478,7 +1474,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
                         super::super::resource::v1::DeviceCapacity,
                     >,
                 >,
-            >("resource/v1.Device", 3u64, &f6, depth)?
+            >("resource/v1.Device", 3u64, &f6, cx)?
                 .flatten(),
             consumes_counters: ::kubegen_runtime::protobuf::fast::non_empty(f7),
             name: f8.unwrap_or_default(),
@@ -1690,7 +1686,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationConfiguratio
     const MESSAGE: &'static str = "resource/v1.DeviceAllocationConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1::OpaqueDeviceConfiguration,
@@ -1712,11 +1708,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationConfiguratio
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f0,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
                         }
                     }
                 }
@@ -1837,7 +1829,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationResult {
     const MESSAGE: &'static str = "resource/v1.DeviceAllocationResult";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::resource::v1::DeviceAllocationConfiguration,
@@ -1848,12 +1840,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationResult {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -2059,7 +2047,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
     const MESSAGE: &'static str = "resource/v1.DeviceAttribute";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -2090,7 +2078,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
             ),
             bools: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<bool>>,
-            >("resource/v1.DeviceAttribute", 7u64, &f1, depth)?
+            >("resource/v1.DeviceAttribute", 7u64, &f1, cx)?
                 .flatten(),
             int: ::kubegen_runtime::protobuf::fast::optional(
                 f2,
@@ -2098,7 +2086,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
             ),
             ints: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<i64>>,
-            >("resource/v1.DeviceAttribute", 6u64, &f3, depth)?
+            >("resource/v1.DeviceAttribute", 6u64, &f3, cx)?
                 .flatten(),
             string: ::kubegen_runtime::protobuf::fast::optional(
                 f4,
@@ -2244,7 +2232,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCapacity {
     const MESSAGE: &'static str = "resource/v1.DeviceCapacity";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1::CapacityRequestPolicy,
@@ -2255,7 +2243,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCapacity {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f1, v)?,
                 _ => {}
             }
@@ -2387,7 +2375,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaim {
     const MESSAGE: &'static str = "resource/v1.DeviceClaim";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::resource::v1::DeviceClaimConfiguration,
@@ -2397,15 +2385,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaim {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -2543,7 +2525,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaimConfiguration {
     const MESSAGE: &'static str = "resource/v1.DeviceClaimConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1::OpaqueDeviceConfiguration,
@@ -2563,11 +2545,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaimConfiguration {
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f0,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
                         }
                     }
                 }
@@ -2678,7 +2656,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClass {
     const MESSAGE: &'static str = "resource/v1.DeviceClass";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -2687,16 +2665,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClass {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -2821,7 +2799,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassConfiguration {
     const MESSAGE: &'static str = "resource/v1.DeviceClassConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1::OpaqueDeviceConfiguration,
@@ -2839,11 +2817,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassConfiguration {
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f0,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
                         }
                     }
                 };
@@ -2972,7 +2946,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassSpec {
     const MESSAGE: &'static str = "resource/v1.DeviceClassSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::resource::v1::DeviceClassConfiguration,
@@ -2982,13 +2956,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -3138,7 +3108,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceConstraint {
     const MESSAGE: &'static str = "resource/v1.DeviceConstraint";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3287,7 +3257,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCounterConsumption {
     const MESSAGE: &'static str = "resource/v1.DeviceCounterConsumption";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -3309,7 +3279,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCounterConsumption {
                         super::super::resource::v1::Counter,
                     >,
                 >,
-            >("resource/v1.DeviceCounterConsumption", 2u64, &f2, depth)?
+            >("resource/v1.DeviceCounterConsumption", 2u64, &f2, cx)?
                 .flatten()
                 .unwrap_or_default(),
         })
@@ -3530,7 +3500,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequest {
     const MESSAGE: &'static str = "resource/v1.DeviceRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1::ExactDeviceRequest,
@@ -3540,10 +3510,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequest {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
@@ -3817,7 +3785,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequestAllocationResul
     const MESSAGE: &'static str = "resource/v1.DeviceRequestAllocationResult";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -3844,9 +3812,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequestAllocationResul
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, cx)?,
                 _ => {}
             }
         }
@@ -4007,7 +3973,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSelector {
     const MESSAGE: &'static str = "resource/v1.DeviceSelector";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1::CELDeviceSelector,
@@ -4015,7 +3981,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSelector {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -4218,7 +4184,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSubRequest {
     const MESSAGE: &'static str = "resource/v1.DeviceSubRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -4233,16 +4199,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSubRequest {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f2, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
                 _ => {}
             }
         }
@@ -4444,7 +4406,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaint {
     const MESSAGE: &'static str = "resource/v1.DeviceTaint";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -4588,7 +4550,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRule {
     const MESSAGE: &'static str = "";
     fn decode_message(
         _bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
@@ -5055,7 +5017,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceToleration {
     const MESSAGE: &'static str = "resource/v1.DeviceToleration";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5309,7 +5271,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExactDeviceRequest {
     const MESSAGE: &'static str = "resource/v1.ExactDeviceRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5325,15 +5287,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExactDeviceRequest {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
                 _ => {}
             }
         }
@@ -5527,7 +5485,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkDeviceData {
     const MESSAGE: &'static str = "resource/v1.NetworkDeviceData";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5981,7 +5939,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for OpaqueDeviceConfiguration {
     const MESSAGE: &'static str = "resource/v1.OpaqueDeviceConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -5999,7 +5957,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for OpaqueDeviceConfiguration {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
                 >,
-            >("resource/v1.OpaqueDeviceConfiguration", 2u64, &f1, depth)?
+            >("resource/v1.OpaqueDeviceConfiguration", 2u64, &f1, cx)?
                 .flatten()
                 .unwrap_or_default(),
         })
@@ -6109,7 +6067,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaim {
     const MESSAGE: &'static str = "resource/v1.ResourceClaim";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -6123,22 +6081,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaim {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -6304,7 +6262,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimConsumerReferen
     const MESSAGE: &'static str = "resource/v1.ResourceClaimConsumerReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -6426,19 +6384,19 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimSpec {
     const MESSAGE: &'static str = "resource/v1.ResourceClaimSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::resource::v1::DeviceClaim> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
             devices: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
                 ),
             ),
         })
@@ -6565,7 +6523,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimStatus {
     const MESSAGE: &'static str = "resource/v1.ResourceClaimStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1::AllocationResult,
@@ -6577,13 +6535,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -6711,7 +6665,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplate {
     const MESSAGE: &'static str = "resource/v1.ResourceClaimTemplate";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -6722,16 +6676,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplate {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -6872,7 +6826,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplateSpec {
     const MESSAGE: &'static str = "resource/v1.ResourceClaimTemplateSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -6883,18 +6837,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplateSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             metadata: ::std::option::Option::Some(
-                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             ),
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
         })
@@ -7011,7 +6965,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePool {
     const MESSAGE: &'static str = "resource/v1.ResourcePool";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -7130,7 +7084,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSlice {
     const MESSAGE: &'static str = "resource/v1.ResourceSlice";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -7141,14 +7095,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSlice {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
         })
     }
 }
@@ -7410,7 +7364,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
     const MESSAGE: &'static str = "resource/v1.ResourceSliceSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<super::super::resource::v1::Device> = ::std::vec::Vec::new();
@@ -7424,17 +7378,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
-                8u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, cx)?,
                 _ => {}
             }
         }
@@ -7455,7 +7405,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
                 f6,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            pool: ::kubegen_runtime::protobuf::fast::or_empty(f7, depth)?,
+            pool: ::kubegen_runtime::protobuf::fast::or_empty(f7, cx)?,
             shared_counters: ::kubegen_runtime::protobuf::fast::non_empty(f8),
             skip_node_operations: ::std::default::Default::default(),
         })

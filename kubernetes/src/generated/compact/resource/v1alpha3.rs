@@ -106,7 +106,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaint {
     const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaint";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -251,7 +251,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRule {
     const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaintRule";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -265,18 +265,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRule {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -422,7 +422,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleSpec {
     const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaintRuleSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1alpha3::DeviceTaintSelector,
@@ -433,14 +433,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             device_selector: f0.map(::std::boxed::Box::new),
-            taint: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            taint: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
         })
     }
 }
@@ -539,7 +539,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleStatus {
     const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaintRuleStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -555,7 +555,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleStatus {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("resource/v1alpha3.DeviceTaintRuleStatus", 1u64, &f0, depth)?
+            >("resource/v1alpha3.DeviceTaintRuleStatus", 1u64, &f0, cx)?
                 .flatten(),
         })
     }
@@ -664,7 +664,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintSelector {
     const MESSAGE: &'static str = "resource/v1alpha3.DeviceTaintSelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1073,7 +1073,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PoolStatus {
     const MESSAGE: &'static str = "resource/v1alpha3.PoolStatus";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -1300,7 +1300,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePoolStatusRequest {
     const MESSAGE: &'static str = "resource/v1alpha3.ResourcePoolStatusRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -1314,15 +1314,15 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePoolStatusRequest {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: f4.map(::std::boxed::Box::new),
         })
     }
@@ -1494,7 +1494,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePoolStatusRequestSpe
     const MESSAGE: &'static str = "resource/v1alpha3.ResourcePoolStatusRequestSpec";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -1654,7 +1654,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePoolStatusRequestSta
     const MESSAGE: &'static str = "resource/v1alpha3.ResourcePoolStatusRequestStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<i32> = ::std::option::Option::None;
@@ -1664,9 +1664,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePoolStatusRequestSta
             match number {
                 3u64 => f0.push(v),
                 6u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f1, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -1677,7 +1675,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePoolStatusRequestSta
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("resource/v1alpha3.ResourcePoolStatusRequestStatus", 3u64, &f0, depth)?
+            >("resource/v1alpha3.ResourcePoolStatusRequestStatus", 3u64, &f0, cx)?
                 .flatten(),
             pool_count: f1.unwrap_or_default(),
             pools: ::kubegen_runtime::protobuf::fast::non_empty(f2),

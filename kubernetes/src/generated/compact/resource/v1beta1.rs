@@ -159,7 +159,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
     const MESSAGE: &'static str = "resource/v1beta1.AllocatedDeviceStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -177,7 +177,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
                 5u64 => f1.push(v),
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 _ => {}
@@ -190,13 +190,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("resource/v1beta1.AllocatedDeviceStatus", 4u64, &f0, depth)?
+            >("resource/v1beta1.AllocatedDeviceStatus", 4u64, &f0, cx)?
                 .flatten(),
             data: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
                 >,
-            >("resource/v1beta1.AllocatedDeviceStatus", 5u64, &f1, depth)?
+            >("resource/v1beta1.AllocatedDeviceStatus", 5u64, &f1, cx)?
                 .flatten(),
             device: f2.unwrap_or_default(),
             driver: f3.unwrap_or_default(),
@@ -356,7 +356,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
     const MESSAGE: &'static str = "resource/v1beta1.AllocationResult";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -371,8 +371,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -380,7 +380,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
             allocation_timestamp: f0.flatten(),
             devices: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
             node_selector: f2.map(::std::boxed::Box::new),
@@ -673,7 +673,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for BasicDevice {
     const MESSAGE: &'static str = "resource/v1beta1.BasicDevice";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -698,14 +698,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for BasicDevice {
                 10u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f4, v)?,
                 8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
                 2u64 => f6.push(v),
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f9, v)?,
-                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, depth)?,
-                7u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, depth)?
-                }
+                5u64 => ::kubegen_runtime::protobuf::fast::message(&mut f10, v, cx)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f11, v, cx)?,
                 _ => {}
             }
         }
@@ -725,7 +721,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for BasicDevice {
                         super::super::resource::v1beta1::DeviceAttribute,
                     >,
                 >,
-            >("resource/v1beta1.BasicDevice", 1u64, &f2, depth)?
+            >("resource/v1beta1.BasicDevice", 1u64, &f2, cx)?
                 .flatten(),
             binding_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
             binding_failure_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f4),
@@ -740,7 +736,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for BasicDevice {
                         super::super::resource::v1beta1::DeviceCapacity,
                     >,
                 >,
-            >("resource/v1beta1.BasicDevice", 2u64, &f6, depth)?
+            >("resource/v1beta1.BasicDevice", 2u64, &f6, cx)?
                 .flatten(),
             consumes_counters: ::kubegen_runtime::protobuf::fast::non_empty(f7),
             node_allocatable_resources: ::std::default::Default::default(),
@@ -924,7 +920,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CELDeviceSelector {
     const MESSAGE: &'static str = "resource/v1beta1.CELDeviceSelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -1056,7 +1052,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
     const MESSAGE: &'static str = "resource/v1beta1.CapacityRequestPolicy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -1069,7 +1065,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f0, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 3u64 => f2.push(v),
                 _ => {}
             }
@@ -1083,7 +1079,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                     >,
                 >,
-            >("resource/v1beta1.CapacityRequestPolicy", 3u64, &f2, depth)?
+            >("resource/v1beta1.CapacityRequestPolicy", 3u64, &f2, cx)?
                 .flatten(),
         })
     }
@@ -1207,7 +1203,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicyRange {
     const MESSAGE: &'static str = "resource/v1beta1.CapacityRequestPolicyRange";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -1231,7 +1227,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicyRange {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                 >,
-            >("resource/v1beta1.CapacityRequestPolicyRange", 1u64, &f1, depth)?
+            >("resource/v1beta1.CapacityRequestPolicyRange", 1u64, &f1, cx)?
                 .flatten()
                 .unwrap_or_default(),
             step: f2,
@@ -1325,7 +1321,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequirements {
     const MESSAGE: &'static str = "resource/v1beta1.CapacityRequirements";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -1422,7 +1418,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Counter {
     const MESSAGE: &'static str = "resource/v1beta1.Counter";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -1531,7 +1527,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CounterSet {
     const MESSAGE: &'static str = "resource/v1beta1.CounterSet";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1551,7 +1547,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CounterSet {
                         super::super::resource::v1beta1::Counter,
                     >,
                 >,
-            >("resource/v1beta1.CounterSet", 2u64, &f0, depth)?
+            >("resource/v1beta1.CounterSet", 2u64, &f0, cx)?
                 .flatten()
                 .unwrap_or_default(),
             name: f1.unwrap_or_default(),
@@ -1665,7 +1661,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
     const MESSAGE: &'static str = "resource/v1beta1.Device";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta1::BasicDevice,
@@ -1674,7 +1670,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }
@@ -1797,7 +1793,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationConfiguratio
     const MESSAGE: &'static str = "resource/v1beta1.DeviceAllocationConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta1::OpaqueDeviceConfiguration,
@@ -1819,11 +1815,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationConfiguratio
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f0,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
                         }
                     }
                 }
@@ -1944,7 +1936,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationResult {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceAllocationResult";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::resource::v1beta1::DeviceAllocationConfiguration,
@@ -1955,12 +1947,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationResult {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -2166,7 +2154,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceAttribute";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -2197,7 +2185,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
             ),
             bools: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<bool>>,
-            >("resource/v1beta1.DeviceAttribute", 7u64, &f1, depth)?
+            >("resource/v1beta1.DeviceAttribute", 7u64, &f1, cx)?
                 .flatten(),
             int: ::kubegen_runtime::protobuf::fast::optional(
                 f2,
@@ -2205,7 +2193,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
             ),
             ints: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<i64>>,
-            >("resource/v1beta1.DeviceAttribute", 6u64, &f3, depth)?
+            >("resource/v1beta1.DeviceAttribute", 6u64, &f3, cx)?
                 .flatten(),
             string: ::kubegen_runtime::protobuf::fast::optional(
                 f4,
@@ -2351,7 +2339,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCapacity {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceCapacity";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta1::CapacityRequestPolicy,
@@ -2362,7 +2350,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCapacity {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f1, v)?,
                 _ => {}
             }
@@ -2494,7 +2482,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaim {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceClaim";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::resource::v1beta1::DeviceClaimConfiguration,
@@ -2504,15 +2492,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaim {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -2651,7 +2633,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaimConfiguration {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceClaimConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta1::OpaqueDeviceConfiguration,
@@ -2671,11 +2653,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaimConfiguration {
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f0,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
                         }
                     }
                 }
@@ -2786,7 +2764,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClass {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceClass";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -2797,16 +2775,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClass {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -2932,7 +2910,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassConfiguration {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceClassConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta1::OpaqueDeviceConfiguration,
@@ -2950,11 +2928,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassConfiguration {
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f0,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
                         }
                     }
                 };
@@ -3083,7 +3057,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassSpec {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceClassSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::resource::v1beta1::DeviceClassConfiguration,
@@ -3093,13 +3067,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -3249,7 +3219,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceConstraint {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceConstraint";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3398,7 +3368,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCounterConsumption {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceCounterConsumption";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -3420,7 +3390,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCounterConsumption {
                         super::super::resource::v1beta1::Counter,
                     >,
                 >,
-            >("resource/v1beta1.DeviceCounterConsumption", 2u64, &f2, depth)?
+            >("resource/v1beta1.DeviceCounterConsumption", 2u64, &f2, cx)?
                 .flatten()
                 .unwrap_or_default(),
         })
@@ -3760,7 +3730,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequest {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3778,19 +3748,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequest {
             match number {
                 6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                9u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                7u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
+                7u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
-                }
-                8u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, cx)?,
                 _ => {}
             }
         }
@@ -4138,7 +4102,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequestAllocationResul
     const MESSAGE: &'static str = "resource/v1beta1.DeviceRequestAllocationResult";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -4167,9 +4131,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequestAllocationResul
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, cx)?,
                 _ => {}
             }
         }
@@ -4330,7 +4292,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSelector {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceSelector";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta1::CELDeviceSelector,
@@ -4338,7 +4300,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSelector {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -4543,7 +4505,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSubRequest {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceSubRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -4558,16 +4520,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSubRequest {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f2, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
-                7u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
                 _ => {}
             }
         }
@@ -4769,7 +4727,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaint {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceTaint";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -4950,7 +4908,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceToleration {
     const MESSAGE: &'static str = "resource/v1beta1.DeviceToleration";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5118,7 +5076,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkDeviceData {
     const MESSAGE: &'static str = "resource/v1beta1.NetworkDeviceData";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5572,7 +5530,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for OpaqueDeviceConfiguration {
     const MESSAGE: &'static str = "resource/v1beta1.OpaqueDeviceConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -5590,7 +5548,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for OpaqueDeviceConfiguration {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
                 >,
-            >("resource/v1beta1.OpaqueDeviceConfiguration", 2u64, &f1, depth)?
+            >("resource/v1beta1.OpaqueDeviceConfiguration", 2u64, &f1, cx)?
                 .flatten()
                 .unwrap_or_default(),
         })
@@ -5700,7 +5658,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaim {
     const MESSAGE: &'static str = "resource/v1beta1.ResourceClaim";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -5714,22 +5672,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaim {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -5895,7 +5853,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimConsumerReferen
     const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimConsumerReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -6017,7 +5975,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimSpec {
     const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta1::DeviceClaim,
@@ -6025,13 +5983,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
             devices: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
                 ),
             ),
         })
@@ -6158,7 +6116,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimStatus {
     const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta1::AllocationResult,
@@ -6172,13 +6130,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -6306,7 +6260,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplate {
     const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimTemplate";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -6317,16 +6271,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplate {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -6467,7 +6421,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplateSpec {
     const MESSAGE: &'static str = "resource/v1beta1.ResourceClaimTemplateSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -6478,18 +6432,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplateSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             metadata: ::std::option::Option::Some(
-                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             ),
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
         })
@@ -6606,7 +6560,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePool {
     const MESSAGE: &'static str = "resource/v1beta1.ResourcePool";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -6725,7 +6679,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSlice {
     const MESSAGE: &'static str = "resource/v1beta1.ResourceSlice";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -6736,14 +6690,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSlice {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
         })
     }
 }
@@ -7005,7 +6959,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
     const MESSAGE: &'static str = "resource/v1beta1.ResourceSliceSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<super::super::resource::v1beta1::Device> = ::std::vec::Vec::new();
@@ -7021,17 +6975,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
-                8u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, cx)?,
                 _ => {}
             }
         }
@@ -7052,7 +7002,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
                 f6,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            pool: ::kubegen_runtime::protobuf::fast::or_empty(f7, depth)?,
+            pool: ::kubegen_runtime::protobuf::fast::or_empty(f7, cx)?,
             shared_counters: ::kubegen_runtime::protobuf::fast::non_empty(f8),
             skip_node_operations: ::std::default::Default::default(),
         })

@@ -159,7 +159,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
     const MESSAGE: &'static str = "resource/v1beta2.AllocatedDeviceStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -177,7 +177,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
                 5u64 => f1.push(v),
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 _ => {}
@@ -190,13 +190,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocatedDeviceStatus {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("resource/v1beta2.AllocatedDeviceStatus", 4u64, &f0, depth)?
+            >("resource/v1beta2.AllocatedDeviceStatus", 4u64, &f0, cx)?
                 .flatten(),
             data: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
                 >,
-            >("resource/v1beta2.AllocatedDeviceStatus", 5u64, &f1, depth)?
+            >("resource/v1beta2.AllocatedDeviceStatus", 5u64, &f1, cx)?
                 .flatten(),
             device: f2.unwrap_or_default(),
             driver: f3.unwrap_or_default(),
@@ -356,7 +356,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
     const MESSAGE: &'static str = "resource/v1beta2.AllocationResult";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::std::option::Option<
@@ -371,8 +371,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::time(&mut f0, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -380,7 +380,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for AllocationResult {
             allocation_timestamp: f0.flatten(),
             devices: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
             node_selector: f2.map(::std::boxed::Box::new),
@@ -479,7 +479,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CELDeviceSelector {
     const MESSAGE: &'static str = "resource/v1beta2.CELDeviceSelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -611,7 +611,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
     const MESSAGE: &'static str = "resource/v1beta2.CapacityRequestPolicy";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -624,7 +624,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f0, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 3u64 => f2.push(v),
                 _ => {}
             }
@@ -638,7 +638,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicy {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                     >,
                 >,
-            >("resource/v1beta2.CapacityRequestPolicy", 3u64, &f2, depth)?
+            >("resource/v1beta2.CapacityRequestPolicy", 3u64, &f2, cx)?
                 .flatten(),
         })
     }
@@ -762,7 +762,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicyRange {
     const MESSAGE: &'static str = "resource/v1beta2.CapacityRequestPolicyRange";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -786,7 +786,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequestPolicyRange {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
                 >,
-            >("resource/v1beta2.CapacityRequestPolicyRange", 1u64, &f1, depth)?
+            >("resource/v1beta2.CapacityRequestPolicyRange", 1u64, &f1, cx)?
                 .flatten()
                 .unwrap_or_default(),
             step: f2,
@@ -880,7 +880,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CapacityRequirements {
     const MESSAGE: &'static str = "resource/v1beta2.CapacityRequirements";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::collections::BTreeMap<
             ::std::string::String,
@@ -977,7 +977,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Counter {
     const MESSAGE: &'static str = "resource/v1beta2.Counter";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -1086,7 +1086,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CounterSet {
     const MESSAGE: &'static str = "resource/v1beta2.CounterSet";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -1106,7 +1106,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CounterSet {
                         super::super::resource::v1beta2::Counter,
                     >,
                 >,
-            >("resource/v1beta2.CounterSet", 2u64, &f0, depth)?
+            >("resource/v1beta2.CounterSet", 2u64, &f0, cx)?
                 .flatten()
                 .unwrap_or_default(),
             name: f1.unwrap_or_default(),
@@ -1413,7 +1413,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
     const MESSAGE: &'static str = "resource/v1beta2.Device";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -1439,15 +1439,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
                 11u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f4, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f5, v)?,
                 3u64 => f6.push(v),
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f10, v)?,
-                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, depth)?,
-                8u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f12, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::message(&mut f11, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f12, v, cx)?,
                 _ => {}
             }
         }
@@ -1467,7 +1463,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
                         super::super::resource::v1beta2::DeviceAttribute,
                     >,
                 >,
-            >("resource/v1beta2.Device", 2u64, &f2, depth)?
+            >("resource/v1beta2.Device", 2u64, &f2, cx)?
                 .flatten(),
             binding_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
             binding_failure_conditions: ::kubegen_runtime::protobuf::fast::non_empty(f4),
@@ -1482,7 +1478,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Device {
                         super::super::resource::v1beta2::DeviceCapacity,
                     >,
                 >,
-            >("resource/v1beta2.Device", 3u64, &f6, depth)?
+            >("resource/v1beta2.Device", 3u64, &f6, cx)?
                 .flatten(),
             consumes_counters: ::kubegen_runtime::protobuf::fast::non_empty(f7),
             name: f8.unwrap_or_default(),
@@ -1696,7 +1692,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationConfiguratio
     const MESSAGE: &'static str = "resource/v1beta2.DeviceAllocationConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta2::OpaqueDeviceConfiguration,
@@ -1718,11 +1714,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationConfiguratio
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f0,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
                         }
                     }
                 }
@@ -1843,7 +1835,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationResult {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceAllocationResult";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::resource::v1beta2::DeviceAllocationConfiguration,
@@ -1854,12 +1846,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAllocationResult {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
@@ -2065,7 +2053,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceAttribute";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -2096,7 +2084,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
             ),
             bools: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<bool>>,
-            >("resource/v1beta2.DeviceAttribute", 7u64, &f1, depth)?
+            >("resource/v1beta2.DeviceAttribute", 7u64, &f1, cx)?
                 .flatten(),
             int: ::kubegen_runtime::protobuf::fast::optional(
                 f2,
@@ -2104,7 +2092,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceAttribute {
             ),
             ints: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<::std::vec::Vec<i64>>,
-            >("resource/v1beta2.DeviceAttribute", 6u64, &f3, depth)?
+            >("resource/v1beta2.DeviceAttribute", 6u64, &f3, cx)?
                 .flatten(),
             string: ::kubegen_runtime::protobuf::fast::optional(
                 f4,
@@ -2250,7 +2238,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCapacity {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceCapacity";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta2::CapacityRequestPolicy,
@@ -2261,7 +2249,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCapacity {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f1, v)?,
                 _ => {}
             }
@@ -2393,7 +2381,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaim {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceClaim";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::resource::v1beta2::DeviceClaimConfiguration,
@@ -2403,15 +2391,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaim {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -2550,7 +2532,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaimConfiguration {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceClaimConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta2::OpaqueDeviceConfiguration,
@@ -2570,11 +2552,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClaimConfiguration {
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f0,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
                         }
                     }
                 }
@@ -2685,7 +2663,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClass {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceClass";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -2696,16 +2674,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClass {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -2831,7 +2809,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassConfiguration {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceClassConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta2::OpaqueDeviceConfiguration,
@@ -2849,11 +2827,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassConfiguration {
                         .next_field()?
                     {
                         if number == 1u64 {
-                            ::kubegen_runtime::protobuf::fast::message(
-                                &mut f0,
-                                v,
-                                depth,
-                            )?;
+                            ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
                         }
                     }
                 };
@@ -2982,7 +2956,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassSpec {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceClassSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<
             super::super::resource::v1beta2::DeviceClassConfiguration,
@@ -2992,13 +2966,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceClassSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                1u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -3148,7 +3118,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceConstraint {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceConstraint";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -3297,7 +3267,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCounterConsumption {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceCounterConsumption";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -3319,7 +3289,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceCounterConsumption {
                         super::super::resource::v1beta2::Counter,
                     >,
                 >,
-            >("resource/v1beta2.DeviceCounterConsumption", 2u64, &f2, depth)?
+            >("resource/v1beta2.DeviceCounterConsumption", 2u64, &f2, cx)?
                 .flatten()
                 .unwrap_or_default(),
         })
@@ -3540,7 +3510,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequest {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta2::ExactDeviceRequest,
@@ -3550,10 +3520,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequest {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 _ => {}
             }
@@ -3827,7 +3795,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequestAllocationResul
     const MESSAGE: &'static str = "resource/v1beta2.DeviceRequestAllocationResult";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<::std::string::String> = ::std::vec::Vec::new();
@@ -3856,9 +3824,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceRequestAllocationResul
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
                 9u64 => ::kubegen_runtime::protobuf::fast::string(&mut f8, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f10, v, cx)?,
                 _ => {}
             }
         }
@@ -4019,7 +3985,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSelector {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceSelector";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta2::CELDeviceSelector,
@@ -4027,7 +3993,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSelector {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
@@ -4232,7 +4198,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSubRequest {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceSubRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<
@@ -4247,16 +4213,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceSubRequest {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f2, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f4, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                3u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
+                3u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
                 _ => {}
             }
         }
@@ -4458,7 +4420,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaint {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceTaint";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -4603,7 +4565,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRule {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceTaintRule";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -4617,18 +4579,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRule {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -4774,7 +4736,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleSpec {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceTaintRuleSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta2::DeviceTaintSelector,
@@ -4785,14 +4747,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             device_selector: f0.map(::std::boxed::Box::new),
-            taint: ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+            taint: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
         })
     }
 }
@@ -4891,7 +4853,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleStatus {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceTaintRuleStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -4907,7 +4869,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintRuleStatus {
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >("resource/v1beta2.DeviceTaintRuleStatus", 1u64, &f0, depth)?
+            >("resource/v1beta2.DeviceTaintRuleStatus", 1u64, &f0, cx)?
                 .flatten(),
         })
     }
@@ -5016,7 +4978,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceTaintSelector {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceTaintSelector";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5185,7 +5147,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for DeviceToleration {
     const MESSAGE: &'static str = "resource/v1beta2.DeviceToleration";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5439,7 +5401,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExactDeviceRequest {
     const MESSAGE: &'static str = "resource/v1beta2.ExactDeviceRequest";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -5455,15 +5417,11 @@ impl ::kubegen_runtime::protobuf::fast::Message for ExactDeviceRequest {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                7u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::int64(&mut f3, v)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, depth)?
-                }
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f6, v, cx)?,
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f7, v, cx)?,
                 _ => {}
             }
         }
@@ -5657,7 +5615,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for NetworkDeviceData {
     const MESSAGE: &'static str = "resource/v1beta2.NetworkDeviceData";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -6111,7 +6069,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for OpaqueDeviceConfiguration {
     const MESSAGE: &'static str = "resource/v1beta2.OpaqueDeviceConfiguration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
@@ -6129,7 +6087,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for OpaqueDeviceConfiguration {
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::runtime::RawExtension,
                 >,
-            >("resource/v1beta2.OpaqueDeviceConfiguration", 2u64, &f1, depth)?
+            >("resource/v1beta2.OpaqueDeviceConfiguration", 2u64, &f1, cx)?
                 .flatten()
                 .unwrap_or_default(),
         })
@@ -6239,7 +6197,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaim {
     const MESSAGE: &'static str = "resource/v1beta2.ResourceClaim";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -6253,22 +6211,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaim {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -6434,7 +6392,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimConsumerReferen
     const MESSAGE: &'static str = "resource/v1beta2.ResourceClaimConsumerReference";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -6556,7 +6514,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimSpec {
     const MESSAGE: &'static str = "resource/v1beta2.ResourceClaimSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta2::DeviceClaim,
@@ -6564,13 +6522,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self {
             devices: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
                 ),
             ),
         })
@@ -6697,7 +6655,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimStatus {
     const MESSAGE: &'static str = "resource/v1beta2.ResourceClaimStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::resource::v1beta2::AllocationResult,
@@ -6711,13 +6669,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                4u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                2u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, depth)?
-                }
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
@@ -6845,7 +6799,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplate {
     const MESSAGE: &'static str = "resource/v1beta2.ResourceClaimTemplate";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -6856,16 +6810,16 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplate {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
         })
@@ -7006,7 +6960,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplateSpec {
     const MESSAGE: &'static str = "resource/v1beta2.ResourceClaimTemplateSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -7017,18 +6971,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceClaimTemplateSpec {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f1, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             metadata: ::std::option::Option::Some(
-                ::kubegen_runtime::protobuf::fast::or_empty(f0, depth)?,
+                ::kubegen_runtime::protobuf::fast::or_empty(f0, cx)?,
             ),
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f1, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
                 ),
             ),
         })
@@ -7145,7 +7099,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePool {
     const MESSAGE: &'static str = "resource/v1beta2.ResourcePool";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i64> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -7264,7 +7218,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSlice {
     const MESSAGE: &'static str = "resource/v1beta2.ResourceSlice";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -7275,14 +7229,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSlice {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
         })
     }
 }
@@ -7544,7 +7498,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
     const MESSAGE: &'static str = "resource/v1beta2.ResourceSliceSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<super::super::resource::v1beta2::Device> = ::std::vec::Vec::new();
@@ -7560,17 +7514,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 5u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f3, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 7u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, depth)?,
-                8u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, depth)?
-                }
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f7, v, cx)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f8, v, cx)?,
                 _ => {}
             }
         }
@@ -7591,7 +7541,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourceSliceSpec {
                 f6,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            pool: ::kubegen_runtime::protobuf::fast::or_empty(f7, depth)?,
+            pool: ::kubegen_runtime::protobuf::fast::or_empty(f7, cx)?,
             shared_counters: ::kubegen_runtime::protobuf::fast::non_empty(f8),
             skip_node_operations: ::std::default::Default::default(),
         })

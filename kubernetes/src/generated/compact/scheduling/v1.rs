@@ -112,7 +112,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityClass {
     const MESSAGE: &'static str = "scheduling/v1.PriorityClass";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f2: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -126,7 +126,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityClass {
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f2, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::string(&mut f5, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::int32(&mut f6, v)?,
                 _ => {}
@@ -141,7 +141,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PriorityClass {
                 f2,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
             ),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
             preemption_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f5,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,

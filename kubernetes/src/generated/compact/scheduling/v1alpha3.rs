@@ -253,7 +253,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CompositePodGroup {
     const MESSAGE: &'static str = "";
     fn decode_message(
         _bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
@@ -1337,7 +1337,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodGroup {
     const MESSAGE: &'static str = "";
     fn decode_message(
         _bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }
@@ -2661,7 +2661,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Workload {
     const MESSAGE: &'static str = "";
     fn decode_message(
         _bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }

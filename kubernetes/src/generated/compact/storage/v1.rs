@@ -73,7 +73,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIDriver {
     const MESSAGE: &'static str = "storage/v1.CSIDriver";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -82,14 +82,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIDriver {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
         })
     }
 }
@@ -375,7 +375,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIDriverSpec {
     const MESSAGE: &'static str = "storage/v1.CSIDriverSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -400,9 +400,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIDriverSpec {
                 8u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f6, v)?,
                 10u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f7, v)?,
                 4u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f8, v)?,
-                6u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, depth)?
-                }
+                6u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f9, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f10, v)?,
                 _ => {}
             }
@@ -604,7 +602,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSINode {
     const MESSAGE: &'static str = "storage/v1.CSINode";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -613,14 +611,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSINode {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::default::Default::default(),
         })
     }
@@ -788,7 +786,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSINodeDriver {
     const MESSAGE: &'static str = "storage/v1.CSINodeDriver";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::storage::v1::VolumeNodeResources,
@@ -799,7 +797,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSINodeDriver {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f2, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f3, v)?,
@@ -908,13 +906,13 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSINodeSpec {
     const MESSAGE: &'static str = "storage/v1.CSINodeSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::vec::Vec<super::super::storage::v1::CSINodeDriver> = ::std::vec::Vec::new();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             if number == 1u64 {
-                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, depth)?;
+                ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
         ::std::result::Result::Ok(Self { drivers: f0 })
@@ -1152,7 +1150,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIStorageCapacity {
     const MESSAGE: &'static str = "storage/v1.CSIStorageCapacity";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::api::resource::Quantity,
@@ -1170,7 +1168,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIStorageCapacity {
             match number {
                 4u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f1, v)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::quantity(&mut f3, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 2u64 => f5.push(v),
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f6, v)?,
                 _ => {}
@@ -1179,12 +1177,12 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSIStorageCapacity {
         ::std::result::Result::Ok(Self {
             capacity: f1,
             maximum_volume_size: f3,
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
             node_topology: ::kubegen_runtime::protobuf::fast::delegate::<
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
                 >,
-            >("storage/v1.CSIStorageCapacity", 2u64, &f5, depth)?
+            >("storage/v1.CSIStorageCapacity", 2u64, &f5, cx)?
                 .flatten(),
             storage_class_name: f6.unwrap_or_default(),
         })
@@ -1418,7 +1416,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageClass {
     const MESSAGE: &'static str = "storage/v1.StorageClass";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<bool> = ::std::option::Option::None;
         let mut f1: ::std::vec::Vec<super::super::core::v1::TopologySelectorTerm> = ::std::vec::Vec::new();
@@ -1437,10 +1435,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageClass {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 6u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f0, v)?,
-                8u64 => {
-                    ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, depth)?
-                }
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                8u64 => ::kubegen_runtime::protobuf::fast::push_message(&mut f1, v, cx)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 5u64 => ::kubegen_runtime::protobuf::fast::push_string(&mut f5, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f6, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f7, v)?,
@@ -1455,7 +1451,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageClass {
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
             allowed_topologies: ::kubegen_runtime::protobuf::fast::non_empty(f1),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
             mount_options: ::kubegen_runtime::protobuf::fast::non_empty(f5),
             parameters: ::kubegen_runtime::protobuf::fast::non_empty_map(f6),
             provisioner: f7.unwrap_or_default(),
@@ -1939,7 +1935,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TokenRequest {
     const MESSAGE: &'static str = "storage/v1.TokenRequest";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<i64> = ::std::option::Option::None;
@@ -2067,7 +2063,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachment {
     const MESSAGE: &'static str = "storage/v1.VolumeAttachment";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -2081,18 +2077,18 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachment {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
-            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
+            spec: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -2240,7 +2236,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachmentSource {
     const MESSAGE: &'static str = "storage/v1.VolumeAttachmentSource";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<
             super::super::core::v1::PersistentVolumeSpec,
@@ -2249,7 +2245,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachmentSource {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
                 _ => {}
             }
@@ -2376,7 +2372,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachmentSpec {
     const MESSAGE: &'static str = "storage/v1.VolumeAttachmentSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2388,14 +2384,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachmentSpec {
             match number {
                 1u64 => ::kubegen_runtime::protobuf::fast::string(&mut f0, v)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             attacher: f0.unwrap_or_default(),
             node_name: f1.unwrap_or_default(),
-            source: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            source: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
         })
     }
 }
@@ -2545,7 +2541,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachmentStatus {
     const MESSAGE: &'static str = "storage/v1.VolumeAttachmentStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<super::super::storage::v1::VolumeError> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<bool> = ::std::option::Option::None;
@@ -2557,10 +2553,10 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttachmentStatus {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, depth)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f0, v, cx)?,
                 1u64 => ::kubegen_runtime::protobuf::fast::boolean(&mut f1, v)?,
                 2u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f2, v)?,
-                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                4u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 _ => {}
             }
         }
@@ -2693,7 +2689,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttributesClass {
     const MESSAGE: &'static str = "storage/v1.VolumeAttributesClass";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
         let mut f3: ::std::option::Option<
@@ -2707,14 +2703,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeAttributesClass {
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
                 2u64 => ::kubegen_runtime::protobuf::fast::string(&mut f1, v)?,
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
                 3u64 => ::kubegen_runtime::protobuf::fast::string_entry(&mut f4, v)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
             driver_name: f1.unwrap_or_default(),
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
             parameters: ::kubegen_runtime::protobuf::fast::non_empty_map(f4),
         })
     }
@@ -2871,7 +2867,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeError {
     const MESSAGE: &'static str = "storage/v1.VolumeError";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -2983,7 +2979,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for VolumeNodeResources {
     const MESSAGE: &'static str = "storage/v1.VolumeNodeResources";
     fn decode_message(
         bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::std::option::Option<i32> = ::std::option::Option::None;
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);

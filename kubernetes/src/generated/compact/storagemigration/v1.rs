@@ -92,7 +92,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigration {
     const MESSAGE: &'static str = "";
     fn decode_message(
         _bytes: &[u8],
-        _depth: usize,
+        _cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         ::std::result::Result::Err(::kubegen_runtime::protobuf::fast::Fallback)
     }

@@ -92,7 +92,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigration {
     const MESSAGE: &'static str = "storagemigration/v1beta1.StorageVersionMigration";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f2: ::std::option::Option<
             ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta,
@@ -106,22 +106,22 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigration {
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
         while let ::std::option::Option::Some((number, v)) = fields.next_field()? {
             match number {
-                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, depth)?,
-                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, depth)?,
-                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, depth)?,
+                1u64 => ::kubegen_runtime::protobuf::fast::message(&mut f2, v, cx)?,
+                2u64 => ::kubegen_runtime::protobuf::fast::message(&mut f3, v, cx)?,
+                3u64 => ::kubegen_runtime::protobuf::fast::message(&mut f4, v, cx)?,
                 _ => {}
             }
         }
         ::std::result::Result::Ok(Self {
-            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, depth)?,
+            metadata: ::kubegen_runtime::protobuf::fast::or_empty(f2, cx)?,
             spec: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f3, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f3, cx)?,
                 ),
             ),
             status: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
-                    ::kubegen_runtime::protobuf::fast::or_empty(f4, depth)?,
+                    ::kubegen_runtime::protobuf::fast::or_empty(f4, cx)?,
                 ),
             ),
         })
@@ -252,7 +252,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigrationSpec 
     const MESSAGE: &'static str = "storagemigration/v1beta1.StorageVersionMigrationSpec";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut fields = ::kubegen_runtime::protobuf::fast::Reader::new(bytes);
@@ -266,7 +266,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigrationSpec 
                 ::std::option::Option<
                     ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::GroupResource,
                 >,
-            >("storagemigration/v1beta1.StorageVersionMigrationSpec", 1u64, &f0, depth)?
+            >("storagemigration/v1beta1.StorageVersionMigrationSpec", 1u64, &f0, cx)?
                 .flatten()
                 .unwrap_or_default(),
         })
@@ -374,7 +374,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigrationStatu
     const MESSAGE: &'static str = "storagemigration/v1beta1.StorageVersionMigrationStatus";
     fn decode_message(
         bytes: &[u8],
-        depth: usize,
+        cx: ::kubegen_runtime::protobuf::fast::Cx,
     ) -> ::kubegen_runtime::protobuf::fast::Result<Self> {
         let mut f0: ::kubegen_runtime::protobuf::fast::Wires<'_> = ::std::default::Default::default();
         let mut f1: ::std::option::Option<::std::string::String> = ::std::option::Option::None;
@@ -393,12 +393,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for StorageVersionMigrationStatu
                         ::kubegen_runtime::k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition,
                     >,
                 >,
-            >(
-                    "storagemigration/v1beta1.StorageVersionMigrationStatus",
-                    1u64,
-                    &f0,
-                    depth,
-                )?
+            >("storagemigration/v1beta1.StorageVersionMigrationStatus", 1u64, &f0, cx)?
                 .flatten(),
             resource_version: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
