@@ -164,10 +164,19 @@ pub fn optional<T: Default + PartialEq>(slot: Option<T>, presence: Presence) -> 
     }
 }
 
-/// A list field: `None` when empty (encoding/json omits it or writes `null`).
+/// A list field: `None` when empty (encoding/json omits it or writes `null`), else
+/// [`exact`].
 #[inline]
 pub fn non_empty<T>(v: Vec<T>) -> Option<Vec<T>> {
-    (!v.is_empty()).then_some(v)
+    (!v.is_empty()).then(|| exact(v))
+}
+
+/// A required list field at its exact capacity: a cached object keeps no spare room
+/// (pushing one 440-byte `Container` reserves four).
+#[inline]
+pub fn exact<T>(mut v: Vec<T>) -> Vec<T> {
+    v.shrink_to_fit();
+    v
 }
 
 /// A map field: `None` when empty (encoding/json omits it or writes `null`).

@@ -349,10 +349,7 @@ impl InformerFactory {
     /// As [`InformerFactory::informer`].
     pub fn generated_informer<K>(&self) -> SharedIndexInformer<K>
     where
-        K: Object
-            + kube::Resource<DynamicType = ()>
-            + serde::de::DeserializeOwned
-            + kubegen_apimachinery::protobuf::fast::Message,
+        K: Object + kube::Resource<DynamicType = ()> + client::GeneratedDecoders,
         K::Scope: 'static,
     {
         self.client_informer::<K, client::Generated>()

@@ -527,12 +527,32 @@ impl Wire for Generated {
     const PROTOBUF: bool = true;
 }
 
-impl<K> WireDecoders<K> for Generated
-where
-    K: DeserializeOwned + kubegen_apimachinery::protobuf::fast::Message + Send + 'static,
-{
+impl<K: GeneratedDecoders> WireDecoders<K> for Generated {
     fn protobuf() -> Option<ProtobufDecoders<K>> {
-        Some(ProtobufDecoders::of::<K, protobuf::Fast>())
+        Some(K::protobuf_decoders())
+    }
+}
+
+/// A type with a generated protobuf decoder whose protobuf decoders
+/// ([`ProtobufDecoders::generated`]) are compiled in the crate that defines the type:
+/// a crate that uses its informer calls them rather than compiling them again (the
+/// table-driven fallback is most of a kind's decoding code). kubegen implements it for
+/// the compact mirrors of the built-in kinds.
+pub trait GeneratedDecoders:
+    kubegen_apimachinery::protobuf::fast::Message + DeserializeOwned + Send + 'static
+{
+    /// `ProtobufDecoders::generated()`, in a non-generic function of the type's crate.
+    fn protobuf_decoders() -> ProtobufDecoders<Self>;
+}
+
+impl<K> ProtobufDecoders<K>
+where
+    K: kubegen_apimachinery::protobuf::fast::Message + DeserializeOwned + Send + 'static,
+{
+    /// The decoders of [`Generated`] reads: `K`'s generated decoder, and the
+    /// table-driven one for objects it hands back.
+    pub fn generated() -> Self {
+        ProtobufDecoders::of::<K, protobuf::Fast>()
     }
 }
 

@@ -459,6 +459,19 @@ impl<'a> Mirror<'a> {
         let deserialize =
             deserialize_impl(short_name(name), &de_fields, None, Duplicates::LastWins);
         let decoder = self.decoder(name, is_kind);
+        // A kind's protobuf decoders are compiled here, once, rather than in every crate
+        // that uses its informer (`#[inline(never)]`: not even across crates in a
+        // release build).
+        let decoders = is_kind.then(|| {
+            quote! {
+                impl ::kubegen_runtime::client::GeneratedDecoders for #ty {
+                    #[inline(never)]
+                    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+                        ::kubegen_runtime::client::ProtobufDecoders::generated()
+                    }
+                }
+            }
+        });
         quote! {
             #[doc = #doc]
             #[derive(
@@ -492,6 +505,8 @@ impl<'a> Mirror<'a> {
             }
 
             #kind_items
+
+            #decoders
         }
     }
 }
@@ -721,7 +736,7 @@ impl Mirror<'_> {
                     if matches!(**inner, Shape::Plain(..))
                         && self.rust_type(inner).to_string() == quote!(::std::string::String).to_string() =>
                 {
-                    let value = if req { quote!(#slot) } else { quote!(#fast::non_empty(#slot)) };
+                    let value = if req { quote!(#fast::exact(#slot)) } else { quote!(#fast::non_empty(#slot)) };
                     Some((quote!(::std::vec::Vec<::std::string::String>), quote!(::std::vec::Vec::new()), quote!(#fast::push_string(&mut #slot, v)?), value))
                 }
                 (Shape::Map(inner), false, "map:string")
@@ -734,7 +749,7 @@ impl Mirror<'_> {
                 (Shape::List(inner), true, t) => {
                     let (m, rust, _) = child(inner, prop.get("items")?)?;
                     (t == format!("msg:{m}")).then(|| {
-                        let value = if req { quote!(#slot) } else { quote!(#fast::non_empty(#slot)) };
+                        let value = if req { quote!(#fast::exact(#slot)) } else { quote!(#fast::non_empty(#slot)) };
                         (quote!(::std::vec::Vec<#rust>), quote!(::std::vec::Vec::new()), quote!(#fast::push_message(&mut #slot, v, cx)?), value)
                     })
                 }

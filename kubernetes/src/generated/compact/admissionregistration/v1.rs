@@ -946,6 +946,13 @@ impl ::kubegen_runtime::serde::Serialize for MutatingAdmissionPolicy {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for MutatingAdmissionPolicy {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `MutatingAdmissionPolicyBinding`, as k8s-openapi's `api.admissionregistration.v1.MutatingAdmissionPolicyBinding` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -1101,6 +1108,13 @@ impl ::kubegen_runtime::serde::Serialize for MutatingAdmissionPolicyBinding {
             s.serialize_field("spec", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for MutatingAdmissionPolicyBinding {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -1826,7 +1840,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for MutatingWebhook {
             }
         }
         ::std::result::Result::Ok(Self {
-            admission_review_versions: f0,
+            admission_review_versions: ::kubegen_runtime::protobuf::fast::exact(f0),
             client_config: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
             failure_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f2,
@@ -2107,6 +2121,13 @@ impl ::kubegen_runtime::serde::Serialize for MutatingWebhookConfiguration {
             s.serialize_field("webhooks", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for MutatingWebhookConfiguration {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -3424,6 +3445,13 @@ impl ::kubegen_runtime::serde::Serialize for ValidatingAdmissionPolicy {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ValidatingAdmissionPolicy {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ValidatingAdmissionPolicyBinding`, as k8s-openapi's `api.admissionregistration.v1.ValidatingAdmissionPolicyBinding` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -3573,6 +3601,13 @@ impl ::kubegen_runtime::serde::Serialize for ValidatingAdmissionPolicyBinding {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ValidatingAdmissionPolicyBinding {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ValidatingAdmissionPolicyBindingSpec`, as k8s-openapi's `api.admissionregistration.v1.ValidatingAdmissionPolicyBindingSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -3708,7 +3743,7 @@ for ValidatingAdmissionPolicyBindingSpec {
             match_resources: f0.map(::std::boxed::Box::new),
             param_ref: f1.map(::std::boxed::Box::new),
             policy_name: f2.unwrap_or_default(),
-            validation_actions: f3,
+            validation_actions: ::kubegen_runtime::protobuf::fast::exact(f3),
         })
     }
 }
@@ -4478,7 +4513,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ValidatingWebhook {
             }
         }
         ::std::result::Result::Ok(Self {
-            admission_review_versions: f0,
+            admission_review_versions: ::kubegen_runtime::protobuf::fast::exact(f0),
             client_config: ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
             failure_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f2,
@@ -4752,6 +4787,13 @@ impl ::kubegen_runtime::serde::Serialize for ValidatingWebhookConfiguration {
             s.serialize_field("webhooks", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ValidatingWebhookConfiguration {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

@@ -728,6 +728,13 @@ impl ::kubegen_runtime::serde::Serialize for MutatingAdmissionPolicy {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for MutatingAdmissionPolicy {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `MutatingAdmissionPolicyBinding`, as k8s-openapi's `api.admissionregistration.v1beta1.MutatingAdmissionPolicyBinding` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -883,6 +890,13 @@ impl ::kubegen_runtime::serde::Serialize for MutatingAdmissionPolicyBinding {
             s.serialize_field("spec", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for MutatingAdmissionPolicyBinding {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

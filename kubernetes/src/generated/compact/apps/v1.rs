@@ -172,6 +172,13 @@ impl ::kubegen_runtime::serde::Serialize for ControllerRevision {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ControllerRevision {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `DaemonSet`, as k8s-openapi's `api.apps.v1.DaemonSet` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -336,6 +343,13 @@ impl ::kubegen_runtime::serde::Serialize for DaemonSet {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for DaemonSet {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -1372,6 +1386,13 @@ impl ::kubegen_runtime::serde::Serialize for Deployment {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for Deployment {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -2500,6 +2521,13 @@ impl ::kubegen_runtime::serde::Serialize for ReplicaSet {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ReplicaSet {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -3680,6 +3708,13 @@ impl ::kubegen_runtime::serde::Serialize for StatefulSet {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for StatefulSet {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

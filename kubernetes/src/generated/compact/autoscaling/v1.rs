@@ -315,6 +315,13 @@ impl ::kubegen_runtime::serde::Serialize for HorizontalPodAutoscaler {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for HorizontalPodAutoscaler {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `HorizontalPodAutoscalerSpec`, as k8s-openapi's `api.autoscaling.v1.HorizontalPodAutoscalerSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,

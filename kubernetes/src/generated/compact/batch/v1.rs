@@ -174,6 +174,13 @@ impl ::kubegen_runtime::serde::Serialize for CronJob {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for CronJob {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `CronJobSpec`, as k8s-openapi's `api.batch.v1.CronJobSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -772,6 +779,13 @@ impl ::kubegen_runtime::serde::Serialize for Job {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for Job {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -2255,7 +2269,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodFailurePolicy {
                 ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
-        ::std::result::Result::Ok(Self { rules: f0 })
+        ::std::result::Result::Ok(Self {
+            rules: ::kubegen_runtime::protobuf::fast::exact(f0),
+        })
     }
 }
 
@@ -2788,7 +2804,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for SuccessPolicy {
                 ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
-        ::std::result::Result::Ok(Self { rules: f0 })
+        ::std::result::Result::Ok(Self {
+            rules: ::kubegen_runtime::protobuf::fast::exact(f0),
+        })
     }
 }
 

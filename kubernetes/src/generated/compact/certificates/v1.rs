@@ -184,6 +184,13 @@ impl ::kubegen_runtime::serde::Serialize for CertificateSigningRequest {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for CertificateSigningRequest {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `CertificateSigningRequestCondition`, as k8s-openapi's `api.certificates.v1.CertificateSigningRequestCondition` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -955,6 +962,13 @@ impl ::kubegen_runtime::serde::Serialize for ClusterTrustBundle {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ClusterTrustBundle {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ClusterTrustBundleSpec`, as k8s-openapi's `api.certificates.v1.ClusterTrustBundleSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -1192,6 +1206,13 @@ impl ::kubegen_runtime::serde::Serialize for PodCertificateRequest {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for PodCertificateRequest {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

@@ -154,6 +154,13 @@ impl ::kubegen_runtime::serde::Serialize for ClusterTrustBundle {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ClusterTrustBundle {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ClusterTrustBundleSpec`, as k8s-openapi's `api.certificates.v1beta1.ClusterTrustBundleSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -445,6 +452,13 @@ impl ::kubegen_runtime::serde::Serialize for PodCertificateRequest {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for PodCertificateRequest {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

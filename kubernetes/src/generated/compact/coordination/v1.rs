@@ -158,6 +158,13 @@ impl ::kubegen_runtime::serde::Serialize for Lease {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Lease {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `LeaseSpec`, as k8s-openapi's `api.coordination.v1.LeaseSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,

@@ -154,6 +154,13 @@ impl ::kubegen_runtime::serde::Serialize for LeaseCandidate {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for LeaseCandidate {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `LeaseCandidateSpec`, as k8s-openapi's `api.coordination.v1alpha2.LeaseCandidateSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,

@@ -1879,7 +1879,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CephFSPersistentVolumeSource
             }
         }
         ::std::result::Result::Ok(Self {
-            monitors: f0,
+            monitors: ::kubegen_runtime::protobuf::fast::exact(f0),
             path: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
@@ -2105,7 +2105,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for CephFSVolumeSource {
             }
         }
         ::std::result::Result::Ok(Self {
-            monitors: f0,
+            monitors: ::kubegen_runtime::protobuf::fast::exact(f0),
             path: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
@@ -3030,6 +3030,13 @@ impl ::kubegen_runtime::serde::Serialize for ConfigMap {
         }
         s.serialize_field("metadata", &self.metadata)?;
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ConfigMap {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -7932,6 +7939,13 @@ impl ::kubegen_runtime::serde::Serialize for Endpoints {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Endpoints {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `EnvFromSource`, as k8s-openapi's `api.core.v1.EnvFromSource` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -9893,6 +9907,13 @@ impl ::kubegen_runtime::serde::Serialize for Event {
             s.serialize_field("type", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for Event {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -14030,6 +14051,13 @@ impl ::kubegen_runtime::serde::Serialize for LimitRange {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for LimitRange {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `LimitRangeItem`, as k8s-openapi's `api.core.v1.LimitRangeItem` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -14347,7 +14375,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for LimitRangeSpec {
                 ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
-        ::std::result::Result::Ok(Self { limits: f0 })
+        ::std::result::Result::Ok(Self {
+            limits: ::kubegen_runtime::protobuf::fast::exact(f0),
+        })
     }
 }
 
@@ -15437,6 +15467,13 @@ impl ::kubegen_runtime::serde::Serialize for Namespace {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Namespace {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `NamespaceCondition`, as k8s-openapi's `api.core.v1.NamespaceCondition` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -16031,6 +16068,13 @@ impl ::kubegen_runtime::serde::Serialize for Node {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for Node {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -17781,7 +17825,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for NodeSelector {
                 ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
-        ::std::result::Result::Ok(Self { node_selector_terms: f0 })
+        ::std::result::Result::Ok(Self {
+            node_selector_terms: ::kubegen_runtime::protobuf::fast::exact(f0),
+        })
     }
 }
 
@@ -19813,6 +19859,13 @@ impl ::kubegen_runtime::serde::Serialize for PersistentVolume {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for PersistentVolume {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `PersistentVolumeClaim`, as k8s-openapi's `api.core.v1.PersistentVolumeClaim` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -19993,6 +20046,13 @@ impl ::kubegen_runtime::serde::Serialize for PersistentVolumeClaim {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for PersistentVolumeClaim {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -22524,6 +22584,13 @@ impl ::kubegen_runtime::serde::Serialize for Pod {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Pod {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `PodAffinity`, as k8s-openapi's `api.core.v1.PodAffinity` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -23932,7 +23999,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodExtendedResourceClaimStat
             }
         }
         ::std::result::Result::Ok(Self {
-            request_mappings: f0,
+            request_mappings: ::kubegen_runtime::protobuf::fast::exact(f0),
             resource_claim_name: f1.unwrap_or_default(),
         })
     }
@@ -25994,7 +26061,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PodSpec {
                 f2,
                 ::kubegen_runtime::protobuf::fast::Presence::Pointer,
             ),
-            containers: f3,
+            containers: ::kubegen_runtime::protobuf::fast::exact(f3),
             dns_config: f4.map(::std::boxed::Box::new),
             dns_policy: ::kubegen_runtime::protobuf::fast::optional(
                 f5,
@@ -27246,6 +27313,13 @@ impl ::kubegen_runtime::serde::Serialize for PodTemplate {
             s.serialize_field("template", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for PodTemplate {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -28787,7 +28861,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RBDPersistentVolumeSource {
                 f2,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
             ),
-            monitors: f3,
+            monitors: ::kubegen_runtime::protobuf::fast::exact(f3),
             pool: ::kubegen_runtime::protobuf::fast::optional(
                 f4,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
@@ -29053,7 +29127,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for RBDVolumeSource {
                 f2,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
             ),
-            monitors: f3,
+            monitors: ::kubegen_runtime::protobuf::fast::exact(f3),
             pool: ::kubegen_runtime::protobuf::fast::optional(
                 f4,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
@@ -29306,6 +29380,13 @@ impl ::kubegen_runtime::serde::Serialize for ReplicationController {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ReplicationController {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -30498,6 +30579,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceQuota {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceQuota {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -32452,6 +32540,13 @@ impl ::kubegen_runtime::serde::Serialize for Secret {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Secret {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `SecretEnvSource`, as k8s-openapi's `api.core.v1.SecretEnvSource` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -33777,6 +33872,13 @@ impl ::kubegen_runtime::serde::Serialize for Service {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Service {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ServiceAccount`, as k8s-openapi's `api.core.v1.ServiceAccount` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -33992,6 +34094,13 @@ impl ::kubegen_runtime::serde::Serialize for ServiceAccount {
             s.serialize_field("secrets", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ServiceAccount {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -36373,7 +36482,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for TopologySelectorLabelRequire
         }
         ::std::result::Result::Ok(Self {
             key: f0.unwrap_or_default(),
-            values: f1,
+            values: ::kubegen_runtime::protobuf::fast::exact(f1),
         })
     }
 }

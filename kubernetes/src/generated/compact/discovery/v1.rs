@@ -205,7 +205,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for Endpoint {
             }
         }
         ::std::result::Result::Ok(Self {
-            addresses: f0,
+            addresses: ::kubegen_runtime::protobuf::fast::exact(f0),
             conditions: ::std::option::Option::Some(
                 ::std::boxed::Box::new(
                     ::kubegen_runtime::protobuf::fast::or_empty(f1, cx)?,
@@ -939,6 +939,13 @@ impl ::kubegen_runtime::serde::Serialize for EndpointSlice {
             s.serialize_field("ports", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for EndpointSlice {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

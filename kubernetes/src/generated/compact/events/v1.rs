@@ -502,6 +502,13 @@ impl ::kubegen_runtime::serde::Serialize for Event {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Event {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `EventSeries`, as k8s-openapi's `api.events.v1.EventSeries` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,

@@ -408,6 +408,13 @@ impl ::kubegen_runtime::serde::Serialize for FlowSchema {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for FlowSchema {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `FlowSchemaCondition`, as k8s-openapi's `api.flowcontrol.v1.FlowSchemaCondition` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -1404,8 +1411,8 @@ impl ::kubegen_runtime::protobuf::fast::Message for NonResourcePolicyRule {
             }
         }
         ::std::result::Result::Ok(Self {
-            non_resource_urls: f0,
-            verbs: f1,
+            non_resource_urls: ::kubegen_runtime::protobuf::fast::exact(f0),
+            verbs: ::kubegen_runtime::protobuf::fast::exact(f1),
         })
     }
 }
@@ -1543,7 +1550,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PolicyRulesWithSubjects {
         ::std::result::Result::Ok(Self {
             non_resource_rules: ::kubegen_runtime::protobuf::fast::non_empty(f0),
             resource_rules: ::kubegen_runtime::protobuf::fast::non_empty(f1),
-            subjects: f2,
+            subjects: ::kubegen_runtime::protobuf::fast::exact(f2),
         })
     }
 }
@@ -1775,6 +1782,13 @@ impl ::kubegen_runtime::serde::Serialize for PriorityLevelConfiguration {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for PriorityLevelConfiguration {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -2624,14 +2638,14 @@ impl ::kubegen_runtime::protobuf::fast::Message for ResourcePolicyRule {
             }
         }
         ::std::result::Result::Ok(Self {
-            api_groups: f0,
+            api_groups: ::kubegen_runtime::protobuf::fast::exact(f0),
             cluster_scope: ::kubegen_runtime::protobuf::fast::optional(
                 f1,
                 ::kubegen_runtime::protobuf::fast::Presence::OmitZero,
             ),
             namespaces: ::kubegen_runtime::protobuf::fast::non_empty(f2),
-            resources: f3,
-            verbs: f4,
+            resources: ::kubegen_runtime::protobuf::fast::exact(f3),
+            verbs: ::kubegen_runtime::protobuf::fast::exact(f4),
         })
     }
 }

@@ -127,7 +127,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for ServerStorageVersion {
         }
         ::std::result::Result::Ok(Self {
             api_server_id: f0.unwrap_or_default(),
-            decodable_versions: f1,
+            decodable_versions: ::kubegen_runtime::protobuf::fast::exact(f1),
             encoding_version: f2.unwrap_or_default(),
             served_versions: ::kubegen_runtime::protobuf::fast::non_empty(f3),
         })
@@ -352,6 +352,13 @@ impl ::kubegen_runtime::serde::Serialize for StorageVersion {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for StorageVersion {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

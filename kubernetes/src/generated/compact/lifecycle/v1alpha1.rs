@@ -155,6 +155,13 @@ impl ::kubegen_runtime::serde::Serialize for Eviction {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Eviction {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `EvictionPodReference`, as k8s-openapi's `api.lifecycle.v1alpha1.EvictionPodReference` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -389,6 +396,13 @@ impl ::kubegen_runtime::serde::Serialize for EvictionRequest {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for EvictionRequest {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

@@ -214,7 +214,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for HTTPIngressRuleValue {
                 ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
-        ::std::result::Result::Ok(Self { paths: f0 })
+        ::std::result::Result::Ok(Self {
+            paths: ::kubegen_runtime::protobuf::fast::exact(f0),
+        })
     }
 }
 
@@ -389,6 +391,13 @@ impl ::kubegen_runtime::serde::Serialize for IPAddress {
         s.serialize_field("metadata", &self.metadata)?;
         s.serialize_field("spec", &self.spec)?;
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for IPAddress {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -779,6 +788,13 @@ impl ::kubegen_runtime::serde::Serialize for Ingress {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Ingress {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `IngressBackend`, as k8s-openapi's `api.networking.v1.IngressBackend` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -1057,6 +1073,13 @@ impl ::kubegen_runtime::serde::Serialize for IngressClass {
             s.serialize_field("spec", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for IngressClass {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -2602,6 +2625,13 @@ impl ::kubegen_runtime::serde::Serialize for NetworkPolicy {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for NetworkPolicy {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `NetworkPolicyEgressRule`, as k8s-openapi's `api.networking.v1.NetworkPolicyEgressRule` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -3819,6 +3849,13 @@ impl ::kubegen_runtime::serde::Serialize for ServiceCIDR {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ServiceCIDR {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

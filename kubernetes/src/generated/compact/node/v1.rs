@@ -291,6 +291,13 @@ impl ::kubegen_runtime::serde::Serialize for RuntimeClass {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for RuntimeClass {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `Scheduling`, as k8s-openapi's `api.node.v1.Scheduling` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,

@@ -190,6 +190,13 @@ impl ::kubegen_runtime::serde::Serialize for PodDisruptionBudget {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for PodDisruptionBudget {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `PodDisruptionBudgetSpec`, as k8s-openapi's `api.policy.v1.PodDisruptionBudgetSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,

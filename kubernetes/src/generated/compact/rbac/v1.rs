@@ -290,6 +290,13 @@ impl ::kubegen_runtime::serde::Serialize for ClusterRole {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ClusterRole {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ClusterRoleBinding`, as k8s-openapi's `api.rbac.v1.ClusterRoleBinding` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -464,6 +471,13 @@ impl ::kubegen_runtime::serde::Serialize for ClusterRoleBinding {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ClusterRoleBinding {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `PolicyRule`, as k8s-openapi's `api.rbac.v1.PolicyRule` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -611,7 +625,7 @@ impl ::kubegen_runtime::protobuf::fast::Message for PolicyRule {
             non_resource_urls: ::kubegen_runtime::protobuf::fast::non_empty(f1),
             resource_names: ::kubegen_runtime::protobuf::fast::non_empty(f2),
             resources: ::kubegen_runtime::protobuf::fast::non_empty(f3),
-            verbs: f4,
+            verbs: ::kubegen_runtime::protobuf::fast::exact(f4),
         })
     }
 }
@@ -804,6 +818,13 @@ impl ::kubegen_runtime::serde::Serialize for Role {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for Role {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `RoleBinding`, as k8s-openapi's `api.rbac.v1.RoleBinding` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -972,6 +993,13 @@ impl ::kubegen_runtime::serde::Serialize for RoleBinding {
             s.serialize_field("subjects", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for RoleBinding {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

@@ -2739,6 +2739,13 @@ impl ::kubegen_runtime::serde::Serialize for DeviceClass {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for DeviceClass {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `DeviceClassConfiguration`, as k8s-openapi's `api.resource.v1.DeviceClassConfiguration` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -4619,6 +4626,13 @@ impl ::kubegen_runtime::serde::Serialize for DeviceTaintRule {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for DeviceTaintRule {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `DeviceTaintRuleSpec`, as k8s-openapi's `api.resource.v1.DeviceTaintRuleSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -6168,6 +6182,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceClaim {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceClaim {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ResourceClaimConsumerReference`, as k8s-openapi's `api.resource.v1.ResourceClaimConsumerReference` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -6752,6 +6773,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceClaimTemplate {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceClaimTemplate {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ResourceClaimTemplateSpec`, as k8s-openapi's `api.resource.v1.ResourceClaimTemplateSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -7161,6 +7189,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceSlice {
         s.serialize_field("metadata", &self.metadata)?;
         s.serialize_field("spec", &self.spec)?;
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceSlice {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

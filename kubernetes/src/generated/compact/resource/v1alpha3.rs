@@ -347,6 +347,13 @@ impl ::kubegen_runtime::serde::Serialize for DeviceTaintRule {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for DeviceTaintRule {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `DeviceTaintRuleSpec`, as k8s-openapi's `api.resource.v1alpha3.DeviceTaintRuleSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -1389,6 +1396,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourcePoolStatusRequest {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourcePoolStatusRequest {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

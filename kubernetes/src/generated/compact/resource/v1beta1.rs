@@ -2850,6 +2850,13 @@ impl ::kubegen_runtime::serde::Serialize for DeviceClass {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for DeviceClass {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `DeviceClassConfiguration`, as k8s-openapi's `api.resource.v1beta1.DeviceClassConfiguration` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -5759,6 +5766,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceClaim {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceClaim {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ResourceClaimConsumerReference`, as k8s-openapi's `api.resource.v1beta1.ResourceClaimConsumerReference` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -6347,6 +6361,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceClaimTemplate {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceClaimTemplate {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ResourceClaimTemplateSpec`, as k8s-openapi's `api.resource.v1beta1.ResourceClaimTemplateSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -6756,6 +6777,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceSlice {
         s.serialize_field("metadata", &self.metadata)?;
         s.serialize_field("spec", &self.spec)?;
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceSlice {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

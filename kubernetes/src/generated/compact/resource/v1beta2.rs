@@ -2749,6 +2749,13 @@ impl ::kubegen_runtime::serde::Serialize for DeviceClass {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for DeviceClass {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `DeviceClassConfiguration`, as k8s-openapi's `api.resource.v1beta2.DeviceClassConfiguration` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -4661,6 +4668,13 @@ impl ::kubegen_runtime::serde::Serialize for DeviceTaintRule {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for DeviceTaintRule {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `DeviceTaintRuleSpec`, as k8s-openapi's `api.resource.v1beta2.DeviceTaintRuleSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -6298,6 +6312,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceClaim {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceClaim {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ResourceClaimConsumerReference`, as k8s-openapi's `api.resource.v1beta2.ResourceClaimConsumerReference` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -6886,6 +6907,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceClaimTemplate {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceClaimTemplate {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `ResourceClaimTemplateSpec`, as k8s-openapi's `api.resource.v1beta2.ResourceClaimTemplateSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -7295,6 +7323,13 @@ impl ::kubegen_runtime::serde::Serialize for ResourceSlice {
         s.serialize_field("metadata", &self.metadata)?;
         s.serialize_field("spec", &self.spec)?;
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for ResourceSlice {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

@@ -236,3 +236,10 @@ impl ::kubegen_runtime::serde::Serialize for PriorityClass {
         s.end()
     }
 }
+
+impl ::kubegen_runtime::client::GeneratedDecoders for PriorityClass {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}

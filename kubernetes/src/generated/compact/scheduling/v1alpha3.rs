@@ -323,6 +323,13 @@ impl ::kubegen_runtime::serde::Serialize for CompositePodGroup {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for CompositePodGroup {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `CompositePodGroupSchedulingConstraints`, as k8s-openapi's `api.scheduling.v1alpha3.CompositePodGroupSchedulingConstraints` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -1403,6 +1410,13 @@ impl ::kubegen_runtime::serde::Serialize for PodGroup {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for PodGroup {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -2721,6 +2735,13 @@ impl ::kubegen_runtime::serde::Serialize for Workload {
         s.serialize_field("metadata", &self.metadata)?;
         s.serialize_field("spec", &self.spec)?;
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for Workload {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

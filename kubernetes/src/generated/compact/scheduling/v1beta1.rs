@@ -949,6 +949,13 @@ impl ::kubegen_runtime::serde::Serialize for PodGroup {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for PodGroup {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `PodGroupResourceClaim`, as k8s-openapi's `api.scheduling.v1beta1.PodGroupResourceClaim` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -2264,6 +2271,13 @@ impl ::kubegen_runtime::serde::Serialize for Workload {
         s.serialize_field("metadata", &self.metadata)?;
         s.serialize_field("spec", &self.spec)?;
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for Workload {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

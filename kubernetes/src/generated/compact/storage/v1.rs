@@ -148,6 +148,13 @@ impl ::kubegen_runtime::serde::Serialize for CSIDriver {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for CSIDriver {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `CSIDriverSpec`, as k8s-openapi's `api.storage.v1.CSIDriverSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -684,6 +691,13 @@ impl ::kubegen_runtime::serde::Serialize for CSINode {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for CSINode {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `CSINodeDriver`, as k8s-openapi's `api.storage.v1.CSINodeDriver` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -915,7 +929,9 @@ impl ::kubegen_runtime::protobuf::fast::Message for CSINodeSpec {
                 ::kubegen_runtime::protobuf::fast::push_message(&mut f0, v, cx)?;
             }
         }
-        ::std::result::Result::Ok(Self { drivers: f0 })
+        ::std::result::Result::Ok(Self {
+            drivers: ::kubegen_runtime::protobuf::fast::exact(f0),
+        })
     }
 }
 
@@ -1271,6 +1287,13 @@ impl ::kubegen_runtime::serde::Serialize for CSIStorageCapacity {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for CSIStorageCapacity {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `StorageClass`, as k8s-openapi's `api.storage.v1.StorageClass` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
@@ -1573,6 +1596,13 @@ impl ::kubegen_runtime::serde::Serialize for StorageClass {
             s.serialize_field("volumeBindingMode", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for StorageClass {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -2155,6 +2185,13 @@ impl ::kubegen_runtime::serde::Serialize for VolumeAttachment {
             s.serialize_field("status", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for VolumeAttachment {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 
@@ -2777,6 +2814,13 @@ impl ::kubegen_runtime::serde::Serialize for VolumeAttributesClass {
             s.serialize_field("parameters", v)?;
         }
         s.end()
+    }
+}
+
+impl ::kubegen_runtime::client::GeneratedDecoders for VolumeAttributesClass {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
     }
 }
 

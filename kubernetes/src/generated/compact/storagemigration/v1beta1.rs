@@ -194,6 +194,13 @@ impl ::kubegen_runtime::serde::Serialize for StorageVersionMigration {
     }
 }
 
+impl ::kubegen_runtime::client::GeneratedDecoders for StorageVersionMigration {
+    #[inline(never)]
+    fn protobuf_decoders() -> ::kubegen_runtime::client::ProtobufDecoders<Self> {
+        ::kubegen_runtime::client::ProtobufDecoders::generated()
+    }
+}
+
 /// `StorageVersionMigrationSpec`, as k8s-openapi's `api.storagemigration.v1beta1.StorageVersionMigrationSpec` with every optional struct boxed (see the module).
 #[derive(
     ::std::clone::Clone,
