@@ -686,34 +686,16 @@ impl Mirror<'_> {
                 special
             } else if !repeated && reference(prop).is_none() {
                 match (scalar, f.ty.as_str()) {
-                    (Some("string"), "string") => Some((
-                        quote!(::std::option::Option<::std::string::String>),
-                        quote!(::std::option::Option::None),
-                        quote!(#fast::string(&mut #slot, v)?),
-                    )),
-                    (Some("bool"), "bool") => Some((
-                        quote!(::std::option::Option<bool>),
-                        quote!(::std::option::Option::None),
-                        quote!(#fast::boolean(&mut #slot, v)?),
-                    )),
-                    (Some("int32"), "int32") => Some((
-                        quote!(::std::option::Option<i32>),
-                        quote!(::std::option::Option::None),
-                        quote!(#fast::int32(&mut #slot, v)?),
-                    )),
-                    (Some("int64"), "int32") => Some((
-                        quote!(::std::option::Option<i64>),
-                        quote!(::std::option::Option::None),
-                        quote!(#fast::int32_as_i64(&mut #slot, v)?),
-                    )),
-                    (Some("int64"), "int64") => Some((
-                        quote!(::std::option::Option<i64>),
-                        quote!(::std::option::Option::None),
-                        quote!(#fast::int64(&mut #slot, v)?),
-                    )),
+                    (Some("string"), "string") => {
+                        Some((quote!(::std::string::String), quote!(string)))
+                    }
+                    (Some("bool"), "bool") => Some((quote!(bool), quote!(boolean))),
+                    (Some("int32"), "int32") => Some((quote!(i32), quote!(int32))),
+                    (Some("int64"), "int32") => Some((quote!(i64), quote!(int32_as_i64))),
+                    (Some("int64"), "int64") => Some((quote!(i64), quote!(int64))),
                     _ => None,
                 }
-                .map(|(t, init, call)| {
+                .map(|(t, reader)| {
                     let presence = if pointer {
                         quote!(#fast::Presence::Pointer)
                     } else if omit {
@@ -726,7 +708,12 @@ impl Mirror<'_> {
                     } else {
                         quote!(#fast::optional(#slot, #presence))
                     };
-                    (t, init, call, value)
+                    (
+                        quote!(::std::option::Option<#t>),
+                        quote!(::std::option::Option::None),
+                        quote!(#fast::#reader(&mut #slot, v)?),
+                        value,
+                    )
                 })
             } else {
                 None
