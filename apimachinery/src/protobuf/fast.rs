@@ -29,7 +29,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 
-use super::{Reader as WireReader, Wire};
+use super::{Reader as WireReader, Wire, GO_ZERO_TIME_UNIX};
 
 /// The generated decoder cannot decode this input exactly: decode the whole object with
 /// [`super::Deserializer`] instead (see the module).
@@ -365,8 +365,7 @@ pub fn delegate<T: DeserializeOwned>(
 /// an `Option<Time>` field is the slot flattened. A second occurrence (merged by
 /// protobuf) and a year outside 1..=9999 are handed back.
 pub fn time(slot: &mut Option<Option<Time>>, v: Value<'_>) -> Result<()> {
-    /// 0001-01-01T00:00:00Z, Go's zero time, and 9999-12-31T23:59:59Z.
-    const GO_ZERO: i64 = -62_135_596_800;
+    /// 9999-12-31T23:59:59Z, the last time RFC 3339 writes with four digits.
     const LAST: i64 = 253_402_300_799;
     let (Wire::Len(b), None) = (v.0, &slot) else {
         return Err(Fallback);
@@ -382,9 +381,9 @@ pub fn time(slot: &mut Option<Option<Time>>, v: Value<'_>) -> Result<()> {
             _ => {}
         }
     }
-    *slot = Some(if b.is_empty() || seconds == GO_ZERO {
+    *slot = Some(if b.is_empty() || seconds == GO_ZERO_TIME_UNIX {
         None
-    } else if (GO_ZERO..=LAST).contains(&seconds) {
+    } else if (GO_ZERO_TIME_UNIX..=LAST).contains(&seconds) {
         Some(Time(Timestamp::from_second(seconds).map_err(|_| Fallback)?))
     } else {
         return Err(Fallback);
