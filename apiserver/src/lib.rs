@@ -153,7 +153,7 @@ pub use conversion::{Conversion, ConversionWebhook};
 pub use faults::{Answer, Reactor, RequestRecord};
 pub use patch::MERGE_KEYS;
 pub use registry::{builtin, PrinterColumn, Registration, ScalePaths, BUILTIN_GROUPS};
-pub use server::{ApiServer, ApiServerBuilder};
+pub use server::{ApiServer, ApiServerBuilder, ListLimit, PreparedChanges};
 pub use tcp::{ConfigError, TcpServer};
 pub use typed::{Objects, SeedObject};
 

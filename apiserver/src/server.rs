@@ -54,6 +54,11 @@ pub(crate) struct Inner {
     pub strict_namespaces: bool,
     /// Reads of built-in kinds answer protobuf when the Accept header asks for it.
     pub protobuf_responses: bool,
+    /// About how many bytes of watch frames go into one chunk of a watch's body (0: a
+    /// chunk per frame).
+    pub watch_chunk: usize,
+    /// How lists treat the client's `limit`.
+    pub list_limit: ListLimit,
     /// Requests seen and the faults to inject.
     pub faults: super::faults::Faults,
     /// This server itself, for the tasks it starts (the namespace controller).
@@ -85,6 +90,40 @@ pub struct ApiServerBuilder {
     rv_wait: Duration,
     strict_namespaces: bool,
     protobuf_responses: bool,
+    watch_chunk: usize,
+    list_limit: ListLimit,
+}
+
+/// About how many bytes of frames a watcher writes per chunk by default: small enough to
+/// stay in the CPU cache between the copy and the socket write
+/// ([`ApiServerBuilder::watch_chunk_bytes`]).
+const WATCH_CHUNK: usize = 128 * 1024;
+
+/// How a server answers a list's `limit` ([`ApiServerBuilder::list_limit`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ListLimit {
+    /// Pages of at most `limit` items with a continue token, as kube-apiserver answers a
+    /// list served from etcd (the default).
+    #[default]
+    Honour,
+    /// The whole list in one answer whatever the `limit`, as kube-apiserver's watch
+    /// cache answers a `resourceVersion=0` list on versions without paginated cache
+    /// lists, and as many mock servers do.
+    Ignore,
+    /// Pages of at most this many items even where the client asks for more or for no
+    /// limit, as a server with a page cap does; clients follow the continue tokens.
+    AtMost(usize),
+}
+
+impl ListLimit {
+    /// The page size a list asking for `asked` gets.
+    pub(crate) fn page(self, asked: Option<usize>) -> Option<usize> {
+        match self {
+            ListLimit::Honour => asked,
+            ListLimit::Ignore => None,
+            ListLimit::AtMost(n) => Some(asked.map_or(n, |a| a.min(n)).max(1)),
+        }
+    }
 }
 
 impl Default for ApiServerBuilder {
@@ -98,6 +137,8 @@ impl Default for ApiServerBuilder {
             rv_wait: Duration::from_millis(250),
             strict_namespaces: false,
             protobuf_responses: false,
+            watch_chunk: WATCH_CHUNK,
+            list_limit: ListLimit::Honour,
         }
     }
 }
@@ -211,6 +252,37 @@ impl ApiServerBuilder {
         self
     }
 
+    /// About how many bytes of watch frames the server copies into one chunk of a
+    /// watch's body when several events are ready at once (default 128 KiB). 0 sends every
+    /// event as a chunk of its own, as a server that writes and flushes each event does:
+    /// benchmarks use it to measure a client's cost per event rather than per read.
+    ///
+    /// ```
+    /// use kubegen_apiserver::ApiServer;
+    ///
+    /// let server = ApiServer::builder().watch_chunk_bytes(0).build();
+    /// assert_eq!(server.resource_version(), 1);
+    /// ```
+    pub fn watch_chunk_bytes(mut self, bytes: usize) -> Self {
+        self.watch_chunk = bytes;
+        self
+    }
+
+    /// How lists treat the client's `limit` (default [`ListLimit::Honour`]). The other
+    /// settings stand for servers that page differently: clients must sync the same
+    /// objects whatever the server's pages.
+    ///
+    /// ```
+    /// use kubegen_apiserver::{ApiServer, ListLimit};
+    ///
+    /// let server = ApiServer::builder().list_limit(ListLimit::AtMost(100)).build();
+    /// assert_eq!(server.resource_version(), 1);
+    /// ```
+    pub fn list_limit(mut self, limit: ListLimit) -> Self {
+        self.list_limit = limit;
+        self
+    }
+
     /// Builds the server.
     pub fn build(self) -> ApiServer {
         let mut state = State::new(self.history_limit);
@@ -229,6 +301,8 @@ impl ApiServerBuilder {
                 shutdown: CancellationToken::new(),
                 strict_namespaces: self.strict_namespaces,
                 protobuf_responses: self.protobuf_responses,
+                watch_chunk: self.watch_chunk,
+                list_limit: self.list_limit,
                 faults: Default::default(),
                 me: me.clone(),
                 admission_hooks: Default::default(),
@@ -241,6 +315,26 @@ impl ApiServerBuilder {
             }
         }
         server
+    }
+}
+
+/// New versions of objects, computed ahead of their writes
+/// ([`ApiServer::prepare_changes`], [`ApiServer::write_prepared`]).
+#[derive(Debug)]
+pub struct PreparedChanges {
+    idx: usize,
+    objects: Vec<Stored>,
+}
+
+impl PreparedChanges {
+    /// How many changes there are.
+    pub fn len(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// Whether there are none (the resource holds no objects).
+    pub fn is_empty(&self) -> bool {
+        self.objects.is_empty()
     }
 }
 
@@ -505,6 +599,18 @@ impl ApiServer {
     /// Emits `m` MODIFIED changes as fast as possible, cycling over the resource's objects
     /// in key order; returns the resourceVersion after the last one.
     pub fn emit_modifications(&self, resource: &str, m: usize) -> Result<u64, StatusError> {
+        // Batches keep the write lock short enough for readers and watchers.
+        self.emit_modifications_by(resource, m, 256)
+    }
+
+    /// [`ApiServer::emit_modifications`], `per_write` changes under each lock (1: each
+    /// change wakes the watchers on its own, as separate writes to kube-apiserver do).
+    pub fn emit_modifications_by(
+        &self,
+        resource: &str,
+        m: usize,
+        per_write: usize,
+    ) -> Result<u64, StatusError> {
         let idx = self.inner.resolve(resource)?;
         let keys: Vec<Arc<str>> = self.inner.state.read().collections[idx]
             .objects
@@ -517,12 +623,79 @@ impl ApiServer {
         let mut rv = self.resource_version();
         let mut done = 0;
         while done < m {
-            // Batches keep the write lock short enough for readers and watchers.
-            let n = (m - done).min(256);
+            let n = (m - done).min(per_write.max(1));
             rv = self
                 .inner
                 .touch_many(idx, (done..done + n).map(|i| &*keys[i % keys.len()]))?;
             done += n;
+        }
+        Ok(rv)
+    }
+
+    /// Computes new versions of `m` objects of `resource`, ahead of writing them with
+    /// [`ApiServer::write_prepared`]: the objects in key order, wrapping around, each
+    /// parsed, passed to `change` with its change's number (from 0) and encoded. The cost
+    /// of a real write's JSON lives here, so that the writes themselves run at the
+    /// speed of [`ApiServer::emit_modifications`] and a benchmark measures its clients,
+    /// not the server.
+    pub fn prepare_changes(
+        &self,
+        resource: &str,
+        m: usize,
+        mut change: impl FnMut(usize, &mut Value),
+    ) -> Result<PreparedChanges, StatusError> {
+        let idx = self.inner.resolve(resource)?;
+        let (reg, olds): (_, Vec<Arc<Stored>>) = {
+            let st = self.inner.state.read();
+            let coll = &st.collections[idx];
+            let all: Vec<&Arc<Stored>> = coll.objects.values().collect();
+            let olds = if all.is_empty() {
+                Vec::new()
+            } else {
+                (0..m).map(|i| all[i % all.len()].clone()).collect()
+            };
+            (coll.reg.clone(), olds)
+        };
+        let mut objects = Vec::with_capacity(olds.len());
+        for (k, old) in olds.iter().enumerate() {
+            let mut obj = to_value(old)?;
+            change(k, &mut obj);
+            let map = to_map(obj)?;
+            let (_, stored) = super::store::encode(&reg, &map, old.rv, EventType::Modified)?;
+            if stored.key != old.key {
+                return Err(StatusError::bad_request(format!(
+                    "a prepared change may not rename {} (to {})",
+                    old.key, stored.key
+                )));
+            }
+            objects.push(stored);
+        }
+        Ok(PreparedChanges { idx, objects })
+    }
+
+    /// Writes changes made by [`ApiServer::prepare_changes`] as MODIFIED events, each at
+    /// a new resourceVersion, `per_write` of them under each lock (1: every change
+    /// wakes the watchers on its own, as separate writes to kube-apiserver do); returns
+    /// the last version. A change overwrites whatever the object holds then (no
+    /// resourceVersion precondition).
+    pub fn write_prepared(
+        &self,
+        prepared: PreparedChanges,
+        per_write: usize,
+    ) -> Result<u64, StatusError> {
+        let PreparedChanges { idx, objects } = prepared;
+        let mut rv = self.resource_version();
+        for batch in objects.chunks(per_write.max(1)) {
+            let mut st = self.inner.state.write();
+            for obj in batch {
+                rv = st.rv + 1;
+                let (frame, stored) = respliced(obj, rv, EventType::Modified);
+                st.rv = rv;
+                st.record(idx, EventType::Modified, frame, stored);
+            }
+            let coll = &st.collections[idx];
+            coll.notify.send_replace(coll.last_rv);
+            self.inner.committed(&st);
         }
         Ok(rv)
     }

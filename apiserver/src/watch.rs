@@ -34,10 +34,6 @@ use super::table::{self, Output};
 /// The annotation of the bookmark that ends the initial events.
 const INITIAL_EVENTS_END: &str = "k8s.io/initial-events-end";
 
-/// About how many bytes of frames a watcher writes per chunk: small enough to stay in
-/// the CPU cache between the copy and the socket write.
-const CHUNK: usize = 128 * 1024;
-
 /// How many history events a watcher takes per lock.
 const BATCH: usize = 4096;
 
@@ -191,19 +187,19 @@ fn protobuf_frame(ty: &str, obj: &Value) -> Option<Bytes> {
     }
 }
 
-/// Copies many small frames into chunks of about [`CHUNK`] bytes, so that a fast stream
+/// Copies many small frames into chunks of about `chunk` bytes, so that a fast stream
 /// costs a write per chunk rather than per event; a lone frame is sent as the shared
-/// bytes themselves.
-fn coalesce(frames: Vec<Bytes>) -> Vec<Bytes> {
-    if frames.len() <= 1 {
+/// bytes themselves, and with `chunk` 0 every frame is.
+fn coalesce(frames: Vec<Bytes>, chunk: usize) -> Vec<Bytes> {
+    if frames.len() <= 1 || chunk == 0 {
         return frames;
     }
     let mut out = Vec::new();
-    let mut buf = Vec::with_capacity(CHUNK + 16 * 1024);
+    let mut buf = Vec::with_capacity(chunk + 16 * 1024);
     for f in frames {
         buf.extend_from_slice(&f);
-        if buf.len() >= CHUNK {
-            out.push(std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 16 * 1024)).into());
+        if buf.len() >= chunk {
+            out.push(std::mem::replace(&mut buf, Vec::with_capacity(chunk + 16 * 1024)).into());
         }
     }
     if !buf.is_empty() {
@@ -353,15 +349,16 @@ impl Watcher {
                 .filter_map(|o| o.to_value().ok())
                 .map(|o| c.frame("ADDED", &Value::Object(o)))
                 .collect();
-            return self.send(coalesce(frames)).await;
+            return self.send(coalesce(frames, self.inner.watch_chunk)).await;
         }
-        let mut buf = Vec::with_capacity(CHUNK + 16 * 1024);
+        let size = self.inner.watch_chunk;
+        let mut buf = Vec::with_capacity(size + 16 * 1024);
         for o in initial {
             buf.extend_from_slice(EventType::Added.frame_prefix());
             buf.extend_from_slice(&o.bytes);
             buf.extend_from_slice(FRAME_SUFFIX);
-            if buf.len() >= CHUNK {
-                let chunk = std::mem::replace(&mut buf, Vec::with_capacity(CHUNK + 16 * 1024));
+            if buf.len() >= size {
+                let chunk = std::mem::replace(&mut buf, Vec::with_capacity(size + 16 * 1024));
                 if !self.send(vec![chunk.into()]).await {
                     return false;
                 }
@@ -420,7 +417,7 @@ impl Watcher {
                     (None, _) => {}
                 }
             }
-            if !self.send(coalesce(batch)).await {
+            if !self.send(coalesce(batch, self.inner.watch_chunk)).await {
                 return false;
             }
         }

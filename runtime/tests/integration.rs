@@ -43,6 +43,8 @@ mod metrics;
 mod protobuf;
 #[cfg(feature = "testing")]
 mod record;
+#[cfg(feature = "testing")]
+mod server_variants;
 #[cfg(all(feature = "webhook", feature = "testing"))]
 mod webhook;
 #[cfg(all(feature = "webhook", feature = "prometheus"))]

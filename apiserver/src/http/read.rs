@@ -266,7 +266,7 @@ pub(crate) async fn list(
             (at, None, false)
         }
     };
-    let limit = q.limit.map(|l| l as usize);
+    let limit = inner.list_limit.page(q.limit.map(|l| l as usize));
     let count_remaining = filter.is_everything();
     let st = inner.state.read();
     let coll = &st.collections[idx];
