@@ -473,6 +473,11 @@ struct Reader<B, K> {
 /// list cost 80k context switches against client-go's 8-20k.
 const POOL_DECODE_BYTES: usize = 256 * 1024;
 
+/// How many times a reader yields to let more of the body arrive before it decodes, and
+/// the buffer size at which it stops waiting.
+const GATHER_YIELDS: usize = 4;
+const GATHER_BYTES: usize = 64 * 1024;
+
 /// Buffers at least this large are split in two at a newline and decoded on two
 /// decoding threads at once.
 const SPLIT_DECODE_BYTES: usize = 32 * 1024;
@@ -568,6 +573,40 @@ where
                         ended = true;
                     }
                     None => ended = true,
+                }
+            }
+        }
+        if !ended {
+            // A server that writes each event on its own delivers a chunk per event:
+            // let what the connection has nearly delivered join this batch, so that the
+            // consumer is woken once per burst rather than per event.
+            for _ in 0..GATHER_YIELDS {
+                if self.dec.buffered() >= GATHER_BYTES {
+                    break;
+                }
+                tokio::task::yield_now().await;
+                let mut more = false;
+                while let Some(frame) = self.body.frame().now_or_never() {
+                    match frame {
+                        Some(Ok(frame)) => {
+                            if let Ok(data) = frame.into_data() {
+                                self.dec.push(&data);
+                                more = true;
+                            }
+                        }
+                        Some(Err(e)) => {
+                            failure = Some(e.to_string());
+                            ended = true;
+                            break;
+                        }
+                        None => {
+                            ended = true;
+                            break;
+                        }
+                    }
+                }
+                if !more || ended {
+                    break;
                 }
             }
         }
@@ -848,6 +887,74 @@ mod tests {
         assert!(
             matches!(&events[N / 2], WatchEvent::Error(e) if e.has_cause(cause::CLIENT_WATCH_DECODING))
         );
+    }
+
+    /// A body that delivers `chunks` one at a time, pausing after every `pause_every`-th
+    /// (0: never), as a server that writes and flushes each event does.
+    fn trickle(
+        chunks: Vec<Vec<u8>>,
+        pause_every: usize,
+    ) -> impl http_body::Body<Data = bytes::Bytes, Error = std::convert::Infallible> + Send + Unpin
+    {
+        use futures::StreamExt;
+        let frames =
+            futures::stream::iter(chunks.into_iter().enumerate()).then(move |(i, c)| async move {
+                if pause_every > 0 && i % pause_every == pause_every - 1 {
+                    tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+                }
+                Ok::<_, std::convert::Infallible>(http_body::Frame::data(bytes::Bytes::from(c)))
+            });
+        http_body_util::StreamBody::new(Box::pin(frames))
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn one_event_per_chunk_on_the_pool_keeps_every_event_in_order() {
+        use futures::StreamExt;
+        // A server that writes each event in a chunk of its own, on a multi-thread
+        // runtime: events split across chunks, chunks of one event, two events in one
+        // chunk, pauses between bursts, and an error that ends the stream.
+        const N: usize = 300;
+        let frame = |i: usize| {
+            format!(
+                "{}\n",
+                serde_json::json!({"type": "MODIFIED", "object": {"metadata": {"name": format!("o{i}"), "resourceVersion": i.to_string()}}})
+            )
+            .into_bytes()
+        };
+        for pause_every in [0, 1, 7] {
+            let mut chunks: Vec<Vec<u8>> = (0..N).map(frame).collect();
+            // One frame split in three chunks, one chunk holding two frames.
+            let split = chunks.remove(10);
+            chunks.insert(10, split[..5].to_vec());
+            chunks.insert(11, split[5..9].to_vec());
+            chunks.insert(12, split[9..].to_vec());
+            let joined = [chunks.remove(20), chunks.remove(20)].concat();
+            chunks.insert(20, joined);
+            chunks.push(b"not json\n".to_vec());
+            chunks.push(frame(N));
+            let events: Vec<WatchEvent<Value>> =
+                WatchStream::with_options(trickle(chunks, pause_every), false)
+                    .collect()
+                    .await;
+            assert_eq!(events.len(), N + 1, "pause every {pause_every}");
+            for (i, e) in events[..N].iter().enumerate() {
+                match e {
+                    WatchEvent::Modified(v) => {
+                        assert_eq!(
+                            v["metadata"]["name"],
+                            format!("o{i}"),
+                            "pause every {pause_every}"
+                        )
+                    }
+                    other => panic!("event {i}: unexpected {other:?}"),
+                }
+            }
+            assert!(
+                matches!(&events[N], WatchEvent::Error(e) if e.has_cause(cause::CLIENT_WATCH_DECODING)),
+                "pause every {pause_every}: {:?}",
+                events[N]
+            );
+        }
     }
 
     #[test]
