@@ -2,7 +2,9 @@
 //! with `--pods` Pods through its admin API, driven by lines on stdin.
 //!
 //! Protocol: prints `READY <kubeconfig path>` once seeded and listening; then for each
-//! stdin line `emit <m>` it emits `m` MODIFIED Pod events and prints `EMITTED <rv>`;
+//! stdin line `emit <m>` it emits `m` MODIFIED Pod events and prints `EMITTED <rv>`
+//! (what each event changes, and how many the server writes at once, are the
+//! `--event-shape` and `--write-batch` flags);
 //! `relist` makes the next watch request answer 410 Expired, ends every open watch (so
 //! the client's resumed watch is that next one and it relists), then modifies the first
 //! seeded Pod and prints `RELIST <namespace/name> <rv>`: a client has finished its
@@ -11,8 +13,36 @@
 
 use std::io::BufRead;
 
-use clap::Parser;
-use kubegen_runtime::testing::ApiServer;
+use clap::{Parser, ValueEnum};
+use kubegen_runtime::testing::{ApiServer, ListLimit, PreparedChanges};
+use serde_json::Value;
+
+/// What a MODIFIED event changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum EventShape {
+    /// Only the resourceVersion: the object's bytes otherwise stay the same.
+    Rv,
+    /// A label's value and the first container's restartCount, as a kubelet's status
+    /// update and a controller's relabel do: every event carries new content.
+    LabelRestart,
+}
+
+/// How the server treats a list's `limit`.
+#[derive(Clone, Copy, Debug)]
+struct Pages(ListLimit);
+
+impl std::str::FromStr for Pages {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(Pages(match s {
+            "honour" | "honor" => ListLimit::Honour,
+            "ignore" => ListLimit::Ignore,
+            n => ListLimit::AtMost(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                format!("--list-limit {n:?}: expected honour, ignore or a page size above 0")
+            })?),
+        }))
+    }
+}
 
 #[derive(Parser)]
 struct Args {
@@ -30,6 +60,61 @@ struct Args {
     /// kube-apiserver does; without it every answer is JSON.
     #[arg(long)]
     protobuf: bool,
+    /// What each MODIFIED event changes. label-restart events are computed before the
+    /// client asks for them (parsed, changed and encoded ahead), so that the writes cost
+    /// what rv's do.
+    #[arg(long, value_enum, default_value_t = EventShape::Rv)]
+    event_shape: EventShape,
+    /// How many events the server writes under one lock, waking watchers once (1: every
+    /// event is its own write, as on kube-apiserver).
+    #[arg(long, default_value_t = 256)]
+    write_batch: usize,
+    /// About how many bytes of events go into one chunk of a watch's body (0: every
+    /// event is a chunk of its own, as a server that flushes each event writes them).
+    #[arg(long, default_value_t = 128 * 1024)]
+    watch_chunk: usize,
+    /// How lists treat the client's `limit`: honour (pages of `limit`), ignore (the
+    /// whole list in one answer) or a page size N the server never exceeds.
+    #[arg(long, default_value = "honour")]
+    list_limit: Pages,
+    /// How many events to compute ahead for the first `emit` (label-restart; later ones
+    /// are computed while the client handles the last).
+    #[arg(long, default_value_t = 0)]
+    prepare: usize,
+}
+
+/// The change of event `k` (counted over the server's life, so that no two events of one
+/// object carry the same content).
+fn change(pods: usize) -> impl FnMut(usize, &mut Value) {
+    let mut n = 0usize;
+    move |_, obj| {
+        n += 1;
+        if let Some(labels) = obj
+            .pointer_mut("/metadata/labels")
+            .and_then(Value::as_object_mut)
+        {
+            labels.insert("revision".into(), Value::String(format!("r{n}")));
+        }
+        if let Some(count) = obj.pointer_mut("/status/containerStatuses/0/restartCount") {
+            *count = Value::from(n / pods.max(1) + 1);
+        }
+    }
+}
+
+/// The lock of the change counter (a panic while holding it leaves a usable counter).
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Computes the changes of the next `m` events.
+fn prepare(
+    server: &ApiServer,
+    m: usize,
+    f: &mut impl FnMut(usize, &mut Value),
+) -> Result<PreparedChanges, String> {
+    server
+        .prepare_changes("pods", m, f)
+        .map_err(|e| format!("preparing {m} changes: {e}"))
 }
 
 #[tokio::main]
@@ -39,8 +124,24 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .history_limit(args.history)
         .history_bytes(args.history_bytes)
         .protobuf_responses(args.protobuf)
+        .watch_chunk_bytes(args.watch_chunk)
+        .list_limit(args.list_limit.0)
         .build();
     server.seed("pods", args.pods, kubegen_benchmarks::pod)?;
+    let shaped = args.event_shape == EventShape::LabelRestart;
+    // The changes are made on a thread of their own: one emit's are computed while the
+    // client handles the last.
+    let changes = std::sync::Arc::new(std::sync::Mutex::new(change(args.pods)));
+    let ahead = |m: usize| {
+        let (s, changes) = (server.clone(), changes.clone());
+        std::thread::spawn(move || prepare(&s, m, &mut *lock(&changes)))
+    };
+    let mut next = (shaped && args.prepare > 0).then(|| ahead(args.prepare));
+    if let Some(first) = next.take() {
+        // Ready before READY: the first client must not wait for it.
+        let done = first.join().map_err(|_| "preparing changes panicked")??;
+        next = Some(std::thread::spawn(move || Ok(done)));
+    }
     let tcp = server.serve_tcp().await?;
     println!("READY {}", tcp.kubeconfig_path().display());
 
@@ -59,8 +160,25 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             (Some("emit"), Some(m)) => {
                 let m: usize = m.parse()?;
                 let s = server.clone();
-                let rv =
-                    tokio::task::spawn_blocking(move || s.emit_modifications("pods", m)).await??;
+                let rv = if shaped {
+                    let ready = match next.take() {
+                        Some(h) => Some(h.join().map_err(|_| "preparing changes panicked")??),
+                        None => None,
+                    };
+                    let prepared = match ready {
+                        Some(r) if r.len() == m => r,
+                        _ => prepare(&server, m, &mut *lock(&changes))?,
+                    };
+                    let batch = args.write_batch;
+                    let rv = tokio::task::spawn_blocking(move || s.write_prepared(prepared, batch))
+                        .await??;
+                    next = Some(ahead(m));
+                    rv
+                } else {
+                    let batch = args.write_batch;
+                    tokio::task::spawn_blocking(move || s.emit_modifications_by("pods", m, batch))
+                        .await??
+                };
                 println!("EMITTED {rv}");
             }
             (Some("relist"), None) => {

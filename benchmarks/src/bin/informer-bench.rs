@@ -68,6 +68,20 @@ struct Args {
     /// Seconds to wait for any one step before giving up.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
+    /// In-memory server: what each event changes (rv: only the resourceVersion;
+    /// label-restart: a label and a container's restartCount).
+    #[arg(long, default_value = "rv")]
+    event_shape: String,
+    /// In-memory server: events written under one lock (1: each event its own write).
+    #[arg(long, default_value_t = 256)]
+    write_batch: usize,
+    /// In-memory server: bytes of events per chunk of a watch's body (0: a chunk per
+    /// event).
+    #[arg(long, default_value_t = 128 * 1024)]
+    watch_chunk: usize,
+    /// In-memory server: how lists treat `limit` (honour, ignore, or a page cap N).
+    #[arg(long, default_value = "honour")]
+    list_limit: String,
 }
 
 type Error = kubegen_benchmarks::ProcError;
@@ -259,7 +273,18 @@ fn main() -> Result<(), Error> {
             cmd.arg("--keep");
         }
     } else {
-        cmd.arg("--history").arg((events + 1000).to_string());
+        cmd.arg("--history")
+            .arg((events + 1000).to_string())
+            .arg("--event-shape")
+            .arg(&args.event_shape)
+            .arg("--write-batch")
+            .arg(args.write_batch.to_string())
+            .arg("--watch-chunk")
+            .arg(args.watch_chunk.to_string())
+            .arg("--list-limit")
+            .arg(&args.list_limit)
+            .arg("--prepare")
+            .arg(events.to_string());
     }
     let mut server = Proc::spawn("server", &mut cmd, timeout)?;
     server.set_timeout(Duration::from_secs(args.seed_timeout.max(args.timeout)));
@@ -311,7 +336,21 @@ fn main() -> Result<(), Error> {
             "server: a real kube-apiserver (+ etcd) on this machine, seeded and driven by bench-real-server; events are merge patches, so events/s is bounded by the server; no forced relist (a real server cannot be made to answer 410 on demand)"
         );
     } else {
-        println!("server: kubegen's in-memory API server (bench-server)");
+        println!(
+            "server: kubegen's in-memory API server (bench-server): events change {}; {} event(s) per write; watch chunks of {}; lists {}",
+            match args.event_shape.as_str() {
+                "rv" => "only the resourceVersion",
+                "label-restart" => "a label and a container's restartCount",
+                other => other,
+            },
+            args.write_batch,
+            if args.watch_chunk == 0 { "one event".to_owned() } else { format!("~{} KiB", args.watch_chunk / 1024) },
+            match args.list_limit.as_str() {
+                "honour" | "honor" => "honour limit".to_owned(),
+                "ignore" => "ignore limit (one answer)".to_owned(),
+                n => format!("capped at {n} items per page"),
+            },
+        );
     }
     println!(
         "decode floor (serde_json, one core, the server's bytes into Pod): list {floor_list:.2} s + events {floor_events:.2} s = {floor:.2} CPU s"
