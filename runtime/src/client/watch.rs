@@ -556,58 +556,26 @@ where
     /// delivered, and decodes every complete event; after the last batch `done` is set.
     async fn next_batch(&mut self) -> Vec<WatchEvent<K>> {
         let mut failure = None;
-        let mut ended = false;
-        {
+        let mut ended = {
             // (A body error need not be `Send`: none is kept past this block.)
-            let mut next = Some(self.body.frame().await);
-            while let Some(frame) = next.take() {
-                match frame {
-                    Some(Ok(frame)) => {
-                        if let Ok(data) = frame.into_data() {
-                            self.dec.push(&data);
-                        }
-                        next = self.body.frame().now_or_never();
-                    }
-                    Some(Err(e)) => {
-                        failure = Some(e.to_string());
-                        ended = true;
-                    }
-                    None => ended = true,
-                }
-            }
-        }
+            let first = self.body.frame().await;
+            self.push_frame(first, &mut failure).is_none()
+        };
         if !ended {
-            // A server that writes each event on its own delivers a chunk per event:
-            // let what the connection has nearly delivered join this batch, so that the
-            // consumer is woken once per burst rather than per event.
-            for _ in 0..GATHER_YIELDS {
-                if self.dec.buffered() >= GATHER_BYTES {
-                    break;
-                }
-                tokio::task::yield_now().await;
-                let mut more = false;
-                while let Some(frame) = self.body.frame().now_or_never() {
-                    match frame {
-                        Some(Ok(frame)) => {
-                            if let Ok(data) = frame.into_data() {
-                                self.dec.push(&data);
-                                more = true;
-                            }
-                        }
-                        Some(Err(e)) => {
-                            failure = Some(e.to_string());
-                            ended = true;
-                            break;
-                        }
-                        None => {
-                            ended = true;
-                            break;
-                        }
-                    }
-                }
-                if !more || ended {
-                    break;
-                }
+            ended = self.push_ready(&mut failure);
+        }
+        // A server that writes each event on its own delivers a chunk per event: let what
+        // the connection has nearly delivered join this batch, so that the consumer is
+        // woken once per burst rather than per event.
+        for _ in 0..GATHER_YIELDS {
+            if ended || self.dec.buffered() >= GATHER_BYTES {
+                break;
+            }
+            let before = self.dec.buffered();
+            tokio::task::yield_now().await;
+            ended = self.push_ready(&mut failure);
+            if self.dec.buffered() == before {
+                break;
             }
         }
         let mut events = Vec::new();
@@ -625,6 +593,37 @@ where
             self.done = true;
         }
         events
+    }
+
+    /// Adds one frame of the body to the decoder: `Some(())` if the body goes on, `None`
+    /// at its end or at an error (kept in `failure`).
+    fn push_frame(
+        &mut self,
+        frame: Option<Result<http_body::Frame<bytes::Bytes>, B::Error>>,
+        failure: &mut Option<String>,
+    ) -> Option<()> {
+        match frame? {
+            Ok(frame) => {
+                if let Ok(data) = frame.into_data() {
+                    self.dec.push(&data);
+                }
+                Some(())
+            }
+            Err(e) => {
+                *failure = Some(e.to_string());
+                None
+            }
+        }
+    }
+
+    /// Adds every frame the body has already delivered; true at its end or at an error.
+    fn push_ready(&mut self, failure: &mut Option<String>) -> bool {
+        while let Some(frame) = self.body.frame().now_or_never() {
+            if self.push_frame(frame, failure).is_none() {
+                return true;
+            }
+        }
+        false
     }
 
     /// Decodes the buffer on the decoding pool, in two halves on two threads when it is
