@@ -15,6 +15,7 @@ use kube::api::{Api, ListParams};
 use kubegen_runtime::cache::informer::{
     InformerOptions, ResourceEventHandlerFuncs, SharedIndexInformer,
 };
+use kubegen_runtime::cache::reflector::ReflectorOptions;
 use kubegen_runtime::client::ResourceClient;
 use kubegen_runtime::labels::Selector;
 use kubegen_runtime::testing::{ApiServer, ApiServerBuilder, ListLimit};
@@ -126,14 +127,22 @@ async fn lists_page_as_the_server_says_and_clients_follow() {
 async fn informers_sync_and_hear_every_change_on_every_variant() {
     const PODS: usize = 40;
     const CHANGES: usize = 100;
-    for (name, builder) in variants() {
+    // With the WatchList client (the default) the initial list is a watch and list pages
+    // never reach the informer; without it the reflector's pager must follow them.
+    for (variant, builder, watch_list) in variants()
+        .into_iter()
+        .flat_map(|(v, b)| [(v, b.clone(), true), (v, b, false)])
+    {
+        let name = format!("{variant}, watch list {watch_list}");
+        let name = name.as_str();
         both(builder, async |server, client| {
             for i in 0..PODS {
                 server.create("pods", pod(i)).unwrap();
             }
             let informer = SharedIndexInformer::new(
                 Arc::new(ResourceClient::<Pod>::all(client)),
-                InformerOptions::default(),
+                InformerOptions::default()
+                    .reflector(ReflectorOptions::default().use_watch_list(watch_list)),
             );
             let (tx, mut rx) = mpsc::unbounded_channel::<(String, String, i32)>();
             informer
@@ -173,6 +182,18 @@ async fn informers_sync_and_hear_every_change_on_every_variant() {
                 PODS,
                 "{name}"
             );
+            let lists = server
+                .requests()
+                .iter()
+                .filter(|r| r.verb == "list" && r.resource == "pods")
+                .count();
+            match (watch_list, variant) {
+                (true, _) => assert_eq!(lists, 0, "{name}: the initial list is a watch"),
+                (false, "pages of 3") => {
+                    assert!(lists >= PODS.div_ceil(3), "{name}: {lists} pages")
+                }
+                (false, _) => assert_eq!(lists, 1, "{name}: one page"),
+            }
 
             // Changes of content, computed ahead and written one per lock, then the
             // same number of resourceVersion bumps written in batches.
