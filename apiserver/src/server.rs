@@ -13,7 +13,7 @@ use tokio_util::sync::CancellationToken;
 use crate::errors::{GroupResource, StatusError};
 
 use super::registry::{builtin, Registration};
-use super::store::{respliced, storage_key, EventType, State, Stored};
+use super::store::{storage_key, EventType, State, Stored};
 use super::ApiService;
 
 /// The in-memory Kubernetes API server.
@@ -401,16 +401,18 @@ impl Inner {
                 ));
                 break;
             };
-            let rv = st.rv + 1;
-            let (frame, stored) = respliced(&old, rv, EventType::Modified);
-            st.rv = rv;
-            st.record(idx, EventType::Modified, frame, stored);
-            result = Ok(rv);
+            result = Ok(st.record_respliced(idx, &old));
         }
+        self.wake(&st, idx);
+        result
+    }
+
+    /// Wakes a resource's watchers, and the requests waiting for a version, once after a
+    /// batch of changes recorded under `st`.
+    fn wake(&self, st: &State, idx: usize) {
         let coll = &st.collections[idx];
         coll.notify.send_replace(coll.last_rv);
-        self.committed(&st);
-        result
+        self.committed(st);
     }
 }
 
@@ -688,14 +690,9 @@ impl ApiServer {
         for batch in objects.chunks(per_write.max(1)) {
             let mut st = self.inner.state.write();
             for obj in batch {
-                rv = st.rv + 1;
-                let (frame, stored) = respliced(obj, rv, EventType::Modified);
-                st.rv = rv;
-                st.record(idx, EventType::Modified, frame, stored);
+                rv = st.record_respliced(idx, obj);
             }
-            let coll = &st.collections[idx];
-            coll.notify.send_replace(coll.last_rv);
-            self.inner.committed(&st);
+            self.inner.wake(&st, idx);
         }
         Ok(rv)
     }

@@ -613,6 +613,16 @@ impl State {
         out
     }
 
+    /// Records `obj` again at the next resourceVersion as a MODIFIED change, its bytes
+    /// respliced rather than re-encoded; returns that version. Watchers are not woken.
+    pub(crate) fn record_respliced(&mut self, idx: usize, obj: &Stored) -> u64 {
+        let rv = self.rv + 1;
+        let (frame, stored) = respliced(obj, rv, EventType::Modified);
+        self.rv = rv;
+        self.record(idx, EventType::Modified, frame, stored);
+        rv
+    }
+
     /// Records a change without waking watchers (the caller wakes them once for a batch).
     pub(crate) fn record(
         &mut self,
