@@ -166,6 +166,80 @@ pub fn pod(i: usize) -> Value {
     })
 }
 
+/// What a MODIFIED event of the bench server changes (`--event-shape`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum EventShape {
+    /// Only the resourceVersion: the object's bytes otherwise stay the same.
+    Rv,
+    /// A label's value and the first container's restartCount, as a kubelet's status
+    /// update and a controller's relabel do: every event carries new content.
+    LabelRestart,
+}
+
+impl EventShape {
+    /// The flag's value, as the bench server reads it.
+    pub fn name(self) -> &'static str {
+        match self {
+            EventShape::Rv => "rv",
+            EventShape::LabelRestart => "label-restart",
+        }
+    }
+
+    /// What each event changes, for a report.
+    pub fn describe(self) -> &'static str {
+        match self {
+            EventShape::Rv => "only the resourceVersion",
+            EventShape::LabelRestart => "a label and a container's restartCount",
+        }
+    }
+}
+
+/// How the bench server treats a list's `limit` (`--list-limit honour|ignore|N`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ListPages {
+    /// Pages of the client's `limit`.
+    Honour,
+    /// The whole list in one answer.
+    Ignore,
+    /// Pages of at most this many items.
+    AtMost(usize),
+}
+
+impl FromStr for ListPages {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(match s {
+            "honour" | "honor" => ListPages::Honour,
+            "ignore" => ListPages::Ignore,
+            n => ListPages::AtMost(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
+                format!("expected honour, ignore or a page size above 0, not {n:?}")
+            })?),
+        })
+    }
+}
+
+impl fmt::Display for ListPages {
+    /// The flag's value, as [`FromStr`] reads it.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ListPages::Honour => f.write_str("honour"),
+            ListPages::Ignore => f.write_str("ignore"),
+            ListPages::AtMost(n) => write!(f, "{n}"),
+        }
+    }
+}
+
+impl ListPages {
+    /// How lists are answered, for a report.
+    pub fn describe(self) -> String {
+        match self {
+            ListPages::Honour => "honour limit".to_owned(),
+            ListPages::Ignore => "ignore limit (one answer)".to_owned(),
+            ListPages::AtMost(n) => format!("capped at {n} items per page"),
+        }
+    }
+}
+
 /// The client under test in one process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ClientKind {

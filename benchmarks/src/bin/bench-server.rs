@@ -13,36 +13,10 @@
 
 use std::io::BufRead;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
+use kubegen_benchmarks::{EventShape, ListPages};
 use kubegen_runtime::testing::{ApiServer, ListLimit, PreparedChanges};
 use serde_json::Value;
-
-/// What a MODIFIED event changes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-enum EventShape {
-    /// Only the resourceVersion: the object's bytes otherwise stay the same.
-    Rv,
-    /// A label's value and the first container's restartCount, as a kubelet's status
-    /// update and a controller's relabel do: every event carries new content.
-    LabelRestart,
-}
-
-/// How the server treats a list's `limit`.
-#[derive(Clone, Copy, Debug)]
-struct Pages(ListLimit);
-
-impl std::str::FromStr for Pages {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(Pages(match s {
-            "honour" | "honor" => ListLimit::Honour,
-            "ignore" => ListLimit::Ignore,
-            n => ListLimit::AtMost(n.parse().ok().filter(|n| *n > 0).ok_or_else(|| {
-                format!("--list-limit {n:?}: expected honour, ignore or a page size above 0")
-            })?),
-        }))
-    }
-}
 
 #[derive(Parser)]
 struct Args {
@@ -76,7 +50,7 @@ struct Args {
     /// How lists treat the client's `limit`: honour (pages of `limit`), ignore (the
     /// whole list in one answer) or a page size N the server never exceeds.
     #[arg(long, default_value = "honour")]
-    list_limit: Pages,
+    list_limit: ListPages,
     /// How many events to compute ahead for the first `emit` (label-restart; later ones
     /// are computed while the client handles the last).
     #[arg(long, default_value_t = 0)]
@@ -125,7 +99,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .history_bytes(args.history_bytes)
         .protobuf_responses(args.protobuf)
         .watch_chunk_bytes(args.watch_chunk)
-        .list_limit(args.list_limit.0)
+        .list_limit(match args.list_limit {
+            ListPages::Honour => ListLimit::Honour,
+            ListPages::Ignore => ListLimit::Ignore,
+            ListPages::AtMost(n) => ListLimit::AtMost(n),
+        })
         .build();
     server.seed("pods", args.pods, kubegen_benchmarks::pod)?;
     let shaped = args.event_shape == EventShape::LabelRestart;

@@ -22,7 +22,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use clap::Parser;
-use kubegen_benchmarks::{ClientKind, ClientResult, Proc, RelistResult};
+use kubegen_benchmarks::{ClientKind, ClientResult, EventShape, ListPages, Proc, RelistResult};
 
 #[derive(Parser)]
 struct Args {
@@ -70,8 +70,8 @@ struct Args {
     timeout: u64,
     /// In-memory server: what each event changes (rv: only the resourceVersion;
     /// label-restart: a label and a container's restartCount).
-    #[arg(long, default_value = "rv")]
-    event_shape: String,
+    #[arg(long, value_enum, default_value_t = EventShape::Rv)]
+    event_shape: EventShape,
     /// In-memory server: events written under one lock (1: each event its own write).
     #[arg(long, default_value_t = 256)]
     write_batch: usize,
@@ -81,7 +81,7 @@ struct Args {
     watch_chunk: usize,
     /// In-memory server: how lists treat `limit` (honour, ignore, or a page cap N).
     #[arg(long, default_value = "honour")]
-    list_limit: String,
+    list_limit: ListPages,
 }
 
 type Error = kubegen_benchmarks::ProcError;
@@ -276,13 +276,13 @@ fn main() -> Result<(), Error> {
         cmd.arg("--history")
             .arg((events + 1000).to_string())
             .arg("--event-shape")
-            .arg(&args.event_shape)
+            .arg(args.event_shape.name())
             .arg("--write-batch")
             .arg(args.write_batch.to_string())
             .arg("--watch-chunk")
             .arg(args.watch_chunk.to_string())
             .arg("--list-limit")
-            .arg(&args.list_limit)
+            .arg(args.list_limit.to_string())
             .arg("--prepare")
             .arg(events.to_string());
     }
@@ -338,18 +338,10 @@ fn main() -> Result<(), Error> {
     } else {
         println!(
             "server: kubegen's in-memory API server (bench-server): events change {}; {} event(s) per write; watch chunks of {}; lists {}",
-            match args.event_shape.as_str() {
-                "rv" => "only the resourceVersion",
-                "label-restart" => "a label and a container's restartCount",
-                other => other,
-            },
+            args.event_shape.describe(),
             args.write_batch,
             if args.watch_chunk == 0 { "one event".to_owned() } else { format!("~{} KiB", args.watch_chunk / 1024) },
-            match args.list_limit.as_str() {
-                "honour" | "honor" => "honour limit".to_owned(),
-                "ignore" => "ignore limit (one answer)".to_owned(),
-                n => format!("capped at {n} items per page"),
-            },
+            args.list_limit.describe(),
         );
     }
     println!(
