@@ -18,12 +18,11 @@
 # Prints one line per file and version (generate / compile / doctest / round-trip) and a
 # summary on stdout; progress and timings on stderr. Exits 1 on any failure.
 set -euo pipefail
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/.." && pwd -P)
 DIR=$(cd "${1:-$ROOT/../shared/crds}" && pwd)
 BATCH=${CORPUS_BATCH:-12}
 TARGET=${CARGO_TARGET_DIR:-$ROOT/target}
 WORK=$TARGET/corpus-check
-CRATE=$WORK/crate
 start_all=$SECONDS
 
 log() { echo "[check-corpus $((SECONDS - start_all))s] $*" >&2; }
@@ -43,8 +42,8 @@ mapfile -t FILES < <(find "$DIR" -maxdepth 1 -type f \( -name '*.yaml' -o -name 
 [ "${#FILES[@]}" -gt 0 ] || { echo "no *.yaml files in $DIR" >&2; exit 1; }
 module_of() { local b; b=$(basename "$1"); b=${b%.*}; echo "f_$(echo "$b" | tr 'A-Z' 'a-z' | sed 's/[^a-z0-9]/_/g')"; }
 
-rm -rf "$WORK/gen" "$CRATE/src" "$CRATE/b" "$WORK/logs" "$WORK/synth"
-mkdir -p "$WORK/gen" "$CRATE/src" "$WORK/logs"
+rm -rf "$WORK/gen" "$WORK/ws" "$WORK/logs" "$WORK/synth"
+mkdir -p "$WORK/gen" "$WORK/logs"
 declare -A GEN COMPILE DOCTEST MODULE
 : >"$WORK/objects.jsonl"
 : >"$WORK/results.jsonl"
@@ -79,15 +78,32 @@ for f in "${FILES[@]}"; do
 done
 log "generated ${#FILES[@]} files in $((SECONDS - t))s"
 
-# The scratch crate builds into the workspace's target dir and reuses what `cargo test`
-# built there: same lock file, same profile, same `.cargo/config.toml` (the crate lives
-# under target/), and the same features on every dependency. Cargo unifies features over
-# the packages it builds, so the crate alone would ask for fewer (kube without `derive`,
-# tokio without `test-util`, ...) and rebuild most of the graph (~2 minutes of a cold CI
-# run); corpus-pins.py adds each dependency whose features differ as a direct dependency
-# with the workspace's features. What is left to build: the path dependencies (not
-# members here, so built with capped lints) and the batches. Correctness never depends
-# on the pins, only the build time.
+# The scratch workspace builds into the workspace's target dir and reuses what `cargo
+# test` built there: same lock file, same profiles, same `.cargo/config.toml` (it lives
+# under target/), and the same features on every dependency.
+# - Cargo names a path package's build by its path relative to the workspace root
+#   (outside the root, by its absolute path). So the scratch workspace links the
+#   workspace's path crates (runtime, apimachinery, apiserver, ...) under its own root at
+#   the same relative paths, as members, with the workspace's [workspace.package],
+#   [workspace.dependencies] and profiles: their builds are then the very units `cargo
+#   test` built, not a second build of each (a scratch crate that named them by absolute
+#   path rebuilt them: 140 s of a cold CI run).
+# - Cargo unifies features over the packages it builds, so the batches alone would ask
+#   for fewer (kube without `derive`, tokio without `test-util`, ...) and rebuild most of
+#   the graph; corpus-pins.py adds each dependency whose features differ as a direct
+#   dependency with the workspace's features.
+# What is left to build: the batches. Correctness never depends on the links or the
+# pins, only the build time.
+mkdir -p "$WORK/ws"
+WS=$(cd "$WORK/ws" && pwd -P)
+CRATE=$WS/a
+rm -rf "$WORK/crate"
+# The workspace's path crates, as its [workspace.dependencies] name them.
+mapfile -t LINKED < <(sed -n '/^\[workspace.dependencies\]/,/^\[/s/.*path = "\([^"]*\)".*/\1/p' "$ROOT/Cargo.toml")
+for d in "${LINKED[@]}"; do
+  case $d in */*|.*) echo "check-corpus: a nested path dependency ($d) in Cargo.toml's [workspace.dependencies] is not supported" >&2; exit 1;; esac
+  ln -sfn "$ROOT/$d" "$WS/$d"
+done
 package_toml() { # package name, runner binary name: a batch package's header
   cat <<EOF
 [package]
@@ -109,39 +125,35 @@ EOF
 write_manifest() { # extra [dependencies] lines, extra [build-dependencies] lines
   # The workspace's lock file every time: cargo prunes what a manifest does not use, and
   # a pruned package a later pin brings back would be resolved to its newest version.
-  cp "$ROOT/Cargo.lock" "$CRATE/Cargo.lock"
+  cp "$ROOT/Cargo.lock" "$WS/Cargo.lock"
+  {
+    echo "[workspace]"
+    echo 'resolver = "2"'
+    printf 'members = ["a", "b"%s]\n\n' "$(printf ', "%s"' "${LINKED[@]}")"
+    # Everything but the member list: the linked crates inherit from it.
+    sed -n '/^\[workspace\.[a-z]*\]/,$p' "$ROOT/Cargo.toml"
+  } >"$WS/Cargo.toml"
   {
     package_toml corpus-batch runner
     cat <<EOF
 [dependencies]
-$(grep -q '^kubegen-runtime = ' <<<"$1" || echo "kubegen-runtime = { path = \"$ROOT/runtime\", features = [\"testing\", \"prometheus\", \"webhook\"] }")
+$(grep -q '^kubegen-runtime = ' <<<"$1" || echo 'kubegen-runtime = { path = "../runtime", features = ["testing", "prometheus", "webhook"] }')
 $(grep -q '^k8s-openapi = ' <<<"$1" || echo 'k8s-openapi = { version = "0.29.0", features = ["latest"] }')
 $1
 
 [build-dependencies]
 $2
-
-$(sed -n '/^\[profile.dev\]/,/^$/p; /^\[profile.dev.package/,/^$/p' "$ROOT/Cargo.toml")
-
-[workspace]
-members = ["b"]
 EOF
   } >"$CRATE/Cargo.toml"
   # The second batch of a pair (see the batch loop): the same dependencies, its own
-  # library and runner. Profiles live in the workspace root above.
+  # library and runner.
   {
     package_toml corpus-batch-b runner-b
-    sed -n '/^\[dependencies\]/,/^\[profile/p' "$CRATE/Cargo.toml" | sed '$d'
-  } >"$CRATE/b/Cargo.toml"
-  # The path dependencies are workspace members there: their profile is the dev one.
-  if [ -f "$WORK/features.crate" ]; then
-    for m in $(sed -n 's/^\([a-z0-9_-]*\) v[^ ]* (\/.*/\1/p' "$WORK/features.crate" | grep -vx corpus-batch | sort -u); do
-      printf '[profile.dev.package.%s]\ndebug = "line-tables-only"\n\n' "$m" >>"$CRATE/Cargo.toml"
-    done
-  fi
+    sed -n '/^\[dependencies\]/,$p' "$CRATE/Cargo.toml"
+  } >"$WS/b/Cargo.toml"
 }
-mkdir -p "$CRATE/b/src"
-for d in "$CRATE" "$CRATE/b"; do
+mkdir -p "$CRATE/src" "$WS/b/src"
+for d in "$CRATE" "$WS/b"; do
   echo 'fn main() {}' >"$d/build.rs"
   echo '' >"$d/src/lib.rs"; echo 'fn main() {}' >"$d/src/main.rs"
 done
@@ -150,39 +162,40 @@ done
 # feature set of what the workspace built.
 HOST=$(rustc -vV | sed -n 's/^host: //p')
 tree_features() { cargo tree --target "$HOST" -f '{p}|{f}' --prefix none "$@" | grep -v ' (\*)$' | sort -u; }
-(cd "$ROOT" && tree_features --locked --workspace --features "$FEATURES" -e normal,build,dev) >"$WORK/features.workspace"
-rm -f "$WORK/features.crate"
+# The workspace's features, every build and the code's alone (see corpus-pins.py), with
+# its path crates named by their links, as the scratch workspace sees them.
+relink() { awk -v from="($ROOT/" -v to="($WS/" '{ i = index($0, from); if (i) $0 = substr($0, 1, i - 1) to substr($0, i + length(from)); print }'; }
+(cd "$ROOT" && tree_features --locked --workspace --features "$FEATURES" -e normal,build,dev) | relink >"$WORK/features.workspace"
+(cd "$ROOT" && tree_features --locked --workspace --features "$FEATURES" -e normal,dev,no-proc-macro) | relink >"$WORK/features.workspace.code"
 write_manifest "" ""
 pins=""
-host_packages() { # the crate's packages built for the host, one name per line
-  (cd "$CRATE" && cargo metadata --format-version 1 --filter-platform "$HOST") \
-    | python3 "$ROOT/hack/corpus-pins.py" --host >"$WORK/host.crate"
+crate_features() { # the crate's features and the names of its host packages
+  (cd "$WS" && tree_features -p corpus-batch -e normal,build) >"$WORK/features.crate"
+  (cd "$WS" && tree_features -p corpus-batch -e normal,no-proc-macro) >"$WORK/features.crate.code"
+  (cd "$WS" && cargo metadata --format-version 1 --filter-platform "$HOST") \
+    | python3 "$ROOT/hack/corpus-pins.py" --host corpus-batch >"$WORK/host.crate"
 }
-host_packages
-for round in 1 2 3; do
-  (cd "$CRATE" && tree_features -e normal,build) >"$WORK/features.crate"
-  new=$(python3 "$ROOT/hack/corpus-pins.py" "$WORK/features.workspace" "$WORK/features.crate" "$WORK/host.crate") || break
+pin_args=("$WORK/features.workspace" "$WORK/features.workspace.code" "$WORK/features.crate" "$WORK/features.crate.code" "$WORK/host.crate")
+for round in 1 2 3 4; do
+  crate_features
+  new=$(python3 "$ROOT/hack/corpus-pins.py" "${pin_args[@]}") || break
   [ -n "$new" ] || break
-  # Pins accumulate (a later round's line for the same package replaces the earlier one).
+  # Pins accumulate (a later round's line for the same package and side replaces the
+  # earlier one): code pins as dependencies, `host: ` ones as build dependencies.
   pins=$(printf '%s\n%s\n' "$pins" "$new" | awk -F' = ' 'NF { if (!($1 in line)) order[n++] = $1; line[$1] = $0 }
     END { for (i = 0; i < n; i++) print line[order[i]] }')
-  # The pins of host packages (proc macros, build scripts and their dependencies) as
-  # build dependencies too: their features are resolved apart from the code's
-  # (proc-macro2's `span-locations`, say), and a host unit with the same features as a
-  # target one is the same build. Only those: a build-dependency pin on any other
-  # package would build it a second time, for the host.
-  host_pins=$(awk -F' = ' 'NR == FNR { host[$1] = 1; next } ($1 in host)' "$WORK/host.crate" <(echo "$pins"))
-  write_manifest "$pins" "$host_pins"
-  host_packages
+  write_manifest "$(grep -v '^host: ' <<<"$pins" || true)" "$(sed -n 's/^host: //p' <<<"$pins")"
 done
-log "scratch crate: $(grep -c ' = {' <<<"$pins" || true) dependency feature pins;" \
-  "$(python3 "$ROOT/hack/corpus-pins.py" --report "$WORK/features.workspace" "$WORK/features.crate" "$WORK/host.crate")"
+crate_features
+log "scratch crate: $(grep -vc '^host: \|^$' <<<"$pins" || true) dependency feature pins and" \
+  "$(grep -c '^host: ' <<<"$pins" || true) for build scripts and proc macros;" \
+  "$(python3 "$ROOT/hack/corpus-pins.py" --report "${pin_args[@]}")"
 
 # Two batches at a time, as the two packages of the scratch workspace (corpus-batch and
 # corpus-batch-b), built by one cargo: compiling one batch keeps one core busy (rustc's
 # front end is serial; a batch of 12 took 59 s wall for 64 s of CPU), so a pair takes
-# about the time of one. Slot 0 is the root package, slot 1 the member `b`.
-SLOT_DIR=("$CRATE" "$CRATE/b"); SLOT_PKG=(corpus-batch corpus-batch-b)
+# about the time of one. Slot 0 is the member `a`, slot 1 the member `b`.
+SLOT_DIR=("$CRATE" "$WS/b"); SLOT_PKG=(corpus-batch corpus-batch-b)
 SLOT_CRATE=(corpus_batch corpus_batch_b); SLOT_BIN=(runner runner-b)
 write_slot() { # slot, modules...: the slot's library (the trees) and runner (dispatch)
   local s=$1; shift
@@ -198,7 +211,7 @@ write_slot() { # slot, modules...: the slot's library (the trees) and runner (di
 }
 # The workspace's target dir (see above). Every batch is new code, so incremental state
 # would only cost time and disk; the registry dependencies reused never use it.
-cargo_crate() { (cd "$CRATE" && CARGO_TARGET_DIR="$TARGET" CARGO_INCREMENTAL=0 cargo "$@"); }
+cargo_crate() { (cd "$WS" && CARGO_TARGET_DIR="$TARGET" CARGO_INCREMENTAL=0 cargo "$@"); }
 
 "$TARGET/debug/examples/crd_roundtrip" "${FILES[@]}" >"$WORK/crd-roundtrip.txt" 2>&1 &
 crd_rt_pid=$!

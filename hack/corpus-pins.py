@@ -1,29 +1,38 @@
 #!/usr/bin/env python3
-"""Dependency feature pins for hack/check-corpus.sh's scratch crate.
+"""Dependency feature pins for hack/check-corpus.sh's scratch workspace.
 
-Usage: corpus-pins.py [--report] WORKSPACE_FEATURES CRATE_FEATURES [HOST_PACKAGES]
-       corpus-pins.py --host < METADATA_JSON
+Usage: corpus-pins.py [--report] WS_ALL WS_CODE CRATE_ALL CRATE_CODE HOST_PACKAGES
+       corpus-pins.py --host [ROOT_PACKAGE] < METADATA_JSON
 
-Both files hold `cargo tree -f '{p}|{f}' --prefix none` lines: the workspace's (as
-`cargo test --workspace` resolves it) and the scratch crate's. For every package of the
-crate whose feature set is not one the workspace builds, prints a dependency line that
-asks for the workspace's set, so the crate's build reuses the workspace's artifacts.
-A package the workspace builds with two feature sets (one for build scripts and proc
-macros, one for the code) is pinned to the larger set that contains the crate's.
-HOST_PACKAGES (one name per line, from --host) tells the packages built for build
-scripts and proc macros from those only the code uses.
-With --report, prints how many of the crate's packages match instead.
+The first four files hold `cargo tree -f '{p}|{f}' --prefix none` lines: the
+workspace's (as `cargo test --workspace` resolves it) and the scratch crate's, each
+twice: every edge (`-e normal,build[,dev]`, the code's and the host's builds), and the
+code's alone (`-e normal[,dev],no-proc-macro`). HOST_PACKAGES (one name per line, from
+--host) names the crate's packages that build scripts and proc macros use.
+
+Cargo builds a package at most twice: once for the code, once for build scripts and
+proc macros (the host) when their features differ (a package the two use with the same
+features is one build). A package's sets in the `-e normal,build` tree are those two;
+its set in the code's tree tells which one is the code's. For every build of the crate
+whose features are not the workspace's build of the same side, prints a dependency line
+that asks for the workspace's set, so that the crate's build reuses the workspace's
+artifacts:
+- a code pin, `name = { ... }`, for the crate's [dependencies];
+- a host pin, `host: name = { ... }`, for its [build-dependencies] (the host's features
+  are resolved apart from the code's; a host pin on a package only the code uses would
+  build it a second time, for the host).
+With --report, prints how many of the crate's builds match the workspace's instead.
 With --host, prints the names of the packages `cargo metadata` (on stdin) builds for
-the host: proc macros, build dependencies, and everything they depend on. Only those
-need a pin among the crate's build dependencies: a pin there makes cargo build the
-package for build scripts too, with the build-override profile (a second build of,
-say, kube-client that no build script uses).
+the host: proc macros, build dependencies, and everything they depend on; with
+ROOT_PACKAGE, only among what that package builds (the other members of its workspace
+are not built with it).
 """
 import json
 import re
 import sys
 
 LINE = re.compile(r"^(\S+) v(\S+)(?: \((.*)\))?\|(.*)$")
+CORPUS = ("corpus-batch", "corpus-batch-b")
 
 
 def read(path):
@@ -38,9 +47,29 @@ def read(path):
     return sets
 
 
-def host_packages(meta):
+def closure(nodes, start, kinds):
+    """The packages reachable from `start` over dependency edges of the given kinds."""
+    seen, todo = set(), list(start)
+    while todo:
+        pid = todo.pop()
+        if pid in seen:
+            continue
+        seen.add(pid)
+        todo.extend(d["pkg"] for d in nodes[pid]["deps"]
+                    if any(k["kind"] in kinds for k in d["dep_kinds"]))
+    return seen
+
+
+def host_packages(meta, root=None):
     nodes = {n["id"]: n for n in meta["resolve"]["nodes"]}
     packages = {p["id"]: p for p in meta["packages"]}
+    if root is not None:
+        start = [pid for pid, p in packages.items() if p["name"] == root]
+        if not start:
+            sys.exit(f"corpus-pins.py: package {root} is not in the metadata")
+        built = closure(nodes, start, (None, "build"))
+        nodes = {pid: n for pid, n in nodes.items() if pid in built}
+        packages = {pid: p for pid, p in packages.items() if pid in built}
     roots = set()
     for node in nodes.values():
         for dep in node["deps"]:
@@ -49,74 +78,75 @@ def host_packages(meta):
     for pid, pkg in packages.items():
         if any("proc-macro" in t["kind"] for t in pkg["targets"]):
             roots.add(pid)
-    seen, todo = set(), list(roots)
-    while todo:
-        pid = todo.pop()
-        if pid in seen:
-            continue
-        seen.add(pid)
-        todo.extend(d["pkg"] for d in nodes[pid]["deps"]
-                    if any(k["kind"] in (None, "build") for k in d["dep_kinds"]))
+    seen = closure(nodes, roots, (None, "build"))
     return sorted({packages[pid]["name"] for pid in seen})
 
 
+def code_set(code, key):
+    """The code's feature set of a package (None: the code does not use it)."""
+    sets = code.get(key)
+    return max(sets, key=len) if sets else None
+
+
+def sides(all_sets, code, key, host_used):
+    """The code's set and the host's set of a package (each None when unused)."""
+    c = code_set(code, key)
+    rest = all_sets.get(key, set()) - {c}
+    if rest:
+        return c, max(rest, key=len)
+    return c, (c if host_used else None)
+
+
+def pin(key, feats):
+    name, version, source = key
+    where = f'path = "{source}"' if source and source.startswith("/") else f'version = "={version}"'
+    flist = ", ".join(f'"{f}"' for f in sorted(feats) if f != "default")
+    default = "true" if "default" in feats else "false"
+    return name, version, f'{{ {where}, default-features = {default}, features = [{flist}] }}'
+
+
 def main(argv):
-    if argv == ["--host"]:
-        print("\n".join(host_packages(json.load(sys.stdin))))
+    if argv[:1] == ["--host"] and len(argv) <= 2:
+        root = argv[1] if len(argv) == 2 else None
+        print("\n".join(host_packages(json.load(sys.stdin), root)))
         return
     report = argv[:1] == ["--report"]
     if report:
         argv = argv[1:]
-    if len(argv) not in (2, 3):
+    if len(argv) != 5:
         sys.exit(__doc__)
-    host = None
-    if len(argv) == 3:
-        host = set(open(argv[2], encoding="utf-8").read().split())
-        argv = argv[:2]
-    workspace, crate = read(argv[0]), read(argv[1])
+    ws_all, ws_code, crate_all, crate_code = (read(p) for p in argv[:4])
+    host = set(open(argv[4], encoding="utf-8").read().split())
     pins, matched, unmatched = [], 0, []
-    for key in sorted(crate):
-        name, version, source = key
-        if name in ("corpus-batch", "corpus-batch-b"):
+    for key in sorted(crate_all):
+        name, version, _ = key
+        if name in CORPUS:
             continue
-        want = workspace.get(key)
-        for feats in sorted(crate[key], key=sorted):
-            # A package the workspace builds twice (for the host and for the code) is
-            # listed with two sets, and the code's is the larger: a package only the
-            # code uses must have that one, not the host's.
-            code_only = host is not None and name not in host
-            if want and feats in want and (not code_only or len(feats) == max(map(len, want))):
+        c, h = sides(crate_all, crate_code, key, name in host)
+        # The workspace's host build: its set apart from the code's, or the code's one
+        # build when they are the same.
+        wc, wh = sides(ws_all, ws_code, key, True)
+        for side, have, want in (("", c, wc), ("host: ", h, wh)):
+            if have is None:
+                continue
+            if have == want:
                 matched += 1
-                continue
-            bigger = sorted((w for w in (want or ()) if feats <= w), key=len)
-            if not bigger:
-                unmatched.append(f"{name} v{version}")
-                continue
-            target = bigger[-1] if len(bigger) > 1 else bigger[0]
-            alias = name
-            where = f'path = "{source}"' if source and source.startswith("/") else f'version = "={version}"'
-            flist = ", ".join(f'"{f}"' for f in sorted(target) if f != "default")
-            default = "true" if "default" in target else "false"
-            pins.append(
-                f'{alias} = {{ {where}, default-features = {default}, features = [{flist}] }}'
-            )
+            elif want is not None and have <= want:
+                pins.append((side, *pin(key, want)))
+            else:
+                unmatched.append(f"{side}{name} v{version}")
     if report:
         extra = f"; not built by the workspace: {', '.join(unmatched)}" if unmatched else ""
-        print(f"{matched} of {matched + len(pins) + len(unmatched)} packages match the workspace's features{extra}")
+        print(f"{matched} of {matched + len(pins) + len(unmatched)} builds match the workspace's features{extra}")
         return
-    # One line per package (the last of two feature sets wins); a name with two
-    # versions gets an alias per version.
-    seen = {}
-    for pin in pins:
-        seen[(pin.split(" ", 1)[0], pin.split("version = ", 1)[-1][:16])] = pin
-    names = [k[0] for k in seen]
+    # A name with two versions on one side gets an alias per version.
     out = []
-    for (name, _), pin in seen.items():
-        if names.count(name) > 1:
-            ver = re.search(r'version = "=([^"]+)"', pin)
-            alias = "pin_" + re.sub(r"[^a-z0-9]", "_", f"{name}_{ver.group(1) if ver else 'path'}")
-            pin = f"{alias} = {{ package = \"{name}\", " + pin.split("{ ", 1)[1]
-        out.append(pin)
+    for side, name, version, spec in pins:
+        alias = name
+        if sum(1 for s, n, _, _ in pins if (s, n) == (side, name)) > 1:
+            alias = "pin_" + re.sub(r"[^a-z0-9]", "_", f"{name}_{version}")
+            spec = f'{{ package = "{name}", ' + spec[2:]
+        out.append(f"{side}{alias} = {spec}")
     print("\n".join(out))
 
 
