@@ -14,7 +14,8 @@
 #      (independent of kubegen's model) through the generated types,
 #   5. round-trips each CRD through Rust: `kubegen generate`, then `kubegen crd` over
 #      the generated types, compared with the source version by version
-#      (codegen-cli/src/roundtrip.rs; goal: every version identical).
+#      (codegen-cli/src/roundtrip.rs; goal: every version identical); the CRDs written
+#      back are kept in target/corpus-check/roundtrip-crds for hack/real-crds.sh.
 # Prints one line per file and version (generate / compile / doctest / round-trip) and a
 # summary on stdout; progress and timings on stderr. Exits 1 on any failure.
 set -euo pipefail
@@ -213,7 +214,16 @@ write_slot() { # slot, modules...: the slot's library (the trees) and runner (di
 # would only cost time and disk; the registry dependencies reused never use it.
 cargo_crate() { (cd "$WS" && CARGO_TARGET_DIR="$TARGET" CARGO_INCREMENTAL=0 cargo "$@"); }
 
-"$TARGET/debug/examples/crd_roundtrip" "${FILES[@]}" >"$WORK/crd-roundtrip.txt" 2>&1 &
+# It also writes the CRDs it round-trips, with the corpus's path once it is done:
+# hack/real-crds.sh creates them on kube-apiserver and need not write them again (two
+# and a half minutes of the real stage).
+rm -rf "$WORK/roundtrip-crds" "$WORK/roundtrip-crds.source"
+{
+  status=0
+  "$TARGET/debug/examples/crd_roundtrip" --write-crds "$WORK/roundtrip-crds" "${FILES[@]}" >"$WORK/crd-roundtrip.txt" 2>&1 || status=$?
+  (cd "$DIR" && pwd -P) >"$WORK/roundtrip-crds.source"
+  exit "$status"
+} &
 crd_rt_pid=$!
 
 # 2-4. Batches: check, doctests, round trips.
