@@ -577,7 +577,10 @@ fn rich_pod(ns: &str, name: &str) -> Pod {
 
 /// The typed informer decodes protobuf with the mirrors' generated decoders: the Pods it
 /// caches, and those a later watch event brings, are the Pods a JSON-only client reads.
-async fn generated_decoders_cache_what_json_reads(transport: Transport) {
+/// With `informer_json`, the informer's own client asks for JSON, as against a server
+/// without protobuf: it decodes with the JSON decoders the mirror hands out
+/// (`GeneratedDecoders::json_decoders`), lists and watch events alike.
+async fn generated_decoders_cache_what_json_reads(transport: Transport, informer_json: bool) {
     use kubegen_runtime::client::{protobuf as wire, ListOptions, ResourceClient};
     let server = ApiServer::builder().protobuf_responses(true).build();
     for registration in kubegen_kubernetes::fake::registrations().expect("registrations") {
@@ -620,7 +623,12 @@ async fn generated_decoders_cache_what_json_reads(transport: Transport) {
         created.unwrap_or_else(|e| panic!("{transport:?}: create {name}: {e}"));
     }
 
-    let factory = SharedInformerFactory::new(cs.clone(), Duration::from_secs(0));
+    let informer_cs = if informer_json {
+        Clientset::new(wire::json_only(conn.client()))
+    } else {
+        cs.clone()
+    };
+    let factory = SharedInformerFactory::new(informer_cs, Duration::from_secs(0));
     let typed = factory.core().v1().pods();
     let informer = typed.informer();
     factory.start();
@@ -683,16 +691,32 @@ async fn generated_decoders_cache_what_json_reads(transport: Transport) {
 
 #[tokio::test]
 async fn generated_decoders_over_tower() {
-    generated_decoders_cache_what_json_reads(Transport::Tower).await;
+    generated_decoders_cache_what_json_reads(Transport::Tower, false).await;
 }
 
 #[tokio::test]
 async fn generated_decoders_over_tcp() {
-    generated_decoders_cache_what_json_reads(Transport::Tcp).await;
+    generated_decoders_cache_what_json_reads(Transport::Tcp, false).await;
 }
 
 #[tokio::test]
 #[ignore = "needs a real control plane: hack/test.sh real"]
 async fn generated_decoders_on_a_real_apiserver() {
-    generated_decoders_cache_what_json_reads(Transport::Real).await;
+    generated_decoders_cache_what_json_reads(Transport::Real, false).await;
+}
+
+#[tokio::test]
+async fn generated_json_decoders_over_tower() {
+    generated_decoders_cache_what_json_reads(Transport::Tower, true).await;
+}
+
+#[tokio::test]
+async fn generated_json_decoders_over_tcp() {
+    generated_decoders_cache_what_json_reads(Transport::Tcp, true).await;
+}
+
+#[tokio::test]
+#[ignore = "needs a real control plane: hack/test.sh real"]
+async fn generated_json_decoders_on_a_real_apiserver() {
+    generated_decoders_cache_what_json_reads(Transport::Real, true).await;
 }
