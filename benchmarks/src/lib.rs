@@ -194,6 +194,60 @@ impl EventShape {
     }
 }
 
+/// How the in-memory bench server answers, as `bench-server` takes it and
+/// `informer-bench` passes it on: the variants a server nobody here wrote may differ in.
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServerVariant {
+    /// What each MODIFIED event changes (rv: only the resourceVersion; label-restart: a
+    /// label and a container's restartCount, computed ahead so that the writes cost what
+    /// rv's do).
+    #[arg(long, value_enum, default_value_t = EventShape::Rv)]
+    pub event_shape: EventShape,
+    /// How many events the server writes under one lock, waking watchers once (1: every
+    /// event is its own write, as on kube-apiserver).
+    #[arg(long, default_value_t = 256)]
+    pub write_batch: usize,
+    /// About how many bytes of events go into one chunk of a watch's body (0: every
+    /// event is a chunk of its own, as a server that flushes each event writes them).
+    #[arg(long, default_value_t = 128 * 1024)]
+    pub watch_chunk: usize,
+    /// How lists treat the client's `limit`: honour (pages of `limit`), ignore (the
+    /// whole list in one answer) or a page size N the server never exceeds.
+    #[arg(long, default_value = "honour")]
+    pub list_limit: ListPages,
+}
+
+impl ServerVariant {
+    /// The `bench-server` flags that ask for this variant.
+    pub fn to_args(&self) -> Vec<String> {
+        vec![
+            "--event-shape".into(),
+            self.event_shape.name().into(),
+            "--write-batch".into(),
+            self.write_batch.to_string(),
+            "--watch-chunk".into(),
+            self.watch_chunk.to_string(),
+            "--list-limit".into(),
+            self.list_limit.to_string(),
+        ]
+    }
+
+    /// The variant, for a report.
+    pub fn describe(&self) -> String {
+        let chunks = if self.watch_chunk == 0 {
+            "one event".to_owned()
+        } else {
+            format!("~{} KiB", self.watch_chunk / 1024)
+        };
+        format!(
+            "events change {}; {} event(s) per write; watch chunks of {chunks}; lists {}",
+            self.event_shape.describe(),
+            self.write_batch,
+            self.list_limit.describe(),
+        )
+    }
+}
+
 /// How the bench server treats a list's `limit` (`--list-limit honour|ignore|N`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ListPages {

@@ -14,7 +14,7 @@
 use std::io::BufRead;
 
 use clap::Parser;
-use kubegen_benchmarks::{EventShape, ListPages};
+use kubegen_benchmarks::{EventShape, ListPages, ServerVariant};
 use kubegen_runtime::testing::{ApiServer, ListLimit, PreparedChanges};
 use serde_json::Value;
 
@@ -34,23 +34,8 @@ struct Args {
     /// kube-apiserver does; without it every answer is JSON.
     #[arg(long)]
     protobuf: bool,
-    /// What each MODIFIED event changes. label-restart events are computed before the
-    /// client asks for them (parsed, changed and encoded ahead), so that the writes cost
-    /// what rv's do.
-    #[arg(long, value_enum, default_value_t = EventShape::Rv)]
-    event_shape: EventShape,
-    /// How many events the server writes under one lock, waking watchers once (1: every
-    /// event is its own write, as on kube-apiserver).
-    #[arg(long, default_value_t = 256)]
-    write_batch: usize,
-    /// About how many bytes of events go into one chunk of a watch's body (0: every
-    /// event is a chunk of its own, as a server that flushes each event writes them).
-    #[arg(long, default_value_t = 128 * 1024)]
-    watch_chunk: usize,
-    /// How lists treat the client's `limit`: honour (pages of `limit`), ignore (the
-    /// whole list in one answer) or a page size N the server never exceeds.
-    #[arg(long, default_value = "honour")]
-    list_limit: ListPages,
+    #[command(flatten)]
+    variant: ServerVariant,
     /// How many events to compute ahead for the first `emit` (label-restart; later ones
     /// are computed while the client handles the last).
     #[arg(long, default_value_t = 0)]
@@ -98,15 +83,15 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .history_limit(args.history)
         .history_bytes(args.history_bytes)
         .protobuf_responses(args.protobuf)
-        .watch_chunk_bytes(args.watch_chunk)
-        .list_limit(match args.list_limit {
+        .watch_chunk_bytes(args.variant.watch_chunk)
+        .list_limit(match args.variant.list_limit {
             ListPages::Honour => ListLimit::Honour,
             ListPages::Ignore => ListLimit::Ignore,
             ListPages::AtMost(n) => ListLimit::AtMost(n),
         })
         .build();
     server.seed("pods", args.pods, kubegen_benchmarks::pod)?;
-    let shaped = args.event_shape == EventShape::LabelRestart;
+    let shaped = args.variant.event_shape == EventShape::LabelRestart;
     // The changes are made on a thread of their own: one emit's are computed while the
     // client handles the last.
     let changes = std::sync::Arc::new(std::sync::Mutex::new(change(args.pods)));
@@ -147,13 +132,13 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                         Some(r) if r.len() == m => r,
                         _ => prepare(&server, m, &mut *lock(&changes))?,
                     };
-                    let batch = args.write_batch;
+                    let batch = args.variant.write_batch;
                     let rv = tokio::task::spawn_blocking(move || s.write_prepared(prepared, batch))
                         .await??;
                     next = Some(ahead(m));
                     rv
                 } else {
-                    let batch = args.write_batch;
+                    let batch = args.variant.write_batch;
                     tokio::task::spawn_blocking(move || s.emit_modifications_by("pods", m, batch))
                         .await??
                 };

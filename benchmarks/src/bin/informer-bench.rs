@@ -22,7 +22,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use clap::Parser;
-use kubegen_benchmarks::{ClientKind, ClientResult, EventShape, ListPages, Proc, RelistResult};
+use kubegen_benchmarks::{ClientKind, ClientResult, Proc, RelistResult, ServerVariant};
 
 #[derive(Parser)]
 struct Args {
@@ -68,20 +68,9 @@ struct Args {
     /// Seconds to wait for any one step before giving up.
     #[arg(long, default_value_t = 600)]
     timeout: u64,
-    /// In-memory server: what each event changes (rv: only the resourceVersion;
-    /// label-restart: a label and a container's restartCount).
-    #[arg(long, value_enum, default_value_t = EventShape::Rv)]
-    event_shape: EventShape,
-    /// In-memory server: events written under one lock (1: each event its own write).
-    #[arg(long, default_value_t = 256)]
-    write_batch: usize,
-    /// In-memory server: bytes of events per chunk of a watch's body (0: a chunk per
-    /// event).
-    #[arg(long, default_value_t = 128 * 1024)]
-    watch_chunk: usize,
-    /// In-memory server: how lists treat `limit` (honour, ignore, or a page cap N).
-    #[arg(long, default_value = "honour")]
-    list_limit: ListPages,
+    /// The in-memory server's variant (ignored with --real).
+    #[command(flatten)]
+    variant: ServerVariant,
 }
 
 type Error = kubegen_benchmarks::ProcError;
@@ -275,14 +264,7 @@ fn main() -> Result<(), Error> {
     } else {
         cmd.arg("--history")
             .arg((events + 1000).to_string())
-            .arg("--event-shape")
-            .arg(args.event_shape.name())
-            .arg("--write-batch")
-            .arg(args.write_batch.to_string())
-            .arg("--watch-chunk")
-            .arg(args.watch_chunk.to_string())
-            .arg("--list-limit")
-            .arg(args.list_limit.to_string())
+            .args(args.variant.to_args())
             .arg("--prepare")
             .arg(events.to_string());
     }
@@ -337,11 +319,8 @@ fn main() -> Result<(), Error> {
         );
     } else {
         println!(
-            "server: kubegen's in-memory API server (bench-server): events change {}; {} event(s) per write; watch chunks of {}; lists {}",
-            args.event_shape.describe(),
-            args.write_batch,
-            if args.watch_chunk == 0 { "one event".to_owned() } else { format!("~{} KiB", args.watch_chunk / 1024) },
-            args.list_limit.describe(),
+            "server: kubegen's in-memory API server (bench-server): {}",
+            args.variant.describe()
         );
     }
     println!(
